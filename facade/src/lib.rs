@@ -1,0 +1,1 @@
+//! Kafka listener and per-API handlers. Arrives with the Kafka facade issue.

@@ -1,0 +1,1 @@
+//! Kafka wire protocol codec (sans I/O). Arrives with the Kafka facade issue.

@@ -1,0 +1,74 @@
+//! Every setting, as an environment variable named as in the seeds (a flag
+//! of the same meaning too); `queen --help` lists them with their defaults.
+
+use clap::Parser;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+#[derive(Parser, Debug, Clone)]
+#[command(name = "queen", version, about = "Queen: a message broker with a Kafka wire protocol front end and a native HTTP queue API over one durable log")]
+pub struct Settings {
+    /// The data directory (store checkpoint and qlog).
+    #[arg(long, env = "QUEEN_RAFT_DIR", default_value = "./queen-data")]
+    pub data_dir: PathBuf,
+
+    /// Where the HTTP API listens.
+    #[arg(long, env = "QUEEN_HTTP_ADDR", default_value = "0.0.0.0:6632")]
+    pub http_addr: SocketAddr,
+
+    /// Where the Kafka listener will listen (the Kafka facade is not served by this build yet).
+    #[arg(long, env = "QUEEN_KAFKA_ADDR", default_value = "0.0.0.0:9092")]
+    pub kafka_addr: SocketAddr,
+
+    /// zstd level for stored payloads of at least 512 bytes; 0 stores them raw.
+    #[arg(long, env = "QUEEN_RAFT_QLOG_ZSTD_LEVEL", default_value_t = 1, value_parser = clap::value_parser!(i32).range(0..=22))]
+    pub zstd_level: i32,
+
+    /// A qlog file is sealed and the next one started once it reaches this size.
+    #[arg(long, env = "QUEEN_RAFT_SEGMENT_BYTES", default_value_t = 64 * 1024 * 1024, value_parser = clap::value_parser!(u64).range(4096..))]
+    pub segment_bytes: u64,
+
+    /// 0: one log per queue. K > 0: queues share K logs (queue id % K). Fixed when the directory is created.
+    #[arg(long, env = "QUEEN_QLOG_SHARDS", default_value_t = 0)]
+    pub qlog_shards: u32,
+
+    /// Group-commit lanes. Fixed when the directory is created; this build runs one.
+    #[arg(long, env = "QUEEN_QLOG_LANES", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1))]
+    pub qlog_lanes: u32,
+
+    /// A store checkpoint is written at least this often (milliseconds).
+    #[arg(long, env = "QUEEN_RAFT_DURABLE_EVERY_MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub durable_every_ms: u64,
+
+    /// ... or once this many qlog bytes were written since the last one.
+    #[arg(long, env = "QUEEN_RAFT_DURABLE_EVERY_BYTES", default_value_t = 256 * 1024 * 1024)]
+    pub durable_every_bytes: u64,
+
+    /// Seconds between two scrubs of the whole store checkpoint; 0 turns the scrub off.
+    #[arg(long, env = "QUEEN_STORE_SCRUB_EVERY_S", default_value_t = 21600)]
+    pub scrub_every_s: u64,
+
+    /// Rows the scrub verifies per second.
+    #[arg(long, env = "QUEEN_STORE_SCRUB_ROWS_PER_S", default_value_t = 2000)]
+    pub scrub_rows_per_s: usize,
+
+    /// The largest payload one message may carry, in bytes.
+    #[arg(long, env = "QUEEN_MAX_PAYLOAD_BYTES", default_value_t = 1024 * 1024)]
+    pub max_payload_bytes: usize,
+
+    /// The largest HTTP request body, in bytes.
+    #[arg(long, env = "QUEEN_HTTP_MAX_BODY_BYTES", default_value_t = 64 * 1024 * 1024)]
+    pub max_body_bytes: usize,
+
+    /// The most items one push may carry.
+    #[arg(long, env = "QUEEN_PUSH_MAX_ITEMS", default_value_t = 10_000)]
+    pub push_max_items: usize,
+
+    /// Log filter, as tracing's EnvFilter reads it.
+    #[arg(long, env = "QUEEN_LOG", default_value = "info")]
+    pub log: String,
+
+    /// Test only: append `<file> <length>` here after every fsync, for power-loss tests.
+    #[arg(long, env = "QUEEN_TEST_SYNC_LEDGER")]
+    pub test_sync_ledger: Option<PathBuf>,
+}

@@ -1,0 +1,35 @@
+//! Every HTTP refusal: JSON `{error, code}` with a stable `code` and the
+//! status the client maps.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        Self { status, code, message: message.into() }
+    }
+
+    pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, code, message)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.status, Json(serde_json::json!({ "error": self.message, "code": self.code }))).into_response()
+    }
+}
+
+impl From<crate::replicate::ProposeError> for ApiError {
+    fn from(e: crate::replicate::ProposeError) -> Self {
+        Self::new(StatusCode::SERVICE_UNAVAILABLE, "retry", e.to_string())
+    }
+}

@@ -1,0 +1,136 @@
+//! `POST /api/v1/fetch`: reads by offset, as `queen/reads/offset_reads.py`
+//! asks. No lease, no cursor: served from this node's applied state.
+
+use super::body::{json_object, objects, Fields};
+use super::error::ApiError;
+use super::ids::iso_time;
+use crate::message::Message;
+use crate::node::Node;
+use crate::qlog::message_record::MessageRecord;
+use crate::store::locator::Span;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::State;
+use axum::Json;
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+/// The most entries one call may ask for.
+pub const MAX_ENTRIES: usize = 1024;
+/// The most payload bytes read for one entry, and the default budget.
+pub const MAX_ENTRY_BYTES: u64 = 8 * 1024 * 1024;
+
+pub const UNKNOWN_TOPIC_OR_PARTITION: &str = "UNKNOWN_TOPIC_OR_PARTITION";
+pub const OFFSET_OUT_OF_RANGE: &str = "OFFSET_OUT_OF_RANGE";
+
+struct Ask {
+    queue: String,
+    partition: String,
+    offset: u64,
+    max_bytes: u64,
+}
+
+pub async fn fetch(State(node): State<Arc<Node>>, body: Result<Bytes, BytesRejection>) -> Result<Json<Value>, ApiError> {
+    let body = json_object(body)?;
+    let top = Fields::new(&body, "");
+    let entries = top.array("entries")?;
+    if entries.len() > MAX_ENTRIES {
+        return Err(ApiError::bad_request("too_many_entries", format!("a fetch asks for at most {MAX_ENTRIES} entries")));
+    }
+    let call_budget = top.opt_u64("maxBytes")?.unwrap_or(MAX_ENTRY_BYTES).clamp(1, MAX_ENTRY_BYTES * MAX_ENTRIES as u64);
+    let asks = objects(entries, "entries")?
+        .iter()
+        .map(|e| {
+            Ok(Ask {
+                queue: e.name_str("queue")?.to_string(),
+                partition: e.name_str("partition")?.to_string(),
+                offset: e.opt_u64("offset")?.unwrap_or(0),
+                max_bytes: e.opt_u64("maxBytes")?.unwrap_or(MAX_ENTRY_BYTES).clamp(1, MAX_ENTRY_BYTES),
+            })
+        })
+        .collect::<Result<Vec<_>, ApiError>>()?;
+
+    // File reads block: keep them off the async workers.
+    let answer = tokio::task::spawn_blocking(move || {
+        let mut budget = call_budget;
+        let entries: Vec<Value> = asks.iter().map(|a| read_entry(&node, a, &mut budget)).collect::<Result<_, _>>()?;
+        Ok::<_, ApiError>(json!({ "entries": entries }))
+    })
+    .await
+    .map_err(|e| ApiError::new(axum::http::StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))??;
+    Ok(Json(answer))
+}
+
+fn read_entry(node: &Node, ask: &Ask, call_budget: &mut u64) -> Result<Value, ApiError> {
+    let view = {
+        let store = node.state.read().expect("store lock");
+        store
+            .queue_id(&ask.queue)
+            .and_then(|q| store.partition_id(q, &ask.partition).map(|p| (q, p)))
+            .map(|(q, p)| {
+                let row = store.partition(q, p).expect("a named partition has a row");
+                (row.next_offset, row.log_start, store.locator.from_offset(q, p, ask.offset).to_vec())
+            })
+    };
+    let Some((high, log_start, spans)) = view else {
+        return Ok(entry_answer(ask, vec![], 0, 0, Some(UNKNOWN_TOPIC_OR_PARTITION)));
+    };
+    if ask.offset < log_start || ask.offset > high {
+        return Ok(entry_answer(ask, vec![], high, log_start, Some(OFFSET_OUT_OF_RANGE)));
+    }
+    let budget = ask.max_bytes.min(*call_budget);
+    let records = read_records(node, &spans, ask.offset, high, budget)?;
+    *call_budget = call_budget.saturating_sub(records.1);
+    Ok(entry_answer(ask, records.0, high, log_start, None))
+}
+
+/// Records from `offset` below `high`, at least one, until `budget` payload bytes.
+fn read_records(node: &Node, spans: &[Span], offset: u64, high: u64, budget: u64) -> Result<(Vec<Value>, u64), ApiError> {
+    let mut out = Vec::new();
+    let mut used = 0u64;
+    for span in spans {
+        let body = node.files.read_body(span.at).map_err(storage_error)?;
+        let record = MessageRecord::decode(&body).map_err(storage_error)?;
+        for (i, payload) in record.payloads.iter().enumerate() {
+            let at = record.span.first_offset + i as u64;
+            if at < offset || at >= high {
+                continue;
+            }
+            if !out.is_empty() && used + payload.len() as u64 > budget {
+                return Ok((out, used));
+            }
+            used += payload.len() as u64;
+            let m = Message::decode(payload).map_err(storage_error)?;
+            let payload: Value = serde_json::from_slice(&m.value).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&m.value).into_owned()));
+            out.push(json!({
+                "offset": at,
+                "transactionId": m.transaction_id,
+                "traceId": m.trace_id,
+                "payload": payload,
+                "ts": iso_time(record.timestamp_us),
+            }));
+        }
+    }
+    Ok((out, used))
+}
+
+fn storage_error(e: impl std::fmt::Display) -> ApiError {
+    tracing::error!("reading a stored message failed: {e}");
+    ApiError::new(axum::http::StatusCode::INTERNAL_SERVER_ERROR, "storage_error", format!("reading a stored message failed: {e}"))
+}
+
+fn entry_answer(ask: &Ask, records: Vec<Value>, high: u64, log_start: u64, error: Option<&str>) -> Value {
+    let next = records.last().and_then(|r| r["offset"].as_u64()).map_or(ask.offset, |o| o + 1);
+    let mut v = json!({
+        "queue": ask.queue,
+        "partition": ask.partition,
+        "records": records,
+        "highWatermark": high,
+        "logStartOffset": log_start,
+        "nextOffset": next,
+    });
+    if let Some(e) = error {
+        v["error"] = json!(e);
+    }
+    v
+}

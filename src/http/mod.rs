@@ -1,0 +1,48 @@
+//! The native HTTP API (axum), in the shapes the queen-mq 2.6.0 client speaks.
+
+pub mod body;
+pub mod error;
+pub mod fetch;
+pub mod health;
+pub mod ids;
+pub mod push;
+
+use crate::node::Node;
+use axum::extract::DefaultBodyLimit;
+use axum::http::{StatusCode, Uri};
+use axum::routing::{get, post};
+use axum::Router;
+use error::ApiError;
+use std::sync::Arc;
+
+pub fn router(node: Arc<Node>) -> Router {
+    Router::new()
+        .route("/api/v1/push", post(push::push))
+        .route("/api/v1/fetch", post(fetch::fetch))
+        .route("/health", get(health::health))
+        .route("/metrics", get(health::metrics))
+        .fallback(unknown_route)
+        .layer(DefaultBodyLimit::max(node.settings.max_body_bytes))
+        .with_state(node)
+}
+
+async fn unknown_route(uri: Uri) -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, "unknown_route", format!("no route {}", uri.path()))
+}
+
+/// Serves until SIGTERM or SIGINT, then lets requests in flight finish.
+pub async fn serve(node: Arc<Node>) -> std::io::Result<()> {
+    let listener = tokio::net::TcpListener::bind(node.settings.http_addr).await?;
+    tracing::info!(addr = %listener.local_addr()?, "HTTP API listening");
+    axum::serve(listener, router(node)).with_graceful_shutdown(shutdown_signal()).await
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).expect("install the SIGTERM handler");
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+    tracing::info!("shutting down: draining requests in flight");
+}

@@ -1,0 +1,22 @@
+//! Queen: a message broker that speaks the Kafka wire protocol and a native
+//! HTTP queue API over one storage engine.
+//!
+//! A write flows one way: a front end (`http`) turns a request into a
+//! command; the `planner` checks it against the state and decides an entry of
+//! effects; the replicator (`replicate`) makes the entry durable in the
+//! `qlog`, the per-queue logs that are both the write-ahead log and the
+//! message store; `planner::apply` executes it on the `store`; and only then
+//! is the client answered. `recovery` brings a node back after a crash.
+
+pub mod config;
+pub mod fatal;
+pub mod http;
+pub mod log_id;
+pub mod message;
+pub mod metrics;
+pub mod node;
+pub mod planner;
+pub mod qlog;
+pub mod recovery;
+pub mod replicate;
+pub mod store;

@@ -1,0 +1,22 @@
+use clap::Parser;
+use queen::config::Settings;
+use queen::node::Node;
+use std::sync::Arc;
+
+fn main() {
+    let settings = Settings::parse();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(tracing_subscriber::EnvFilter::try_new(&settings.log).unwrap_or_else(|_| "info".into()))
+        .init();
+    let node = match Node::boot(settings) {
+        Ok(node) => Arc::new(node),
+        Err(e) => queen::fatal::exit(&e.to_string()),
+    };
+    let runtime = tokio::runtime::Runtime::new().expect("start the tokio runtime");
+    if let Err(e) = runtime.block_on(queen::http::serve(node.clone())) {
+        queen::fatal::exit(&format!("HTTP listener on {}: {e}", node.settings.http_addr));
+    }
+    node.replicator.stop();
+    tracing::info!("stopped");
+}

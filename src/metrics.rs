@@ -1,0 +1,60 @@
+//! The node's Prometheus metrics, served at `/metrics`.
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+
+pub struct Metrics {
+    registry: Registry,
+    pub entries_applied: Counter,
+    pub messages_appended: Counter,
+    pub duplicates: Counter,
+    pub group_commits: Counter,
+    pub qlog_bytes_written: Counter,
+    pub checkpoints: Counter,
+    pub applied_index: Gauge,
+    pub group_commit_seconds: Histogram,
+    pub group_commit_entries: Histogram,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::with_prefix("queen");
+        let m = Self {
+            entries_applied: Counter::default(),
+            messages_appended: Counter::default(),
+            duplicates: Counter::default(),
+            group_commits: Counter::default(),
+            qlog_bytes_written: Counter::default(),
+            checkpoints: Counter::default(),
+            applied_index: Gauge::default(),
+            group_commit_seconds: Histogram::new(exponential_buckets(0.0001, 2.0, 16)),
+            group_commit_entries: Histogram::new(exponential_buckets(1.0, 2.0, 14)),
+            registry: Registry::default(),
+        };
+        registry.register("entries_applied", "Entries applied to the store", m.entries_applied.clone());
+        registry.register("messages_appended", "Messages appended to partitions", m.messages_appended.clone());
+        registry.register("push_duplicates", "Pushed messages dropped as transactionId duplicates", m.duplicates.clone());
+        registry.register("group_commits", "Group commits (one fsync per touched log)", m.group_commits.clone());
+        registry.register("qlog_bytes_written", "Bytes written to the qlog", m.qlog_bytes_written.clone());
+        registry.register("checkpoints", "Store checkpoints submitted", m.checkpoints.clone());
+        registry.register("applied_index", "Index of the last applied entry", m.applied_index.clone());
+        registry.register(
+            "group_commit_seconds",
+            "Time from the start of a group commit's write to its apply",
+            m.group_commit_seconds.clone(),
+        );
+        registry.register("group_commit_entries", "Entries per group commit", m.group_commit_entries.clone());
+        Self { registry, ..m }
+    }
+}
+
+impl Metrics {
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        encode(&mut out, &self.registry).expect("metrics encode into a String");
+        out
+    }
+}

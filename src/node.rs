@@ -1,0 +1,94 @@
+//! A node: boot (store, qlog layout, recovery), the replicator, and what the
+//! front ends share.
+
+use crate::config::Settings;
+use crate::metrics::Metrics;
+use crate::planner::Planner;
+use crate::qlog::files::FileTable;
+use crate::qlog::layout::{Layout, LayoutError};
+use crate::qlog::sync_ledger::SyncLedger;
+use crate::qlog::writer::QlogWriter;
+use crate::recovery::{recover, RecoveryError};
+use crate::replicate::local::{LocalReplicator, Sequencer};
+use crate::replicate::Replicator;
+use crate::store::checkpoint::{CheckpointError, CheckpointFile};
+use crate::store::checkpointer::Checkpointer;
+use crate::store::{scrub, Store};
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+pub const REPLICATOR_NAME: &str = "local";
+
+#[derive(Debug, thiserror::Error)]
+pub enum BootError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error(transparent)]
+    Checkpoint(#[from] CheckpointError),
+    #[error(transparent)]
+    Layout(#[from] LayoutError),
+    #[error(transparent)]
+    Recovery(#[from] RecoveryError),
+}
+
+/// What the front ends share.
+pub struct Node {
+    pub settings: Settings,
+    pub state: Arc<RwLock<Store>>,
+    pub files: Arc<FileTable>,
+    pub replicator: Arc<dyn Replicator>,
+    pub metrics: Arc<Metrics>,
+    pub applied: Arc<tokio::sync::Notify>,
+}
+
+impl Node {
+    pub fn boot(settings: Settings) -> Result<Self, BootError> {
+        let dir = &settings.data_dir;
+        std::fs::create_dir_all(dir).map_err(|source| BootError::Io { path: dir.clone(), source })?;
+        let ledger = match &settings.test_sync_ledger {
+            Some(p) => Some(Arc::new(SyncLedger::open(p).map_err(|source| BootError::Io { path: p.clone(), source })?)),
+            None => None,
+        };
+
+        let checkpoint = Arc::new(CheckpointFile::open(&dir.join("store"))?);
+        let mut store = Store::from_rows(checkpoint.load()?, checkpoint.path())?;
+        tracing::info!(applied = %store.applied, queues = store.queues.len(), "store reopened at its checkpoint");
+
+        let qlog_root = dir.join("qlog");
+        let wanted = Layout { lanes: settings.qlog_lanes, shards: settings.qlog_shards, replicator: REPLICATOR_NAME.into() };
+        let layout = Layout::open_or_create(&qlog_root, &wanted)?;
+        if layout != wanted {
+            tracing::warn!(?layout, "QUEEN_QLOG_SHARDS and QUEEN_QLOG_LANES take effect only on a new directory; keeping the directory's own");
+        }
+        let files = Arc::new(FileTable::default());
+        let recovered = recover(&mut store, &qlog_root, &layout, &files, ledger.as_deref())?;
+        tracing::info!(last = %recovered.last, replayed = recovered.replayed, cut = recovered.cut, "qlog recovered");
+
+        let metrics = Arc::new(Metrics::default());
+        metrics.applied_index.set(store.applied.index as i64);
+        let writer = QlogWriter::new(
+            qlog_root,
+            layout,
+            recovered.logs,
+            files.clone(),
+            settings.segment_bytes,
+            settings.zstd_level,
+            ledger.clone(),
+        );
+        let state = Arc::new(RwLock::new(store));
+        let applied = Arc::new(tokio::sync::Notify::new());
+        scrub::start(checkpoint.clone(), Duration::from_secs(settings.scrub_every_s), settings.scrub_rows_per_s);
+        let replicator = LocalReplicator::start(Sequencer {
+            planner: Planner::new(1, recovered.last),
+            writer,
+            state: state.clone(),
+            checkpointer: Checkpointer::start(checkpoint, ledger),
+            durable_every: Duration::from_millis(settings.durable_every_ms),
+            durable_every_bytes: settings.durable_every_bytes,
+            metrics: metrics.clone(),
+            applied: applied.clone(),
+        });
+        Ok(Self { settings, state, files, replicator: Arc::new(replicator), metrics, applied })
+    }
+}

@@ -1,0 +1,59 @@
+//! Entries and their effects: what the planner decided, written to the qlog
+//! and executed by apply on every node the same way.
+
+use crate::log_id::LogId;
+use crate::qlog::message_record::MessageRecord;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Effect {
+    CreateQueue { id: u64, name: String },
+    CreatePartition { queue: u64, id: u64, name: String },
+    /// `count` messages at `first_offset..`; their payloads and transactionId
+    /// hashes are in the entry's message record for this partition.
+    Append { queue: u64, partition: u64, first_offset: u64, count: u32 },
+}
+
+/// What the entry record stores of an entry: everything but the payloads.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EntryBody {
+    /// The planner's clock when it decided, so apply never reads a clock.
+    pub timestamp_us: i64,
+    pub effects: Vec<Effect>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub id: LogId,
+    pub body: EntryBody,
+    /// One message record per `Append`, in the same order.
+    pub messages: Vec<MessageRecord>,
+}
+
+impl EntryBody {
+    pub fn encode(&self) -> Vec<u8> {
+        bincode::serialize(self).expect("an entry body always serializes")
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Self, bincode::Error> {
+        bincode::deserialize(bytes)
+    }
+}
+
+impl Entry {
+    /// Every queue the entry touches.
+    pub fn queues(&self) -> Vec<u64> {
+        let mut out: Vec<u64> = self
+            .body
+            .effects
+            .iter()
+            .map(|e| match e {
+                Effect::CreateQueue { id, .. } => *id,
+                Effect::CreatePartition { queue, .. } | Effect::Append { queue, .. } => *queue,
+            })
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+}

@@ -1,0 +1,81 @@
+//! Planning a push: resolve or create queues and partitions, drop the
+//! messages whose transactionId the partition already holds, and give the
+//! rest gapless offsets.
+
+use super::command::{PushItem, PushOutcome, PushStatus};
+use super::effect::Effect;
+use super::overlay::Overlay;
+use crate::log_id::LogId;
+use crate::message::transaction_hash;
+use crate::qlog::message_record::{MessageRecord, MessageSpan};
+use crate::store::Store;
+use std::collections::BTreeMap;
+
+pub struct PlannedPush {
+    pub effects: Vec<Effect>,
+    pub messages: Vec<MessageRecord>,
+    pub outcomes: Vec<PushOutcome>,
+}
+
+pub fn plan_push(store: &Store, overlay: &mut Overlay, id: LogId, timestamp_us: i64, items: Vec<PushItem>) -> PlannedPush {
+    let mut effects = Vec::new();
+    let mut outcomes = Vec::with_capacity(items.len());
+    // Per partition, in the order partitions first appear: the record being built.
+    let mut records: BTreeMap<usize, MessageRecord> = BTreeMap::new();
+    let mut order: Vec<(u64, u64)> = Vec::new();
+
+    for item in items {
+        let queue = match overlay.queue_id(store, &item.queue) {
+            Some(q) => q,
+            None => {
+                let q = overlay.create_queue(store, &item.queue);
+                effects.push(Effect::CreateQueue { id: q, name: item.queue.clone() });
+                q
+            }
+        };
+        let partition = match overlay.partition_id(store, queue, &item.partition) {
+            Some(p) => p,
+            None => {
+                let p = overlay.create_partition(store, queue, &item.partition);
+                effects.push(Effect::CreatePartition { queue, id: p, name: item.partition.clone() });
+                p
+            }
+        };
+        let hash = transaction_hash(&item.message.transaction_id);
+        if let Some(offset) = overlay.dedup(store, queue, partition, &hash) {
+            outcomes.push(PushOutcome { queue_id: queue, partition_id: partition, offset, status: PushStatus::Duplicate });
+            continue;
+        }
+        let offset = overlay.take_offset(store, queue, partition);
+        overlay.record_dedup(queue, partition, hash, offset);
+        let slot = match order.iter().position(|k| *k == (queue, partition)) {
+            Some(i) => i,
+            None => {
+                order.push((queue, partition));
+                order.len() - 1
+            }
+        };
+        let record = records.entry(slot).or_insert_with(|| MessageRecord {
+            id,
+            span: MessageSpan { queue, partition, first_offset: offset, count: 0 },
+            timestamp_us,
+            hashes: Vec::new(),
+            payloads: Vec::new(),
+        });
+        record.span.count += 1;
+        record.hashes.push(hash);
+        record.payloads.push(item.message.encode());
+        outcomes.push(PushOutcome { queue_id: queue, partition_id: partition, offset, status: PushStatus::Queued });
+    }
+
+    let messages: Vec<MessageRecord> = records.into_values().collect();
+    for m in &messages {
+        effects.push(Effect::Append {
+            queue: m.span.queue,
+            partition: m.span.partition,
+            first_offset: m.span.first_offset,
+            count: m.span.count,
+        });
+    }
+    PlannedPush { effects, messages, outcomes }
+}

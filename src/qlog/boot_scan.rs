@@ -1,0 +1,118 @@
+//! What a boot reads of the qlog before recovery decides anything: every log,
+//! every file, every record's checksum. Sealed files are read through their
+//! `.qidx` when it matches (rebuilt by a scan when stale or missing); the
+//! active file is always scanned, and may end in a torn tail.
+
+use super::index_file;
+use super::queue_log::log_dir;
+use super::record::{read_frame, Frame};
+use super::segment::{index_path, scan, segment_number, segment_path, Damage, IndexRow};
+use std::path::{Path, PathBuf};
+
+#[derive(Debug)]
+pub struct SegmentScan {
+    pub no: u32,
+    pub path: PathBuf,
+    pub len: u64,
+    pub rows: Vec<IndexRow>,
+}
+
+#[derive(Debug)]
+pub struct LogScan {
+    pub id: u64,
+    pub dir: PathBuf,
+    /// Every file, oldest first; the last is the active one.
+    pub segments: Vec<SegmentScan>,
+    /// Where the active file stops verifying, if it does before its end.
+    pub active_damage: Option<Damage>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BootScanError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("sealed qlog file {path} holds a record that fails its checksum at byte {pos}: a sealed file was fsynced before its roll, so this is corruption, not a torn tail")]
+    SealedCorrupt { path: PathBuf, pos: u64 },
+    #[error("qlog file {path} holds a record at byte {pos} whose checksum verifies but whose body is unreadable")]
+    UnreadableBody { path: PathBuf, pos: u64 },
+    #[error("{path} is not a qlog log directory name (q<id>) or holds no qlog file")]
+    StrayLogDir { path: PathBuf },
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> BootScanError {
+    let path = path.to_path_buf();
+    move |source| BootScanError::Io { path, source }
+}
+
+/// Scans every `q<id>/` under `root`.
+pub fn scan_logs(root: &Path) -> Result<Vec<LogScan>, BootScanError> {
+    let mut ids = Vec::new();
+    for dirent in std::fs::read_dir(root).map_err(io(root))? {
+        let dirent = dirent.map_err(io(root))?;
+        if !dirent.file_type().map_err(io(root))?.is_dir() {
+            continue;
+        }
+        let name = dirent.file_name().to_string_lossy().into_owned();
+        let id = name.strip_prefix('q').and_then(|n| n.parse::<u64>().ok());
+        ids.push(id.ok_or_else(|| BootScanError::StrayLogDir { path: dirent.path() })?);
+    }
+    ids.sort_unstable();
+    ids.into_iter().map(|id| scan_log(root, id)).collect()
+}
+
+fn scan_log(root: &Path, id: u64) -> Result<LogScan, BootScanError> {
+    let dir = log_dir(root, id);
+    let mut numbers = Vec::new();
+    for dirent in std::fs::read_dir(&dir).map_err(io(&dir))? {
+        let dirent = dirent.map_err(io(&dir))?;
+        if let Some(no) = segment_number(&dirent.file_name().to_string_lossy()) {
+            numbers.push(no);
+        }
+    }
+    numbers.sort_unstable();
+    let Some(&active_no) = numbers.last() else {
+        return Err(BootScanError::StrayLogDir { path: dir });
+    };
+    let mut segments = Vec::with_capacity(numbers.len());
+    let mut active_damage = None;
+    for no in numbers {
+        let path = segment_path(&dir, no);
+        let buf = std::fs::read(&path).map_err(io(&path))?;
+        let len = buf.len() as u64;
+        let rows = if no == active_no {
+            let s = scan(&buf).map_err(|e| BootScanError::UnreadableBody { path: path.clone(), pos: e.pos })?;
+            active_damage = s.damage;
+            s.rows
+        } else {
+            sealed_rows(&dir, no, &path, &buf)?
+        };
+        segments.push(SegmentScan { no, path, len, rows });
+    }
+    Ok(LogScan { id, dir, segments, active_damage })
+}
+
+/// The rows of a sealed file, every checksum verified.
+fn sealed_rows(dir: &Path, no: u32, path: &Path, buf: &[u8]) -> Result<Vec<IndexRow>, BootScanError> {
+    let corrupt = |pos| BootScanError::SealedCorrupt { path: path.to_path_buf(), pos };
+    if let Some(rows) = index_file::load(&index_path(dir, no), buf.len() as u64) {
+        let mut expected = 0u64;
+        for r in &rows {
+            match read_frame(buf, r.pos as usize) {
+                Frame::Valid { next, .. } if r.pos == expected && next as u64 == r.pos + r.frame_len as u64 => {
+                    expected = next as u64
+                }
+                _ => return Err(corrupt(r.pos)),
+            }
+        }
+        if expected == buf.len() as u64 {
+            return Ok(rows);
+        }
+    }
+    let s = scan(buf).map_err(|e| BootScanError::UnreadableBody { path: path.to_path_buf(), pos: e.pos })?;
+    if let Some(d) = s.damage {
+        return Err(corrupt(d.pos));
+    }
+    let qidx = index_path(dir, no);
+    std::fs::write(&qidx, index_file::encode(buf.len() as u64, &s.rows)).map_err(io(&qidx))?;
+    Ok(s.rows)
+}

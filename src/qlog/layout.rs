@@ -1,0 +1,87 @@
+//! The layout of `qlog/`, fixed when the directory is created: `LANES`,
+//! `SHARDS`, and `REPLICATOR` (which replicator wrote the directory; a data
+//! directory never moves between replicators).
+
+use super::durable_fs::{create_durable, sync_dir};
+use std::path::{Path, PathBuf};
+
+/// The log of entries that touch no queue.
+pub const SYSTEM_LOG: u64 = 0;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    /// Independent group-commit pipelines; this build runs one.
+    pub lanes: u32,
+    /// 0: one log per queue. K > 0: queue id % K picks one of K shared logs.
+    pub shards: u32,
+    pub replicator: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LayoutError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{path} holds {found:?}, which is not a valid value")]
+    Invalid { path: PathBuf, found: String },
+    #[error("{path}: this data directory was written by the {found} replicator and this node runs the {wanted} replicator; a data directory never moves between replicators")]
+    ForeignReplicator { path: PathBuf, found: String, wanted: String },
+    #[error("{path} is missing while the qlog directory exists: the layout is fixed when the directory is created")]
+    Missing { path: PathBuf },
+}
+
+impl Layout {
+    /// The log a queue's records go to.
+    pub fn log_of(&self, queue: u64) -> u64 {
+        if self.shards == 0 {
+            queue
+        } else {
+            queue % self.shards as u64
+        }
+    }
+
+    /// Reads the layout of an existing `qlog/`, or writes `wanted` into a new one.
+    pub fn open_or_create(root: &Path, wanted: &Layout) -> Result<Layout, LayoutError> {
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| LayoutError::Io { path, source }
+        };
+        let lanes_path = root.join("LANES");
+        if !lanes_path.exists() {
+            std::fs::create_dir_all(root).map_err(io(root))?;
+            for (name, value) in [
+                ("LANES", wanted.lanes.to_string()),
+                ("SHARDS", wanted.shards.to_string()),
+                ("REPLICATOR", wanted.replicator.clone()),
+            ] {
+                let path = root.join(name);
+                create_durable(&path, format!("{value}\n").as_bytes()).map_err(io(&path))?;
+            }
+            sync_dir(root).map_err(io(root))?;
+            if let Some(parent) = root.parent() {
+                sync_dir(parent).map_err(io(parent))?;
+            }
+            return Ok(wanted.clone());
+        }
+        let read = |name: &str| -> Result<String, LayoutError> {
+            let path = root.join(name);
+            match std::fs::read_to_string(&path) {
+                Ok(s) => Ok(s.trim().to_string()),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(LayoutError::Missing { path }),
+                Err(e) => Err(LayoutError::Io { path, source: e }),
+            }
+        };
+        let number = |name: &str| -> Result<u32, LayoutError> {
+            let found = read(name)?;
+            found.parse().map_err(|_| LayoutError::Invalid { path: root.join(name), found })
+        };
+        let layout = Layout { lanes: number("LANES")?, shards: number("SHARDS")?, replicator: read("REPLICATOR")? };
+        if layout.replicator != wanted.replicator {
+            return Err(LayoutError::ForeignReplicator {
+                path: root.join("REPLICATOR"),
+                found: layout.replicator,
+                wanted: wanted.replicator.clone(),
+            });
+        }
+        Ok(layout)
+    }
+}

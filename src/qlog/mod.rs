@@ -1,0 +1,15 @@
+//! The qlog: per-queue log files that are both the write-ahead log and the
+//! message store (see `docs/storage.md` for the format byte by byte).
+
+pub mod boot_scan;
+pub mod durable_fs;
+pub mod entry_record;
+pub mod files;
+pub mod index_file;
+pub mod layout;
+pub mod message_record;
+pub mod queue_log;
+pub mod record;
+pub mod segment;
+pub mod sync_ledger;
+pub mod writer;

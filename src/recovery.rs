@@ -1,0 +1,263 @@
+//! Crash recovery, steps 2 to 4 of storage.md (step 1, reopening the store at
+//! its checkpoint, happens before): cut torn tails, merge the entry records
+//! of every log by index, replay the gapless run of complete entries after
+//! the checkpoint, and cut the first incomplete entry and everything after it
+//! from every log. Damage that is not a torn tail refuses the boot.
+
+use crate::log_id::LogId;
+use crate::planner::apply::apply;
+use crate::planner::effect::{Effect, Entry, EntryBody};
+use crate::planner::txn::{judge, Copies, Verdict};
+use crate::qlog::boot_scan::{scan_logs, BootScanError, LogScan};
+use crate::qlog::durable_fs::sync_dir;
+use crate::qlog::entry_record::{EntryRecord, Stub};
+use crate::qlog::files::{FileTable, Location};
+use crate::qlog::layout::Layout;
+use crate::qlog::message_record::MessageRecord;
+use crate::qlog::queue_log::{log_dir, QueueLog};
+use crate::qlog::record::RecordKind;
+use crate::qlog::segment::index_path;
+use crate::qlog::sync_ledger::SyncLedger;
+use crate::store::locator::Span;
+use crate::store::Store;
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RecoveryError {
+    #[error(transparent)]
+    Scan(#[from] BootScanError),
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("active qlog file {path} holds a damaged record at byte {pos} followed by a verified record (entry {index}) the store already counts as durable: this is corruption, not a torn tail")]
+    DamageBeforeDurable { path: PathBuf, pos: u64, index: u64 },
+    #[error("the queue logs under {path} end at entry {found}, before entry {durable} that the store recorded as durable")]
+    LogsEndBeforeDurable { path: PathBuf, durable: u64, found: u64 },
+    #[error("queue log {path} ends at offset {found} of partition {partition} of queue {queue}, before offset {durable} that the store recorded as durable")]
+    PartitionEndsBeforeDurable { path: PathBuf, queue: String, partition: String, found: u64, durable: u64 },
+    #[error("the copies of entry {index} disagree across logs ({why}); logs: {logs}")]
+    CopiesDisagree { index: u64, why: String, logs: String },
+    #[error("qlog record at byte {pos} of {path} does not decode: {why}")]
+    Undecodable { path: PathBuf, pos: u64, why: String },
+}
+
+pub struct Recovered {
+    pub logs: Vec<QueueLog>,
+    /// The last entry in the logs after recovery: the planner continues after it.
+    pub last: LogId,
+    pub replayed: u64,
+    /// Entries cut because a copy was missing.
+    pub cut: u64,
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> RecoveryError {
+    let path = path.to_path_buf();
+    move |source| RecoveryError::Io { path, source }
+}
+
+pub fn recover(
+    store: &mut Store,
+    root: &Path,
+    layout: &Layout,
+    files: &FileTable,
+    ledger: Option<&SyncLedger>,
+) -> Result<Recovered, RecoveryError> {
+    let scans = scan_logs(root)?;
+    let durable = store.applied.index;
+    for scan in &scans {
+        for seg in &scan.segments {
+            let f = File::open(&seg.path).map_err(io(&seg.path))?;
+            files.insert(scan.id, seg.no, Arc::new(f));
+        }
+        refuse_damage_before_durable(scan, durable)?;
+    }
+
+    // Merge every log's records after the checkpoint by index.
+    let mut copies: BTreeMap<u64, Copies> = BTreeMap::new();
+    let mut last_seen = LogId::default();
+    for scan in &scans {
+        for seg in &scan.segments {
+            for row in &seg.rows {
+                last_seen = last_seen.max(row.id);
+                if row.id.index <= durable {
+                    continue;
+                }
+                let c = copies.entry(row.id.index).or_default();
+                let loc = Location { log: scan.id, segment: seg.no, pos: row.pos, frame_len: row.frame_len };
+                match row.kind {
+                    RecordKind::Message => c.messages.push((scan.id, row.span.expect("message rows carry a span"))),
+                    RecordKind::Entry => c.entries.push((scan.id, read(files, loc, &seg.path)?)),
+                    RecordKind::Stub => {
+                        let body = read(files, loc, &seg.path)?;
+                        let stub = Stub::decode(&body).map_err(|e| undecodable(&seg.path, row.pos, e))?;
+                        c.stubs.push((scan.id, stub));
+                    }
+                }
+            }
+        }
+    }
+    if durable > 0 && last_seen.index < durable {
+        return Err(RecoveryError::LogsEndBeforeDurable { path: root.to_path_buf(), durable, found: last_seen.index });
+    }
+
+    // The gapless run of complete entries after the checkpoint.
+    let mut keep = durable;
+    for (index, c) in &copies {
+        if *index != keep + 1 {
+            break;
+        }
+        match judge(c, layout) {
+            Verdict::Complete => keep = *index,
+            Verdict::Incomplete => break,
+            Verdict::Disagree(why) => {
+                let mut logs: Vec<u64> = c.entries.iter().map(|e| e.0).chain(c.stubs.iter().map(|s| s.0)).collect();
+                logs.sort_unstable();
+                let logs = logs.iter().map(|l| log_dir(root, *l).display().to_string()).collect::<Vec<_>>().join(", ");
+                return Err(RecoveryError::CopiesDisagree { index: *index, why, logs });
+            }
+        }
+    }
+    let cut = copies.range(keep + 1..).count() as u64;
+
+    // Messages applied before the checkpoint only need their locations.
+    for scan in &scans {
+        for seg in &scan.segments {
+            for row in seg.rows.iter().filter(|r| r.id.index <= durable && r.kind == RecordKind::Message) {
+                let span = row.span.expect("message rows carry a span");
+                let at = Location { log: scan.id, segment: seg.no, pos: row.pos, frame_len: row.frame_len };
+                store.locator.insert(span.queue, span.partition, Span { first_offset: span.first_offset, count: span.count, at });
+            }
+        }
+    }
+
+    // Replay.
+    for index in durable + 1..=keep {
+        let (entry, locations) = rebuild(&copies[&index], &scans, files, layout, root)?;
+        apply(store, &entry, &locations);
+    }
+    let last = store.applied;
+
+    check_partitions_reach_durable(store, root, layout)?;
+    let logs = scans
+        .into_iter()
+        .map(|scan| cut_and_resume(scan, keep, files, ledger))
+        .collect::<Result<Vec<_>, _>>()?;
+    sync_dir(root).map_err(io(root))?;
+    Ok(Recovered { logs, last, replayed: keep - durable, cut })
+}
+
+fn undecodable(path: &Path, pos: u64, e: impl std::fmt::Display) -> RecoveryError {
+    RecoveryError::Undecodable { path: path.to_path_buf(), pos, why: e.to_string() }
+}
+
+fn read(files: &FileTable, loc: Location, path: &Path) -> Result<Vec<u8>, RecoveryError> {
+    files.read_body(loc).map_err(|e| undecodable(path, loc.pos, e))
+}
+
+fn refuse_damage_before_durable(scan: &LogScan, durable: u64) -> Result<(), RecoveryError> {
+    let Some(damage) = &scan.active_damage else {
+        return Ok(());
+    };
+    let active = scan.segments.last().expect("a log has an active file");
+    match damage.verified_after.iter().find(|r| r.id.index <= durable) {
+        Some(row) if damage.checksum_failed => Err(RecoveryError::DamageBeforeDurable {
+            path: active.path.clone(),
+            pos: damage.pos,
+            index: row.id.index,
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Reads an entry and its message records back into the form apply takes.
+fn rebuild(
+    c: &Copies,
+    scans: &[LogScan],
+    files: &FileTable,
+    layout: &Layout,
+    root: &Path,
+) -> Result<(Entry, Vec<Location>), RecoveryError> {
+    let (home, body) = &c.entries[0];
+    let home_path = log_dir(root, *home);
+    let record = EntryRecord::decode(body).map_err(|e| undecodable(&home_path, 0, e))?;
+    let entry_body = EntryBody::decode(&record.effects).map_err(|e| undecodable(&home_path, 0, e))?;
+    let mut messages = Vec::new();
+    let mut locations = Vec::new();
+    for effect in &entry_body.effects {
+        let Effect::Append { queue, partition, first_offset, .. } = effect else {
+            continue;
+        };
+        let log = layout.log_of(*queue);
+        let scan = scans.iter().find(|s| s.id == log).expect("judge found the message record's log");
+        let (seg, row) = scan
+            .segments
+            .iter()
+            .flat_map(|seg| seg.rows.iter().map(move |r| (seg, r)))
+            .find(|(_, r)| {
+                r.id == record.id
+                    && r.span.is_some_and(|s| s.queue == *queue && s.partition == *partition && s.first_offset == *first_offset)
+            })
+            .expect("judge found the message record");
+        let loc = Location { log, segment: seg.no, pos: row.pos, frame_len: row.frame_len };
+        let body = read(files, loc, &seg.path)?;
+        messages.push(MessageRecord::decode(&body).map_err(|e| undecodable(&seg.path, row.pos, e))?);
+        locations.push(loc);
+    }
+    Ok((Entry { id: record.id, body: entry_body, messages }, locations))
+}
+
+fn check_partitions_reach_durable(store: &Store, root: &Path, layout: &Layout) -> Result<(), RecoveryError> {
+    for ((q, p), row) in store.partitions.iter() {
+        let found = store.locator.end(*q, *p).unwrap_or(row.log_start);
+        let starts_late = store.locator.start(*q, *p).is_some_and(|s| s > row.log_start);
+        if found < row.next_offset || starts_late {
+            return Err(RecoveryError::PartitionEndsBeforeDurable {
+                path: log_dir(root, layout.log_of(*q)),
+                queue: store.queue_name(*q).unwrap_or("?").to_string(),
+                partition: row.name.clone(),
+                found,
+                durable: row.next_offset,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Cuts a log after entry `keep` (and any torn tail), then resumes writing it.
+fn cut_and_resume(scan: LogScan, keep: u64, files: &FileTable, ledger: Option<&SyncLedger>) -> Result<QueueLog, RecoveryError> {
+    let LogScan { id, dir, mut segments, active_damage } = scan;
+    let first_cut = segments
+        .iter()
+        .enumerate()
+        .find_map(|(i, seg)| seg.rows.iter().position(|r| r.id.index > keep).map(|j| (i, j)));
+    let last = segments.len() - 1;
+    let (cut_seg, cut_pos) = match first_cut {
+        Some((i, j)) => (i, Some(segments[i].rows[j].pos)),
+        None => (last, active_damage.map(|d| d.pos)),
+    };
+    for seg in segments.drain(cut_seg + 1..) {
+        std::fs::remove_file(&seg.path).map_err(io(&seg.path))?;
+        let _ = std::fs::remove_file(index_path(&dir, seg.no));
+    }
+    let active = segments.pop().expect("the cut keeps the segment it cuts in");
+    let mut rows = active.rows;
+    let mut len = active.len;
+    if let Some(pos) = cut_pos {
+        rows.retain(|r| r.pos < pos);
+        let f = OpenOptions::new().write(true).open(&active.path).map_err(io(&active.path))?;
+        f.set_len(pos).map_err(io(&active.path))?;
+        f.sync_all().map_err(io(&active.path))?;
+        len = pos;
+        if let Some(l) = ledger {
+            l.record(&active.path, pos);
+        }
+        tracing::warn!(file = %active.path.display(), at = pos, "cut the qlog after the last complete entry");
+    }
+    if cut_seg != last {
+        let _ = std::fs::remove_file(index_path(&dir, active.no));
+        sync_dir(&dir).map_err(io(&dir))?;
+    }
+    QueueLog::resume(id, dir, active.no, len, rows, files).map_err(io(&active.path))
+}

@@ -1,0 +1,60 @@
+//! The thread that writes checkpoints, so that apply never waits for LMDB.
+
+use super::checkpoint::CheckpointFile;
+use super::CheckpointJob;
+use crate::qlog::sync_ledger::SyncLedger;
+use std::sync::mpsc;
+use std::sync::Arc;
+
+enum Job {
+    Write(CheckpointJob),
+    /// Answers once every job sent before it is committed.
+    Flush(mpsc::Sender<()>),
+}
+
+#[derive(Clone)]
+pub struct Checkpointer {
+    tx: mpsc::Sender<Job>,
+}
+
+impl Checkpointer {
+    pub fn start(file: Arc<CheckpointFile>, ledger: Option<Arc<SyncLedger>>) -> Self {
+        let (tx, rx) = mpsc::channel::<Job>();
+        std::thread::Builder::new()
+            .name("checkpointer".into())
+            .spawn(move || {
+                for job in rx {
+                    match job {
+                        Job::Write(job) => {
+                            if let Err(e) = file.write(&job.changes, &job.meta) {
+                                crate::fatal::exit(&format!("store checkpoint failed: {e}"));
+                            }
+                            if let Some(l) = &ledger {
+                                if let Ok(m) = std::fs::metadata(file.path()) {
+                                    l.record(file.path(), m.len());
+                                }
+                            }
+                            tracing::debug!(applied = %job.applied, rows = job.changes.len(), "checkpoint committed");
+                        }
+                        Job::Flush(done) => {
+                            let _ = done.send(());
+                        }
+                    }
+                }
+            })
+            .expect("spawn the checkpointer thread");
+        Self { tx }
+    }
+
+    pub fn submit(&self, job: CheckpointJob) {
+        let _ = self.tx.send(Job::Write(job));
+    }
+
+    /// Waits until every submitted checkpoint is committed.
+    pub fn flush(&self) {
+        let (tx, rx) = mpsc::channel();
+        if self.tx.send(Job::Flush(tx)).is_ok() {
+            let _ = rx.recv();
+        }
+    }
+}

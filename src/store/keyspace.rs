@@ -1,0 +1,113 @@
+//! A keyspace: one sorted map in RAM that remembers which of its rows changed
+//! since the last checkpoint.
+
+use serde::{de::DeserializeOwned, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A key as the checkpoint stores it: bytes that sort like the key.
+pub trait RowKey: Ord + Clone {
+    fn encode(&self) -> Vec<u8>;
+    fn decode(bytes: &[u8]) -> Option<Self>;
+}
+
+impl RowKey for String {
+    fn encode(&self) -> Vec<u8> {
+        self.as_bytes().to_vec()
+    }
+    fn decode(bytes: &[u8]) -> Option<Self> {
+        String::from_utf8(bytes.to_vec()).ok()
+    }
+}
+
+impl RowKey for (u64, u64) {
+    fn encode(&self) -> Vec<u8> {
+        [self.0.to_be_bytes(), self.1.to_be_bytes()].concat()
+    }
+    fn decode(b: &[u8]) -> Option<Self> {
+        (b.len() == 16).then(|| (u64::from_be_bytes(b[..8].try_into().unwrap()), u64::from_be_bytes(b[8..].try_into().unwrap())))
+    }
+}
+
+impl RowKey for (u64, u64, [u8; 16]) {
+    fn encode(&self) -> Vec<u8> {
+        [&self.0.to_be_bytes()[..], &self.1.to_be_bytes()[..], &self.2[..]].concat()
+    }
+    fn decode(b: &[u8]) -> Option<Self> {
+        (b.len() == 32).then(|| {
+            (
+                u64::from_be_bytes(b[..8].try_into().unwrap()),
+                u64::from_be_bytes(b[8..16].try_into().unwrap()),
+                b[16..].try_into().unwrap(),
+            )
+        })
+    }
+}
+
+/// One row to write (`Some`) or delete (`None`) at the next checkpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowChange {
+    pub keyspace: &'static str,
+    pub key: Vec<u8>,
+    pub value: Option<Vec<u8>>,
+}
+
+pub struct Keyspace<K, V> {
+    pub name: &'static str,
+    map: BTreeMap<K, V>,
+    dirty: BTreeSet<K>,
+}
+
+impl<K: RowKey, V: Serialize + DeserializeOwned> Keyspace<K, V> {
+    pub fn new(name: &'static str) -> Self {
+        Self { name, map: BTreeMap::new(), dirty: BTreeSet::new() }
+    }
+
+    /// Loads a row read from the checkpoint; it is not dirty.
+    pub fn load_row(&mut self, key: &[u8], value: &[u8]) -> Result<(), String> {
+        let k = K::decode(key).ok_or_else(|| format!("key of {} bytes does not decode", key.len()))?;
+        let v = bincode::deserialize(value).map_err(|e| format!("value does not decode: {e}"))?;
+        self.map.insert(k, v);
+        Ok(())
+    }
+
+    pub fn get(&self, key: &K) -> Option<&V> {
+        self.map.get(key)
+    }
+
+    pub fn insert(&mut self, key: K, value: V) {
+        self.dirty.insert(key.clone());
+        self.map.insert(key, value);
+    }
+
+    /// Changes a row in place, marking it for the next checkpoint.
+    pub fn update(&mut self, key: &K, f: impl FnOnce(&mut V)) -> bool {
+        match self.map.get_mut(key) {
+            Some(v) => {
+                f(v);
+                self.dirty.insert(key.clone());
+                true
+            }
+            None => false,
+        }
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
+        self.map.iter()
+    }
+
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// The rows changed since the last call, encoded for the checkpoint.
+    pub fn take_changes(&mut self, out: &mut Vec<RowChange>) {
+        for key in std::mem::take(&mut self.dirty) {
+            let value = self.map.get(&key).map(|v| bincode::serialize(v).expect("a store row always serializes"));
+            out.push(RowChange { keyspace: self.name, key: key.encode(), value });
+        }
+    }
+}

@@ -1,0 +1,51 @@
+//! Where each stored message sits in the qlog. RAM only: rebuilt from the
+//! qlog's records at every boot, never checkpointed.
+
+use crate::qlog::files::Location;
+use std::collections::HashMap;
+
+#[derive(Debug, Clone, Copy)]
+pub struct Span {
+    pub first_offset: u64,
+    pub count: u32,
+    pub at: Location,
+}
+
+impl Span {
+    pub fn end(&self) -> u64 {
+        self.first_offset + self.count as u64
+    }
+}
+
+#[derive(Default)]
+pub struct Locator {
+    spans: HashMap<(u64, u64), Vec<Span>>,
+}
+
+impl Locator {
+    /// Records an append; appends of one partition arrive in offset order.
+    pub fn insert(&mut self, queue: u64, partition: u64, span: Span) {
+        let spans = self.spans.entry((queue, partition)).or_default();
+        debug_assert!(spans.last().is_none_or(|s| s.end() == span.first_offset));
+        spans.push(span);
+    }
+
+    /// The spans from the one holding `offset` to the end of the partition.
+    pub fn from_offset(&self, queue: u64, partition: u64, offset: u64) -> &[Span] {
+        let Some(spans) = self.spans.get(&(queue, partition)) else {
+            return &[];
+        };
+        let i = spans.partition_point(|s| s.end() <= offset);
+        &spans[i..]
+    }
+
+    /// One past the last offset stored for the partition, if it holds any.
+    pub fn end(&self, queue: u64, partition: u64) -> Option<u64> {
+        self.spans.get(&(queue, partition))?.last().map(Span::end)
+    }
+
+    /// The first offset stored for the partition, if it holds any.
+    pub fn start(&self, queue: u64, partition: u64) -> Option<u64> {
+        self.spans.get(&(queue, partition))?.first().map(|s| s.first_offset)
+    }
+}

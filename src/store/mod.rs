@@ -1,0 +1,143 @@
+//! The store: every keyspace in RAM, checkpointed to `store/data.mdb`. No
+//! answer waits for a checkpoint; the qlog is what makes a write durable, and
+//! the checkpoint only bounds what a restart replays.
+
+pub mod checkpoint;
+pub mod checkpointer;
+pub mod keyspace;
+pub mod locator;
+pub mod rows;
+pub mod scrub;
+
+use crate::log_id::LogId;
+use checkpoint::{CheckpointError, LoadedRows};
+use keyspace::{Keyspace, RowChange};
+use locator::Locator;
+use rows::{DedupRow, PartitionRow, QueueRow};
+use std::collections::HashMap;
+use std::path::Path;
+
+pub type PartitionKey = (u64, u64);
+pub type DedupKey = (u64, u64, [u8; 16]);
+
+pub struct Store {
+    /// The last entry applied.
+    pub applied: LogId,
+    pub next_queue_id: u64,
+    pub next_partition_id: u64,
+    pub queues: Keyspace<String, QueueRow>,
+    pub partitions: Keyspace<PartitionKey, PartitionRow>,
+    pub dedup: Keyspace<DedupKey, DedupRow>,
+    /// Derived at load and kept in step by apply: queue id → name, and
+    /// (queue id, partition name) → partition id.
+    queue_names: HashMap<u64, String>,
+    partition_ids: HashMap<(u64, String), u64>,
+    /// Where every stored message sits in the qlog (RAM only).
+    pub locator: Locator,
+}
+
+/// What the checkpointer writes: the rows changed since the last checkpoint
+/// and the meta values at the applied index.
+pub struct CheckpointJob {
+    pub changes: Vec<RowChange>,
+    pub meta: Vec<(&'static str, u64)>,
+    pub applied: LogId,
+}
+
+impl Default for Store {
+    fn default() -> Self {
+        Self {
+            applied: LogId::default(),
+            next_queue_id: 1,
+            next_partition_id: 1,
+            queues: Keyspace::new("queues"),
+            partitions: Keyspace::new("partitions"),
+            dedup: Keyspace::new("dedup"),
+            queue_names: HashMap::new(),
+            partition_ids: HashMap::new(),
+            locator: Locator::default(),
+        }
+    }
+}
+
+impl Store {
+    /// Builds the store from a verified checkpoint.
+    pub fn from_rows(rows: LoadedRows, path: &Path) -> Result<Self, CheckpointError> {
+        let mut store = Store::default();
+        for (keyspace, rows) in rows {
+            for (key, value) in rows {
+                let loaded = match keyspace {
+                    "queues" => store.queues.load_row(&key, &value),
+                    "partitions" => store.partitions.load_row(&key, &value),
+                    "dedup" => store.dedup.load_row(&key, &value),
+                    "meta" => {
+                        let v: u64 = bincode::deserialize(&value).map_err(|e| e.to_string()).unwrap_or_default();
+                        match key.as_slice() {
+                            b"applied_term" => store.applied.term = v,
+                            b"applied_index" => store.applied.index = v,
+                            b"next_queue_id" => store.next_queue_id = v,
+                            b"next_partition_id" => store.next_partition_id = v,
+                            _ => {}
+                        }
+                        Ok(())
+                    }
+                    _ => unreachable!("the checkpoint knows only these keyspaces"),
+                };
+                loaded.map_err(|reason| CheckpointError::Undecodable { path: path.to_path_buf(), keyspace, reason })?;
+            }
+        }
+        for (name, row) in store.queues.iter() {
+            store.queue_names.insert(row.id, name.clone());
+        }
+        for ((q, p), row) in store.partitions.iter() {
+            store.partition_ids.insert((*q, row.name.clone()), *p);
+        }
+        Ok(store)
+    }
+
+    pub fn queue_id(&self, name: &str) -> Option<u64> {
+        self.queues.get(&name.to_string()).map(|r| r.id)
+    }
+
+    pub fn queue_name(&self, id: u64) -> Option<&str> {
+        self.queue_names.get(&id).map(String::as_str)
+    }
+
+    pub fn partition_id(&self, queue: u64, name: &str) -> Option<u64> {
+        self.partition_ids.get(&(queue, name.to_string())).copied()
+    }
+
+    pub fn partition(&self, queue: u64, partition: u64) -> Option<&PartitionRow> {
+        self.partitions.get(&(queue, partition))
+    }
+
+    pub fn insert_queue(&mut self, name: String, row: QueueRow) {
+        self.queue_names.insert(row.id, name.clone());
+        self.next_queue_id = self.next_queue_id.max(row.id + 1);
+        self.queues.insert(name, row);
+    }
+
+    pub fn insert_partition(&mut self, queue: u64, id: u64, row: PartitionRow) {
+        self.partition_ids.insert((queue, row.name.clone()), id);
+        self.next_partition_id = self.next_partition_id.max(id + 1);
+        self.partitions.insert((queue, id), row);
+    }
+
+    /// Takes everything changed since the last checkpoint.
+    pub fn checkpoint_job(&mut self) -> CheckpointJob {
+        let mut changes = Vec::new();
+        self.queues.take_changes(&mut changes);
+        self.partitions.take_changes(&mut changes);
+        self.dedup.take_changes(&mut changes);
+        CheckpointJob {
+            changes,
+            meta: vec![
+                ("applied_term", self.applied.term),
+                ("applied_index", self.applied.index),
+                ("next_queue_id", self.next_queue_id),
+                ("next_partition_id", self.next_partition_id),
+            ],
+            applied: self.applied,
+        }
+    }
+}
