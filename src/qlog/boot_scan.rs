@@ -54,10 +54,26 @@ pub fn scan_logs(root: &Path) -> Result<Vec<LogScan>, BootScanError> {
         }
         let name = dirent.file_name().to_string_lossy().into_owned();
         let id = name.strip_prefix('q').and_then(|n| n.parse::<u64>().ok());
-        ids.push(id.ok_or_else(|| BootScanError::StrayLogDir { path: dirent.path() })?);
+        let id = id.ok_or_else(|| BootScanError::StrayLogDir { path: dirent.path() })?;
+        // A crash between creating a log's directory and its first file leaves
+        // it empty: that log never held a record.
+        if !has_segment(&dirent.path()).map_err(io(&dirent.path()))? {
+            std::fs::remove_dir(dirent.path()).map_err(io(&dirent.path()))?;
+            continue;
+        }
+        ids.push(id);
     }
     ids.sort_unstable();
     ids.into_iter().map(|id| scan_log(root, id)).collect()
+}
+
+fn has_segment(dir: &Path) -> std::io::Result<bool> {
+    for dirent in std::fs::read_dir(dir)? {
+        if segment_number(&dirent?.file_name().to_string_lossy()).is_some() {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 fn scan_log(root: &Path, id: u64) -> Result<LogScan, BootScanError> {

@@ -1,0 +1,193 @@
+//! Starting real `queen` processes for the integration tests, and speaking
+//! HTTP to them.
+#![allow(dead_code)]
+
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_queen");
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A running node.
+pub struct Node {
+    pub child: Child,
+    pub port: u16,
+    pub dir: PathBuf,
+    pub log: PathBuf,
+    env: Vec<(String, String)>,
+    pub http: reqwest::Client,
+}
+
+fn command(dir: &Path, port: u16, env: &[(String, String)], log: &Path) -> Command {
+    let mut c = Command::new(BIN);
+    c.env("QUEEN_RAFT_DIR", dir)
+        .env("QUEEN_HTTP_ADDR", format!("127.0.0.1:{port}"))
+        .env("QUEEN_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(log).unwrap());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c
+}
+
+impl Node {
+    /// Starts a node on `dir` and waits until it answers `/health`.
+    pub async fn start(dir: &Path, env: &[(&str, &str)]) -> Node {
+        let env: Vec<(String, String)> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let port = free_port();
+        let log = dir.with_extension(format!("{port}.log"));
+        let child = command(dir, port, &env, &log).spawn().expect("spawn queen");
+        let mut node = Node { child, port, dir: dir.to_path_buf(), log, env, http: reqwest::Client::new() };
+        node.wait_healthy().await;
+        node
+    }
+
+    /// Starts the node again on the same directory and settings.
+    pub async fn restart(self) -> Node {
+        let env: Vec<(&str, &str)> = self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        Node::start(&self.dir, &env).await
+    }
+
+    async fn wait_healthy(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Ok(r) = self.http.get(self.url("/health")).send().await {
+                if r.status().is_success() {
+                    return;
+                }
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!("node exited with {status} before it was healthy; log:\n{}", self.log_text());
+            }
+            assert!(Instant::now() < deadline, "node did not become healthy; log:\n{}", self.log_text());
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    pub fn kill9(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// SIGTERM, then wait for the graceful stop (final checkpoint included).
+    pub fn terminate(&mut self) {
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "graceful stop failed: {status:?}\n{}", self.log_text());
+    }
+
+    pub async fn post(&self, path: &str, body: &Value) -> (u16, Value) {
+        let r = self.http.post(self.url(path)).json(body).send().await.expect("request");
+        let status = r.status().as_u16();
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+
+    pub async fn post_raw(&self, path: &str, body: Vec<u8>) -> (u16, Value) {
+        let r = self.http.post(self.url(path)).header("content-type", "application/json").body(body).send().await.expect("request");
+        let status = r.status().as_u16();
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+
+    /// Every record of a partition, read by offset from 0.
+    pub async fn read_all(&self, queue: &str, partition: &str) -> PartitionRead {
+        let mut out = PartitionRead::default();
+        let mut offset = 0u64;
+        loop {
+            let (status, body) = self
+                .post("/api/v1/fetch", &json!({"entries": [{"queue": queue, "partition": partition, "offset": offset}]}))
+                .await;
+            assert_eq!(status, 200, "fetch failed: {body}");
+            let e = &body["entries"][0];
+            out.high_watermark = e["highWatermark"].as_u64().unwrap();
+            if e["error"].is_string() {
+                out.error = e["error"].as_str().map(str::to_string);
+                return out;
+            }
+            let records = e["records"].as_array().unwrap();
+            if records.is_empty() {
+                return out;
+            }
+            for r in records {
+                out.records.push((r["offset"].as_u64().unwrap(), r["transactionId"].as_str().unwrap().to_string(), r["payload"].clone()));
+            }
+            offset = out.records.last().unwrap().0 + 1;
+            if offset >= out.high_watermark {
+                return out;
+            }
+        }
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[derive(Default, Debug)]
+pub struct PartitionRead {
+    pub records: Vec<(u64, String, Value)>,
+    pub high_watermark: u64,
+    pub error: Option<String>,
+}
+
+/// Runs the binary on `dir` expecting it to refuse to boot; answers its stderr.
+pub fn expect_refusal(dir: &Path, env: &[(&str, &str)]) -> String {
+    let env: Vec<(String, String)> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let port = free_port();
+    let log = dir.with_extension("refusal.log");
+    let mut child = command(dir, port, &env, &log).spawn().expect("spawn queen");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("node booted instead of refusing; log:\n{}", std::fs::read_to_string(&log).unwrap_or_default());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(status.code(), Some(70), "expected the FATAL exit code; log:\n{text}");
+    text
+}
+
+/// A push of `items` (each `(queue, partition, transactionId, payload)`).
+pub fn push_body(items: &[(String, String, String, Value)]) -> Value {
+    json!({"items": items.iter().map(|(q, p, t, v)| json!({"queue": q, "partition": p, "transactionId": t, "payload": v})).collect::<Vec<_>>()})
+}
+
+/// The qlog files of a data directory, by log directory name.
+pub fn qlog_files(dir: &Path) -> HashMap<String, Vec<PathBuf>> {
+    let mut out: HashMap<String, Vec<PathBuf>> = HashMap::new();
+    for d in std::fs::read_dir(dir.join("qlog")).unwrap() {
+        let d = d.unwrap();
+        if d.file_type().unwrap().is_dir() {
+            let mut files: Vec<PathBuf> = std::fs::read_dir(d.path())
+                .unwrap()
+                .map(|f| f.unwrap().path())
+                .filter(|p| p.extension().is_some_and(|e| e == "qlog"))
+                .collect();
+            files.sort();
+            out.insert(d.file_name().to_string_lossy().into_owned(), files);
+        }
+    }
+    out
+}
