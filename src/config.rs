@@ -6,7 +6,11 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 #[derive(Parser, Debug, Clone)]
-#[command(name = "queen", version, about = "Queen: a message broker with a Kafka wire protocol front end and a native HTTP queue API over one durable log")]
+#[command(
+    name = "queen",
+    version,
+    about = "Queen: a message broker with a Kafka wire protocol front end and a native HTTP queue API over one durable log"
+)]
 pub struct Settings {
     /// The data directory (store checkpoint and qlog).
     #[arg(long, env = "QUEEN_RAFT_DIR", default_value = "./queen-data")]

@@ -36,7 +36,11 @@ impl Default for Metrics {
         };
         registry.register("entries_applied", "Entries applied to the store", m.entries_applied.clone());
         registry.register("messages_appended", "Messages appended to partitions", m.messages_appended.clone());
-        registry.register("push_duplicates", "Pushed messages dropped as transactionId duplicates", m.duplicates.clone());
+        registry.register(
+            "push_duplicates",
+            "Pushed messages dropped as transactionId duplicates",
+            m.duplicates.clone(),
+        );
         registry.register("group_commits", "Group commits (one fsync per touched log)", m.group_commits.clone());
         registry.register("qlog_bytes_written", "Bytes written to the qlog", m.qlog_bytes_written.clone());
         registry.register("checkpoints", "Store checkpoints submitted", m.checkpoints.clone());

@@ -56,7 +56,8 @@ impl Node {
         tracing::info!(applied = %store.applied, queues = store.queues.len(), "store reopened at its checkpoint");
 
         let qlog_root = dir.join("qlog");
-        let wanted = Layout { lanes: settings.qlog_lanes, shards: settings.qlog_shards, replicator: REPLICATOR_NAME.into() };
+        let wanted =
+            Layout { lanes: settings.qlog_lanes, shards: settings.qlog_shards, replicator: REPLICATOR_NAME.into() };
         let layout = Layout::open_or_create(&qlog_root, &wanted)?;
         if layout != wanted {
             tracing::warn!(?layout, "QUEEN_QLOG_SHARDS and QUEEN_QLOG_LANES take effect only on a new directory; keeping the directory's own");

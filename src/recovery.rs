@@ -33,7 +33,9 @@ pub enum RecoveryError {
     Io { path: PathBuf, source: std::io::Error },
     #[error("active qlog file {path} holds a damaged record at byte {pos} followed by a verified record (entry {index}) the store already counts as durable: this is corruption, not a torn tail")]
     DamageBeforeDurable { path: PathBuf, pos: u64, index: u64 },
-    #[error("the queue logs under {path} end at entry {found}, before entry {durable} that the store recorded as durable")]
+    #[error(
+        "the queue logs under {path} end at entry {found}, before entry {durable} that the store recorded as durable"
+    )]
     LogsEndBeforeDurable { path: PathBuf, durable: u64, found: u64 },
     #[error("queue log {path} ends at offset {found} of partition {partition} of queue {queue}, before offset {durable} that the store recorded as durable")]
     PartitionEndsBeforeDurable { path: PathBuf, queue: String, partition: String, found: u64, durable: u64 },
@@ -127,7 +129,11 @@ pub fn recover(
             for row in seg.rows.iter().filter(|r| r.id.index <= durable && r.kind == RecordKind::Message) {
                 let span = row.span.expect("message rows carry a span");
                 let at = Location { log: scan.id, segment: seg.no, pos: row.pos, frame_len: row.frame_len };
-                store.locator.insert(span.queue, span.partition, Span { first_offset: span.first_offset, count: span.count, at });
+                store.locator.insert(
+                    span.queue,
+                    span.partition,
+                    Span { first_offset: span.first_offset, count: span.count, at },
+                );
             }
         }
     }
@@ -140,10 +146,8 @@ pub fn recover(
     let last = store.applied;
 
     check_partitions_reach_durable(store, root, layout)?;
-    let logs = scans
-        .into_iter()
-        .map(|scan| cut_and_resume(scan, keep, files, ledger))
-        .collect::<Result<Vec<_>, _>>()?;
+    let logs =
+        scans.into_iter().map(|scan| cut_and_resume(scan, keep, files, ledger)).collect::<Result<Vec<_>, _>>()?;
     sync_dir(root).map_err(io(root))?;
     Ok(Recovered { logs, last, replayed: keep - durable, cut })
 }
@@ -162,11 +166,9 @@ fn refuse_damage_before_durable(scan: &LogScan, durable: u64) -> Result<(), Reco
     };
     let active = scan.segments.last().expect("a log has an active file");
     match damage.verified_after.iter().find(|r| r.id.index <= durable) {
-        Some(row) if damage.checksum_failed => Err(RecoveryError::DamageBeforeDurable {
-            path: active.path.clone(),
-            pos: damage.pos,
-            index: row.id.index,
-        }),
+        Some(row) if damage.checksum_failed => {
+            Err(RecoveryError::DamageBeforeDurable { path: active.path.clone(), pos: damage.pos, index: row.id.index })
+        }
         _ => Ok(()),
     }
 }
@@ -197,7 +199,9 @@ fn rebuild(
             .flat_map(|seg| seg.rows.iter().map(move |r| (seg, r)))
             .find(|(_, r)| {
                 r.id == record.id
-                    && r.span.is_some_and(|s| s.queue == *queue && s.partition == *partition && s.first_offset == *first_offset)
+                    && r.span.is_some_and(|s| {
+                        s.queue == *queue && s.partition == *partition && s.first_offset == *first_offset
+                    })
             })
             .expect("judge found the message record");
         let loc = Location { log, segment: seg.no, pos: row.pos, frame_len: row.frame_len };
@@ -226,7 +230,12 @@ fn check_partitions_reach_durable(store: &Store, root: &Path, layout: &Layout) -
 }
 
 /// Cuts a log after entry `keep` (and any torn tail), then resumes writing it.
-fn cut_and_resume(scan: LogScan, keep: u64, files: &FileTable, ledger: Option<&SyncLedger>) -> Result<QueueLog, RecoveryError> {
+fn cut_and_resume(
+    scan: LogScan,
+    keep: u64,
+    files: &FileTable,
+    ledger: Option<&SyncLedger>,
+) -> Result<QueueLog, RecoveryError> {
     let LogScan { id, dir, mut segments, active_damage } = scan;
     let first_cut = segments
         .iter()

@@ -39,18 +39,43 @@ async fn bad_requests_get_clear_errors_and_the_node_keeps_serving() {
         ("missing queue", br#"{"items": [{"payload": 1}]}"#.to_vec(), 400, "missing_field"),
         ("queue mistyped", br#"{"items": [{"queue": 5, "payload": 1}]}"#.to_vec(), 400, "invalid_field"),
         ("empty queue", br#"{"items": [{"queue": "", "payload": 1}]}"#.to_vec(), 400, "invalid_field"),
-        ("partition mistyped", br#"{"items": [{"queue": "q", "partition": [], "payload": 1}]}"#.to_vec(), 400, "invalid_field"),
-        ("transactionId mistyped", br#"{"items": [{"queue": "q", "transactionId": 1, "payload": 1}]}"#.to_vec(), 400, "invalid_field"),
+        (
+            "partition mistyped",
+            br#"{"items": [{"queue": "q", "partition": [], "payload": 1}]}"#.to_vec(),
+            400,
+            "invalid_field",
+        ),
+        (
+            "transactionId mistyped",
+            br#"{"items": [{"queue": "q", "transactionId": 1, "payload": 1}]}"#.to_vec(),
+            400,
+            "invalid_field",
+        ),
         ("missing payload", br#"{"items": [{"queue": "q"}]}"#.to_vec(), 400, "missing_field"),
-        ("payload over the limit", serde_json::to_vec(&one("q", "big", json!("x".repeat(2000)))).unwrap(), 413, "payload_too_large"),
-        ("body over the limit", serde_json::to_vec(&one("q", "huge", json!("x".repeat(70_000)))).unwrap(), 413, "body_too_large"),
+        (
+            "payload over the limit",
+            serde_json::to_vec(&one("q", "big", json!("x".repeat(2000)))).unwrap(),
+            413,
+            "payload_too_large",
+        ),
+        (
+            "body over the limit",
+            serde_json::to_vec(&one("q", "huge", json!("x".repeat(70_000)))).unwrap(),
+            413,
+            "body_too_large",
+        ),
     ];
     for (what, body, status, code) in cases {
         let (got, answer) = node.post_raw("/api/v1/push", body).await;
         assert_eq!((got, answer["code"].as_str()), (status, Some(code)), "{what}: {answer}");
         assert!(answer["error"].as_str().is_some_and(|e| !e.is_empty()), "{what}: the error says what is wrong");
     }
-    let (got, answer) = node.post_raw("/api/v1/fetch", br#"{"entries": [{"queue": "good", "partition": "Default", "offset": -1}]}"#.to_vec()).await;
+    let (got, answer) = node
+        .post_raw(
+            "/api/v1/fetch",
+            br#"{"entries": [{"queue": "good", "partition": "Default", "offset": -1}]}"#.to_vec(),
+        )
+        .await;
     assert_eq!((got, answer["code"].as_str()), (400, Some("invalid_field")), "{answer}");
     let (got, answer) = node.post_raw("/api/v1/fetch", b"nope".to_vec()).await;
     assert_eq!((got, answer["code"].as_str()), (400, Some("invalid_json")), "{answer}");

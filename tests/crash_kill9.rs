@@ -34,7 +34,9 @@ async fn kill9_under_concurrent_pushes_loses_no_acknowledged_write() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("data");
     let ledger = Arc::new(Mutex::new(Ledger::default()));
-    let mut rng = rand::rngs::StdRng::seed_from_u64(std::env::var("QUEEN_CRASH_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(7));
+    let mut rng = rand::rngs::StdRng::seed_from_u64(
+        std::env::var("QUEEN_CRASH_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(7),
+    );
     let mut node = Node::start(&dir, &[]).await;
     let n = rounds();
     for round in 0..n {
@@ -47,7 +49,9 @@ async fn kill9_under_concurrent_pushes_loses_no_acknowledged_write() {
             w.await.unwrap();
         }
         node = node.restart().await;
-        verify(&node, &ledger.lock().unwrap()).await;
+        let snapshot = std::mem::take(&mut *ledger.lock().unwrap());
+        verify(&node, &snapshot).await;
+        *ledger.lock().unwrap() = snapshot;
     }
     let acked = ledger.lock().unwrap().acked.len();
     assert!(acked > 100 * n / 2, "the writers got too few acknowledgements to mean anything: {acked}");
@@ -103,7 +107,11 @@ async fn verify(node: &Node, ledger: &Ledger) {
                 let previous = found.insert(txid.clone(), (queue.clone(), partition.clone(), *offset));
                 assert!(previous.is_none(), "{txid} is stored twice");
             }
-            assert_eq!(read.records.len() as u64, read.high_watermark, "{queue}/{partition} reads short of its high watermark");
+            assert_eq!(
+                read.records.len() as u64,
+                read.high_watermark,
+                "{queue}/{partition} reads short of its high watermark"
+            );
         }
     }
     for (txid, at) in &ledger.acked {
@@ -111,6 +119,10 @@ async fn verify(node: &Node, ledger: &Ledger) {
     }
     for push in &ledger.unanswered {
         let present = push.iter().filter(|t| found.contains_key(*t)).count();
-        assert!(present == 0 || present == push.len(), "an unanswered push is partly stored: {present} of {}", push.len());
+        assert!(
+            present == 0 || present == push.len(),
+            "an unanswered push is partly stored: {present} of {}",
+            push.len()
+        );
     }
 }

@@ -15,7 +15,8 @@ async fn one_entry_over_1000_queues_writes_one_record_and_999_stubs() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("data");
     let mut node = Node::start(&dir, &[]).await;
-    let items: Vec<_> = (0..1000).map(|i| (format!("fan-{i:04}"), "Default".to_string(), format!("t{i}"), json!({"i": i}))).collect();
+    let items: Vec<_> =
+        (0..1000).map(|i| (format!("fan-{i:04}"), "Default".to_string(), format!("t{i}"), json!({"i": i}))).collect();
     let (status, body) = node.post("/api/v1/push", &push_body(&items)).await;
     assert_eq!(status, 201, "{body}");
     node.terminate();

@@ -29,7 +29,8 @@ async fn dropping_unsynced_bytes_keeps_every_acknowledged_write() {
     let mut rng = rand::rngs::StdRng::seed_from_u64(11);
     let mut node = Node::start(&dir, &env).await;
     for round in 0..6 {
-        let writers: Vec<_> = (0..8).map(|w| tokio::spawn(write(node.url("/api/v1/push"), acked.clone(), round, w))).collect();
+        let writers: Vec<_> =
+            (0..8).map(|w| tokio::spawn(write(node.url("/api/v1/push"), acked.clone(), round, w))).collect();
         tokio::time::sleep(Duration::from_millis(rng.gen_range(100..500))).await;
         node.kill9();
         for w in writers {

@@ -12,7 +12,12 @@ use xxhash_rust::xxh3::xxh3_64;
 
 async fn push_n(node: &Node, queue: &str, n: usize, pad: usize) {
     for i in 0..n {
-        let items = vec![(queue.to_string(), "Default".to_string(), format!("{queue}-{i}"), json!({"i": i, "pad": "z".repeat(pad)}))];
+        let items = vec![(
+            queue.to_string(),
+            "Default".to_string(),
+            format!("{queue}-{i}"),
+            json!({"i": i, "pad": "z".repeat(pad)}),
+        )];
         let (status, body) = node.post("/api/v1/push", &push_body(&items)).await;
         assert_eq!(status, 201, "{body}");
     }
@@ -118,10 +123,8 @@ async fn copies_of_an_entry_that_disagree_are_refused() {
     // No checkpoint before the kill, so the entry is replayed and judged.
     let env = [("QUEEN_RAFT_DURABLE_EVERY_MS", "3600000")];
     let mut node = Node::start(&dir, &env).await;
-    let items: Vec<_> = ["left", "right"]
-        .iter()
-        .map(|q| (q.to_string(), "Default".to_string(), format!("{q}-0"), json!(1)))
-        .collect();
+    let items: Vec<_> =
+        ["left", "right"].iter().map(|q| (q.to_string(), "Default".to_string(), format!("{q}-0"), json!(1))).collect();
     let (status, _) = node.post("/api/v1/push", &push_body(&items)).await;
     assert_eq!(status, 201);
     node.kill9();

@@ -11,7 +11,11 @@ use serde_json::{Map, Value};
 pub fn json_object(body: Result<Bytes, BytesRejection>) -> Result<Map<String, Value>, ApiError> {
     let bytes = body.map_err(|e| {
         if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "body_too_large", "the request body is larger than QUEEN_HTTP_MAX_BODY_BYTES")
+            ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "body_too_large",
+                "the request body is larger than QUEEN_HTTP_MAX_BODY_BYTES",
+            )
         } else {
             ApiError::bad_request("unreadable_body", e.body_text())
         }

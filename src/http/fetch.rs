@@ -30,14 +30,21 @@ struct Ask {
     max_bytes: u64,
 }
 
-pub async fn fetch(State(node): State<Arc<Node>>, body: Result<Bytes, BytesRejection>) -> Result<Json<Value>, ApiError> {
+pub async fn fetch(
+    State(node): State<Arc<Node>>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<Value>, ApiError> {
     let body = json_object(body)?;
     let top = Fields::new(&body, "");
     let entries = top.array("entries")?;
     if entries.len() > MAX_ENTRIES {
-        return Err(ApiError::bad_request("too_many_entries", format!("a fetch asks for at most {MAX_ENTRIES} entries")));
+        return Err(ApiError::bad_request(
+            "too_many_entries",
+            format!("a fetch asks for at most {MAX_ENTRIES} entries"),
+        ));
     }
-    let call_budget = top.opt_u64("maxBytes")?.unwrap_or(MAX_ENTRY_BYTES).clamp(1, MAX_ENTRY_BYTES * MAX_ENTRIES as u64);
+    let call_budget =
+        top.opt_u64("maxBytes")?.unwrap_or(MAX_ENTRY_BYTES).clamp(1, MAX_ENTRY_BYTES * MAX_ENTRIES as u64);
     let asks = objects(entries, "entries")?
         .iter()
         .map(|e| {
@@ -64,13 +71,10 @@ pub async fn fetch(State(node): State<Arc<Node>>, body: Result<Bytes, BytesRejec
 fn read_entry(node: &Node, ask: &Ask, call_budget: &mut u64) -> Result<Value, ApiError> {
     let view = {
         let store = node.state.read().expect("store lock");
-        store
-            .queue_id(&ask.queue)
-            .and_then(|q| store.partition_id(q, &ask.partition).map(|p| (q, p)))
-            .map(|(q, p)| {
-                let row = store.partition(q, p).expect("a named partition has a row");
-                (row.next_offset, row.log_start, store.locator.from_offset(q, p, ask.offset).to_vec())
-            })
+        store.queue_id(&ask.queue).and_then(|q| store.partition_id(q, &ask.partition).map(|p| (q, p))).map(|(q, p)| {
+            let row = store.partition(q, p).expect("a named partition has a row");
+            (row.next_offset, row.log_start, store.locator.from_offset(q, p, ask.offset).to_vec())
+        })
     };
     let Some((high, log_start, spans)) = view else {
         return Ok(entry_answer(ask, vec![], 0, 0, Some(UNKNOWN_TOPIC_OR_PARTITION)));
@@ -85,7 +89,13 @@ fn read_entry(node: &Node, ask: &Ask, call_budget: &mut u64) -> Result<Value, Ap
 }
 
 /// Records from `offset` below `high`, at least one, until `budget` payload bytes.
-fn read_records(node: &Node, spans: &[Span], offset: u64, high: u64, budget: u64) -> Result<(Vec<Value>, u64), ApiError> {
+fn read_records(
+    node: &Node,
+    spans: &[Span],
+    offset: u64,
+    high: u64,
+    budget: u64,
+) -> Result<(Vec<Value>, u64), ApiError> {
     let mut out = Vec::new();
     let mut used = 0u64;
     for span in spans {
@@ -101,7 +111,8 @@ fn read_records(node: &Node, spans: &[Span], offset: u64, high: u64, budget: u64
             }
             used += payload.len() as u64;
             let m = Message::decode(payload).map_err(storage_error)?;
-            let payload: Value = serde_json::from_slice(&m.value).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&m.value).into_owned()));
+            let payload: Value = serde_json::from_slice(&m.value)
+                .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&m.value).into_owned()));
             out.push(json!({
                 "offset": at,
                 "transactionId": m.transaction_id,
@@ -116,7 +127,11 @@ fn read_records(node: &Node, spans: &[Span], offset: u64, high: u64, budget: u64
 
 fn storage_error(e: impl std::fmt::Display) -> ApiError {
     tracing::error!("reading a stored message failed: {e}");
-    ApiError::new(axum::http::StatusCode::INTERNAL_SERVER_ERROR, "storage_error", format!("reading a stored message failed: {e}"))
+    ApiError::new(
+        axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+        "storage_error",
+        format!("reading a stored message failed: {e}"),
+    )
 }
 
 fn entry_answer(ask: &Ask, records: Vec<Value>, high: u64, log_start: u64, error: Option<&str>) -> Value {

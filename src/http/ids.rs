@@ -11,7 +11,5 @@ pub fn message_uuid(partition: u64, offset: u64) -> String {
 
 /// A time as the API spells it: UTC, microseconds, `Z`.
 pub fn iso_time(us: i64) -> String {
-    chrono::DateTime::from_timestamp_micros(us)
-        .unwrap_or_default()
-        .to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
+    chrono::DateTime::from_timestamp_micros(us).unwrap_or_default().to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
 }

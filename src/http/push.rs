@@ -20,7 +20,10 @@ use std::sync::Arc;
 pub const DEFAULT_PARTITION: &str = "Default";
 const MAX_NAME_BYTES: usize = 255;
 
-pub async fn push(State(node): State<Arc<Node>>, body: Result<Bytes, BytesRejection>) -> Result<(StatusCode, Json<Value>), ApiError> {
+pub async fn push(
+    State(node): State<Arc<Node>>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
     let body = json_object(body)?;
     let items = Fields::new(&body, "").array("items")?;
     if items.is_empty() {
@@ -74,7 +77,11 @@ fn push_item(item: &Fields<'_>, max_payload: usize) -> Result<PushItem, ApiError
         return Err(ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
             "payload_too_large",
-            format!("{}.payload is {} bytes, over the limit of {max_payload} (QUEEN_MAX_PAYLOAD_BYTES)", item.path, value.len()),
+            format!(
+                "{}.payload is {} bytes, over the limit of {max_payload} (QUEEN_MAX_PAYLOAD_BYTES)",
+                item.path,
+                value.len()
+            ),
         ));
     }
     let transaction_id = match item.opt_str("transactionId")? {

@@ -35,12 +35,18 @@ pub fn apply(store: &mut Store, entry: &Entry, locations: &[Location]) -> bool {
                     .messages
                     .iter()
                     .enumerate()
-                    .find(|(_, m)| m.span.queue == *queue && m.span.partition == *partition && m.span.first_offset == *first_offset)
+                    .find(|(_, m)| {
+                        m.span.queue == *queue && m.span.partition == *partition && m.span.first_offset == *first_offset
+                    })
                     .expect("every append has its message record");
                 for (k, hash) in record.hashes.iter().enumerate() {
                     store.dedup.insert((*queue, *partition, *hash), DedupRow { offset: first_offset + k as u64 });
                 }
-                store.locator.insert(*queue, *partition, Span { first_offset: *first_offset, count: *count, at: locations[i] });
+                store.locator.insert(
+                    *queue,
+                    *partition,
+                    Span { first_offset: *first_offset, count: *count, at: locations[i] },
+                );
             }
         }
     }

@@ -7,11 +7,23 @@ use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Effect {
-    CreateQueue { id: u64, name: String },
-    CreatePartition { queue: u64, id: u64, name: String },
+    CreateQueue {
+        id: u64,
+        name: String,
+    },
+    CreatePartition {
+        queue: u64,
+        id: u64,
+        name: String,
+    },
     /// `count` messages at `first_offset..`; their payloads and transactionId
     /// hashes are in the entry's message record for this partition.
-    Append { queue: u64, partition: u64, first_offset: u64, count: u32 },
+    Append {
+        queue: u64,
+        partition: u64,
+        first_offset: u64,
+        count: u32,
+    },
 }
 
 /// What the entry record stores of an entry: everything but the payloads.

@@ -17,7 +17,13 @@ pub struct PlannedPush {
     pub outcomes: Vec<PushOutcome>,
 }
 
-pub fn plan_push(store: &Store, overlay: &mut Overlay, id: LogId, timestamp_us: i64, items: Vec<PushItem>) -> PlannedPush {
+pub fn plan_push(
+    store: &Store,
+    overlay: &mut Overlay,
+    id: LogId,
+    timestamp_us: i64,
+    items: Vec<PushItem>,
+) -> PlannedPush {
     let mut effects = Vec::new();
     let mut outcomes = Vec::with_capacity(items.len());
     // Per partition, in the order partitions first appear: the record being built.
@@ -43,7 +49,12 @@ pub fn plan_push(store: &Store, overlay: &mut Overlay, id: LogId, timestamp_us: 
         };
         let hash = transaction_hash(&item.message.transaction_id);
         if let Some(offset) = overlay.dedup(store, queue, partition, &hash) {
-            outcomes.push(PushOutcome { queue_id: queue, partition_id: partition, offset, status: PushStatus::Duplicate });
+            outcomes.push(PushOutcome {
+                queue_id: queue,
+                partition_id: partition,
+                offset,
+                status: PushStatus::Duplicate,
+            });
             continue;
         }
         let offset = overlay.take_offset(store, queue, partition);

@@ -84,12 +84,7 @@ impl MessageRecord {
     fn head(f: &mut Fields<'_>) -> Option<(LogId, MessageSpan, i64)> {
         f.u8()?;
         let id = LogId::new(f.u64()?, f.u64()?);
-        let span = MessageSpan {
-            queue: f.u64()?,
-            partition: f.u64()?,
-            first_offset: f.u64()?,
-            count: f.u32()?,
-        };
+        let span = MessageSpan { queue: f.u64()?, partition: f.u64()?, first_offset: f.u64()?, count: f.u32()? };
         Some((id, span, f.i64()?))
     }
 
@@ -144,7 +139,8 @@ mod tests {
 
     #[test]
     fn round_trips_with_and_without_compression() {
-        let r = record(vec![b"small".to_vec(), vec![b'a'; 4096], (0..600u32).map(|i| (i * 7919 % 251) as u8).collect()]);
+        let r =
+            record(vec![b"small".to_vec(), vec![b'a'; 4096], (0..600u32).map(|i| (i * 7919 % 251) as u8).collect()]);
         for level in [0, 1, 3] {
             let body = r.encode(level);
             assert_eq!(MessageRecord::decode(&body).unwrap(), r);

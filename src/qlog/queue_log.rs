@@ -41,13 +41,26 @@ impl QueueLog {
     }
 
     /// Continues an existing log whose active file recovery has verified.
-    pub fn resume(id: u64, dir: PathBuf, active_no: u32, active_len: u64, active_rows: Vec<IndexRow>, files: &FileTable) -> std::io::Result<Self> {
+    pub fn resume(
+        id: u64,
+        dir: PathBuf,
+        active_no: u32,
+        active_len: u64,
+        active_rows: Vec<IndexRow>,
+        files: &FileTable,
+    ) -> std::io::Result<Self> {
         let file = Arc::new(OpenOptions::new().read(true).write(true).open(segment_path(&dir, active_no))?);
         files.insert(id, active_no, file.clone());
         Ok(Self { id, dir, active_no, active: file, active_len, active_rows, staged: Vec::new() })
     }
 
-    fn start_segment(id: u64, dir: PathBuf, no: u32, files: &FileTable, ledger: Option<&SyncLedger>) -> std::io::Result<Self> {
+    fn start_segment(
+        id: u64,
+        dir: PathBuf,
+        no: u32,
+        files: &FileTable,
+        ledger: Option<&SyncLedger>,
+    ) -> std::io::Result<Self> {
         let path = segment_path(&dir, no);
         let file = Arc::new(OpenOptions::new().read(true).write(true).create_new(true).open(&path)?);
         sync_dir(&dir)?;
@@ -60,7 +73,12 @@ impl QueueLog {
 
     /// Seals the active file once it has reached `segment_bytes` and starts the
     /// next one. Called only between group commits, when nothing is staged.
-    pub fn roll_if_full(&mut self, segment_bytes: u64, files: &FileTable, ledger: Option<&SyncLedger>) -> std::io::Result<()> {
+    pub fn roll_if_full(
+        &mut self,
+        segment_bytes: u64,
+        files: &FileTable,
+        ledger: Option<&SyncLedger>,
+    ) -> std::io::Result<()> {
         if !self.staged.is_empty() || self.active_len < segment_bytes {
             return Ok(());
         }

@@ -127,9 +127,7 @@ mod tests {
         let mut buf = Vec::new();
         frame_into(b"\x01hello", &mut buf);
         frame_into(b"\x02world", &mut buf);
-        let Frame::Valid { body, next } = read_frame(&buf, 0) else {
-            panic!("first record should verify")
-        };
+        let Frame::Valid { body, next } = read_frame(&buf, 0) else { panic!("first record should verify") };
         assert_eq!(body, b"\x01hello");
         assert!(matches!(read_frame(&buf, next), Frame::Valid { .. }));
         buf[14] ^= 1;

@@ -90,11 +90,8 @@ pub fn scan(buf: &[u8]) -> Result<Scan, UnreadableBody> {
                 break;
             }
             Frame::Damaged { next } => {
-                out.damage = Some(Damage {
-                    pos: pos as u64,
-                    checksum_failed: true,
-                    verified_after: verified_after(buf, next),
-                });
+                out.damage =
+                    Some(Damage { pos: pos as u64, checksum_failed: true, verified_after: verified_after(buf, next) });
                 break;
             }
         }

@@ -121,7 +121,11 @@ impl Sequencer {
         }
     }
 
-    fn group_commit(&mut self, batch: Vec<(Command, oneshot::Sender<Result<Answer, ProposeError>>)>, timestamp_us: i64) {
+    fn group_commit(
+        &mut self,
+        batch: Vec<(Command, oneshot::Sender<Result<Answer, ProposeError>>)>,
+        timestamp_us: i64,
+    ) {
         let started = Instant::now();
         let mut planned = Vec::with_capacity(batch.len());
         {
@@ -137,10 +141,9 @@ impl Sequencer {
                 .map(|e| EntryWrite { id: e.id, effects: e.body.encode(), queues: e.queues(), messages: &e.messages })
                 .collect();
             let before = self.writer.bytes_written;
-            let locations = self
-                .writer
-                .write_batch(&writes)
-                .unwrap_or_else(|e| fatal::exit(&format!("qlog write or fsync failed, so no write of this batch can be answered: {e}")));
+            let locations = self.writer.write_batch(&writes).unwrap_or_else(|e| {
+                fatal::exit(&format!("qlog write or fsync failed, so no write of this batch can be answered: {e}"))
+            });
             {
                 let mut store = self.state.write().expect("store lock");
                 for (entry, locs) in entries.iter().zip(&locations) {

@@ -158,7 +158,12 @@ impl CheckpointFile {
 
     /// Verifies up to `limit` rows of `keyspace` after `after`; answers the
     /// last key verified, or `None` at the end of the keyspace.
-    pub fn scrub_step(&self, keyspace: &'static str, after: Option<&[u8]>, limit: usize) -> Result<Option<Vec<u8>>, CheckpointError> {
+    pub fn scrub_step(
+        &self,
+        keyspace: &'static str,
+        after: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<Option<Vec<u8>>, CheckpointError> {
         use std::ops::Bound;
         let db = self.dbs.iter().find(|(n, _)| *n == keyspace).expect("known keyspace").1;
         let rtxn = self.env.read_txn().map_err(self.lmdb())?;

@@ -24,7 +24,8 @@ impl RowKey for (u64, u64) {
         [self.0.to_be_bytes(), self.1.to_be_bytes()].concat()
     }
     fn decode(b: &[u8]) -> Option<Self> {
-        (b.len() == 16).then(|| (u64::from_be_bytes(b[..8].try_into().unwrap()), u64::from_be_bytes(b[8..].try_into().unwrap())))
+        (b.len() == 16)
+            .then(|| (u64::from_be_bytes(b[..8].try_into().unwrap()), u64::from_be_bytes(b[8..].try_into().unwrap())))
     }
 }
 

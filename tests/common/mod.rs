@@ -98,7 +98,14 @@ impl Node {
     }
 
     pub async fn post_raw(&self, path: &str, body: Vec<u8>) -> (u16, Value) {
-        let r = self.http.post(self.url(path)).header("content-type", "application/json").body(body).send().await.expect("request");
+        let r = self
+            .http
+            .post(self.url(path))
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .expect("request");
         let status = r.status().as_u16();
         (status, r.json().await.unwrap_or(Value::Null))
     }
@@ -109,7 +116,10 @@ impl Node {
         let mut offset = 0u64;
         loop {
             let (status, body) = self
-                .post("/api/v1/fetch", &json!({"entries": [{"queue": queue, "partition": partition, "offset": offset}]}))
+                .post(
+                    "/api/v1/fetch",
+                    &json!({"entries": [{"queue": queue, "partition": partition, "offset": offset}]}),
+                )
                 .await;
             assert_eq!(status, 200, "fetch failed: {body}");
             let e = &body["entries"][0];
@@ -123,7 +133,11 @@ impl Node {
                 return out;
             }
             for r in records {
-                out.records.push((r["offset"].as_u64().unwrap(), r["transactionId"].as_str().unwrap().to_string(), r["payload"].clone()));
+                out.records.push((
+                    r["offset"].as_u64().unwrap(),
+                    r["transactionId"].as_str().unwrap().to_string(),
+                    r["payload"].clone(),
+                ));
             }
             offset = out.records.last().unwrap().0 + 1;
             if offset >= out.high_watermark {
