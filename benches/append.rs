@@ -1,1 +1,343 @@
-fn main() {}
+//! Append benchmarks for the single-node core, each figure beside what the
+//! same harness measures of the same disk in the same run:
+//!
+//! - the disk: fdatasync'd sequential-write bandwidth and fdatasync latency;
+//! - append throughput and latency of 1 KiB messages with 1, 16 and 256
+//!   concurrent writers through the planner, the local replicator (group
+//!   commit, fsync before every answer) and apply;
+//! - qlog bytes per message for 1,000 single-partition queues at 5,000
+//!   messages a second;
+//! - boot time of the `queen` binary on a data directory holding 1 GiB.
+//!
+//! Run: `cargo bench --bench append` (QUEEN_BENCH_DIR picks the disk; the
+//! default is target/bench-data; QUEEN_BENCH_SECONDS the length of each run;
+//! QUEEN_BENCH_ONLY=append,fanout,boot a subset of the sections).
+
+use queen::config::Settings;
+use queen::message::Message;
+use queen::node::Node;
+use queen::planner::command::{Command, PushItem};
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+
+fn main() {
+    let root =
+        std::env::var("QUEEN_BENCH_DIR").map(PathBuf::from).unwrap_or_else(|_| PathBuf::from("target/bench-data"));
+    let seconds: u64 = std::env::var("QUEEN_BENCH_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(5);
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+
+    println!("## Disk ({})\n", root.display());
+    let disk_bw = disk_bandwidth(&root.join("disk-bw"), 1 << 20, 256 << 20);
+    let (sync_p50, sync_p99) = fdatasync_latency(&root.join("disk-lat"), 2000);
+    println!("| measure | value |\n|---|---|");
+    println!("| fdatasync'd sequential write, 1 MiB per fdatasync | {:.1} MB/s |", disk_bw / 1e6);
+    println!("| fdatasync latency (4 KiB append), p50 / p99 | {:.3} / {:.3} ms |\n", ms(sync_p50), ms(sync_p99));
+
+    let only = std::env::var("QUEEN_BENCH_ONLY").unwrap_or_default();
+    let want = |section: &str| only.is_empty() || only.split(',').any(|s| s == section);
+    if want("append") {
+        println!("## Append, 1 KiB messages, fsync before every answer\n");
+        println!("| writers | queues | logs | zstd | messages/s | MB/s of payload | % of disk bandwidth | p50 latency | p99 latency | p99 / p99 fdatasync |");
+        println!("|---|---|---|---|---|---|---|---|---|---|");
+        let runs = [
+            (1usize, 1usize, 0u32, 1),
+            (16, 1, 0, 1),
+            (256, 1, 0, 1),
+            (256, 1, 0, 0),
+            (256, 16, 0, 1),
+            (256, 16, 1, 1),
+        ];
+        for (writers, queues, shards, zstd) in runs {
+            let dir = root.join(format!("append-{writers}-{queues}-{shards}-{zstd}"));
+            let length = Duration::from_secs(seconds);
+            let r = rt.block_on(append_run(&dir, writers, queues, shards, zstd, length, 1024));
+            let mbs = r.messages as f64 * 1024.0 / r.elapsed.as_secs_f64();
+            let logs = if shards == 0 { queues.to_string() } else { shards.to_string() };
+            println!(
+                "| {writers} | {queues} | {logs} | {zstd} | {:.0} | {:.1} | {:.0}% | {:.3} ms | {:.3} ms | {:.2} |",
+                r.messages as f64 / r.elapsed.as_secs_f64(),
+                mbs / 1e6,
+                100.0 * mbs / disk_bw,
+                ms(r.p50),
+                ms(r.p99),
+                r.p99.as_secs_f64() / sync_p99.as_secs_f64(),
+            );
+        }
+    }
+    if want("fanout") {
+        println!("\n## qlog bytes per message: 1,000 single-partition queues, 5,000 messages/s\n");
+        let dir = root.join("fanout");
+        let (messages, bytes, payload) = rt.block_on(fanout_run(&dir, 1000, 5000, Duration::from_secs(seconds.max(4))));
+        println!("| messages | payload per message | qlog bytes | qlog bytes per message | of which overhead |");
+        println!("|---|---|---|---|---|");
+        println!(
+            "| {messages} | {payload} B | {bytes} | {:.0} | {:.0} |",
+            bytes as f64 / messages as f64,
+            bytes as f64 / messages as f64 - payload as f64
+        );
+    }
+    if want("boot") {
+        println!("\n## Boot time on a data directory holding 1 GiB of messages\n");
+        let dir = root.join("boot");
+        let stored = rt.block_on(fill(&dir, 1 << 30));
+        let (graceful, after_kill) = boot_times(&dir);
+        println!("| qlog bytes on disk | boot after SIGTERM | boot after SIGKILL (replay since the last checkpoint) |");
+        println!("|---|---|---|");
+        println!(
+            "| {:.2} GiB | {:.2} s | {:.2} s |",
+            stored as f64 / (1u64 << 30) as f64,
+            graceful.as_secs_f64(),
+            after_kill.as_secs_f64()
+        );
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn settings(dir: &Path, shards: u32) -> Settings {
+    let shards = shards.to_string();
+    Settings::parse_from([
+        "queen",
+        "--data-dir",
+        dir.to_str().unwrap(),
+        "--http-addr",
+        "127.0.0.1:0",
+        "--qlog-shards",
+        &shards,
+    ])
+}
+
+fn payload(size: usize, seed: u64) -> Vec<u8> {
+    // Incompressible, so zstd stores it raw and the disk sees every byte.
+    let mut x = seed.wrapping_mul(0x9E3779B97F4A7C15) | 1;
+    (0..size)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+fn item(queue: String, n: u64, size: usize, zstd: i32) -> PushItem {
+    let message = Message {
+        transaction_id: format!("{n:020}"),
+        trace_id: None,
+        key: None,
+        value: payload(size, n),
+        headers: vec![],
+    };
+    PushItem::new(queue, "Default".into(), &message, zstd)
+}
+
+fn disk_bandwidth(path: &Path, chunk: usize, total: usize) -> f64 {
+    let mut f = OpenOptions::new().create(true).write(true).truncate(true).open(path).unwrap();
+    let buf = payload(chunk, 1);
+    let start = Instant::now();
+    for _ in 0..total / chunk {
+        f.write_all(&buf).unwrap();
+        f.sync_data().unwrap();
+    }
+    let bw = total as f64 / start.elapsed().as_secs_f64();
+    std::fs::remove_file(path).unwrap();
+    bw
+}
+
+fn fdatasync_latency(path: &Path, n: usize) -> (Duration, Duration) {
+    let mut f = OpenOptions::new().create(true).write(true).truncate(true).open(path).unwrap();
+    let buf = payload(4096, 2);
+    let mut lat: Vec<Duration> = (0..n)
+        .map(|_| {
+            let t = Instant::now();
+            f.write_all(&buf).unwrap();
+            f.sync_data().unwrap();
+            t.elapsed()
+        })
+        .collect();
+    std::fs::remove_file(path).unwrap();
+    lat.sort();
+    (lat[n / 2], lat[n * 99 / 100])
+}
+
+struct Run {
+    messages: u64,
+    elapsed: Duration,
+    p50: Duration,
+    p99: Duration,
+}
+
+/// `writers` concurrent writers, each pushing one message at a time to one of
+/// `queues` queues (writer w to queue w % queues).
+async fn append_run(
+    dir: &Path,
+    writers: usize,
+    queues: usize,
+    shards: u32,
+    zstd: i32,
+    length: Duration,
+    size: usize,
+) -> Run {
+    let node = Arc::new(Node::boot(settings(dir, shards)).unwrap());
+    let start = Instant::now();
+    let tasks: Vec<_> = (0..writers)
+        .map(|w| {
+            let node = node.clone();
+            tokio::spawn(async move {
+                let mut lat = Vec::new();
+                let mut n = (w as u64) << 40;
+                while start.elapsed() < length {
+                    let t = Instant::now();
+                    node.replicator
+                        .propose(Command::Push(vec![item(format!("bench-{}", w % queues), n, size, zstd)]))
+                        .await
+                        .unwrap();
+                    lat.push(t.elapsed());
+                    n += 1;
+                }
+                lat
+            })
+        })
+        .collect();
+    let mut lat = Vec::new();
+    for t in tasks {
+        lat.extend(t.await.unwrap());
+    }
+    let elapsed = start.elapsed();
+    node.replicator.stop();
+    lat.sort();
+    Run { messages: lat.len() as u64, elapsed, p50: lat[lat.len() / 2], p99: lat[lat.len() * 99 / 100] }
+}
+
+fn qlog_bytes(dir: &Path) -> u64 {
+    let mut total = 0;
+    for log in std::fs::read_dir(dir.join("qlog")).unwrap() {
+        let log = log.unwrap().path();
+        if log.is_dir() {
+            for f in std::fs::read_dir(log).unwrap() {
+                let f = f.unwrap().path();
+                if f.extension().is_some_and(|e| e == "qlog") {
+                    total += std::fs::metadata(f).unwrap().len();
+                }
+            }
+        }
+    }
+    total
+}
+
+/// Pushes one message at a time to a random one of `queues` queues at `rate`
+/// messages a second, from 64 writers; answers (messages, qlog bytes, payload size).
+async fn fanout_run(dir: &Path, queues: u64, rate: u64, length: Duration) -> (u64, u64, usize) {
+    const PAYLOAD: usize = 100;
+    let node = Arc::new(Node::boot(settings(dir, 0)).unwrap());
+    // Create the queues first, so the figure is the steady state.
+    for q in 0..queues {
+        node.replicator.propose(Command::Push(vec![item(format!("fan-{q}"), q, PAYLOAD, 1)])).await.unwrap();
+    }
+    let before = qlog_bytes(dir);
+    let writers = 64u64;
+    let start = Instant::now();
+    let tasks: Vec<_> = (0..writers)
+        .map(|w| {
+            let node = node.clone();
+            tokio::spawn(async move {
+                let mut sent = 0u64;
+                let mut n = (w + 1) << 40;
+                let per_writer = rate as f64 / writers as f64;
+                while start.elapsed() < length {
+                    let due = Duration::from_secs_f64(sent as f64 / per_writer);
+                    if let Some(wait) = due.checked_sub(start.elapsed()) {
+                        tokio::time::sleep(wait).await;
+                    }
+                    let q = n.wrapping_mul(2654435761) % queues;
+                    node.replicator
+                        .propose(Command::Push(vec![item(format!("fan-{q}"), n, PAYLOAD, 1)]))
+                        .await
+                        .unwrap();
+                    sent += 1;
+                    n += 1;
+                }
+                sent
+            })
+        })
+        .collect();
+    let mut messages = 0;
+    for t in tasks {
+        messages += t.await.unwrap();
+    }
+    node.replicator.stop();
+    (messages, qlog_bytes(dir) - before, PAYLOAD)
+}
+
+/// Writes at least `bytes` of 1 KiB messages; answers the qlog bytes stored.
+async fn fill(dir: &Path, bytes: u64) -> u64 {
+    let node = Arc::new(Node::boot(settings(dir, 0)).unwrap());
+    let per_push = 256u64;
+    let pushes = bytes / (1024 * per_push) + 1;
+    let writers = 16u64;
+    let tasks: Vec<_> = (0..writers)
+        .map(|w| {
+            let node = node.clone();
+            tokio::spawn(async move {
+                for i in (w..pushes).step_by(writers as usize) {
+                    let items =
+                        (0..per_push).map(|k| item(format!("fill-{}", i % 64), i * per_push + k, 1024, 1)).collect();
+                    node.replicator.propose(Command::Push(items)).await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    node.replicator.stop();
+    qlog_bytes(dir)
+}
+
+/// Time from spawning `queen` to its first 200 on /health: once after a
+/// graceful stop, once after a SIGKILL that follows a burst of writes.
+fn boot_times(dir: &Path) -> (Duration, Duration) {
+    let bin = env!("CARGO_BIN_EXE_queen");
+    let boot = || {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let start = Instant::now();
+        let child = std::process::Command::new(bin)
+            .env("QUEEN_RAFT_DIR", dir)
+            .env("QUEEN_HTTP_ADDR", format!("127.0.0.1:{port}"))
+            .env("QUEEN_LOG", "warn")
+            .spawn()
+            .unwrap();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        (child, start.elapsed(), port)
+    };
+    let (mut child, graceful, _) = boot();
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    child.wait().unwrap();
+    // Writes since the last checkpoint, then a kill: the next boot replays them.
+    let (mut child, _, port) = boot();
+    let body = r#"{"items":[{"queue":"fill-0","payload":"after"}]}"#;
+    for _ in 0..200 {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        write!(s, "POST /api/v1/push HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len()).unwrap();
+        let mut answer = String::new();
+        std::io::Read::read_to_string(&mut s, &mut answer).unwrap();
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let (mut child, after_kill, _) = boot();
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    child.wait().unwrap();
+    (graceful, after_kill)
+}

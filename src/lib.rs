@@ -8,6 +8,7 @@
 //! message store; `planner::apply` executes it on the `store`; and only then
 //! is the client answered. `recovery` brings a node back after a crash.
 
+pub mod codec;
 pub mod config;
 pub mod fatal;
 pub mod http;

@@ -8,19 +8,21 @@ use xxhash_rust::xxh3::xxh3_128;
 pub struct Message {
     pub transaction_id: String,
     pub trace_id: Option<String>,
+    #[serde(with = "serde_bytes")]
     pub key: Option<Vec<u8>>,
     /// For an HTTP push, the payload's JSON text.
+    #[serde(with = "serde_bytes")]
     pub value: Vec<u8>,
-    pub headers: Vec<(String, Vec<u8>)>,
+    pub headers: Vec<(String, serde_bytes::ByteBuf)>,
 }
 
 impl Message {
     pub fn encode(&self) -> Vec<u8> {
-        bincode::serialize(self).expect("a message always serializes")
+        crate::codec::to_bytes(self)
     }
 
     pub fn decode(bytes: &[u8]) -> Result<Self, bincode::Error> {
-        bincode::deserialize(bytes)
+        crate::codec::from_bytes(bytes)
     }
 }
 

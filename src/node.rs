@@ -68,15 +68,8 @@ impl Node {
 
         let metrics = Arc::new(Metrics::default());
         metrics.applied_index.set(store.applied.index as i64);
-        let writer = QlogWriter::new(
-            qlog_root,
-            layout,
-            recovered.logs,
-            files.clone(),
-            settings.segment_bytes,
-            settings.zstd_level,
-            ledger.clone(),
-        );
+        let writer =
+            QlogWriter::new(qlog_root, layout, recovered.logs, files.clone(), settings.segment_bytes, ledger.clone());
         let state = Arc::new(RwLock::new(store));
         let applied = Arc::new(tokio::sync::Notify::new());
         scrub::start(checkpoint.clone(), Duration::from_secs(settings.scrub_every_s), settings.scrub_rows_per_s);

@@ -106,11 +106,11 @@ fn read_records(
             if at < offset || at >= high {
                 continue;
             }
-            if !out.is_empty() && used + payload.len() as u64 > budget {
+            if !out.is_empty() && used + payload.raw_len() as u64 > budget {
                 return Ok((out, used));
             }
-            used += payload.len() as u64;
-            let m = Message::decode(payload).map_err(storage_error)?;
+            used += payload.raw_len() as u64;
+            let m = Message::decode(&payload.to_raw().map_err(storage_error)?).map_err(storage_error)?;
             let payload: Value = serde_json::from_slice(&m.value)
                 .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&m.value).into_owned()));
             out.push(json!({

@@ -6,6 +6,7 @@
 use super::body::{json_object, objects, Fields};
 use super::error::ApiError;
 use super::ids::{message_uuid, partition_uuid};
+use crate::config::Settings;
 use crate::message::Message;
 use crate::node::Node;
 use crate::planner::command::{Answer, Command, PushItem, PushStatus};
@@ -36,12 +37,10 @@ pub async fn push(
             format!("a push carries at most {} items (QUEEN_PUSH_MAX_ITEMS)", node.settings.push_max_items),
         ));
     }
-    let items = objects(items, "items")?
-        .iter()
-        .map(|item| push_item(item, node.settings.max_payload_bytes))
-        .collect::<Result<Vec<_>, _>>()?;
+    let items =
+        objects(items, "items")?.iter().map(|item| push_item(item, &node.settings)).collect::<Result<Vec<_>, _>>()?;
     let names: Vec<(String, String, String)> =
-        items.iter().map(|i| (i.queue.clone(), i.partition.clone(), i.message.transaction_id.clone())).collect();
+        items.iter().map(|i| (i.queue.clone(), i.partition.clone(), i.transaction_id.clone())).collect();
     let Answer::Pushed(outcomes) = node.replicator.propose(Command::Push(items)).await?;
     let results = outcomes
         .iter()
@@ -63,7 +62,8 @@ pub async fn push(
     Ok((StatusCode::CREATED, Json(Value::Array(results))))
 }
 
-fn push_item(item: &Fields<'_>, max_payload: usize) -> Result<PushItem, ApiError> {
+fn push_item(item: &Fields<'_>, settings: &Settings) -> Result<PushItem, ApiError> {
+    let max_payload = settings.max_payload_bytes;
     let queue = item.name_str("queue")?;
     let partition = item.opt_str("partition")?.filter(|p| !p.is_empty()).unwrap_or(DEFAULT_PARTITION);
     for (field, name) in [("queue", queue), ("partition", partition)] {
@@ -88,15 +88,12 @@ fn push_item(item: &Fields<'_>, max_payload: usize) -> Result<PushItem, ApiError
         Some(t) if !t.is_empty() => t.to_string(),
         _ => uuid::Uuid::new_v4().to_string(),
     };
-    Ok(PushItem {
-        queue: queue.to_string(),
-        partition: partition.to_string(),
-        message: Message {
-            transaction_id,
-            trace_id: item.opt_str("traceId")?.map(str::to_string),
-            key: None,
-            value,
-            headers: Vec::new(),
-        },
-    })
+    let message = Message {
+        transaction_id,
+        trace_id: item.opt_str("traceId")?.map(str::to_string),
+        key: None,
+        value,
+        headers: vec![],
+    };
+    Ok(PushItem::new(queue.to_string(), partition.to_string(), &message, settings.zstd_level))
 }

@@ -1,6 +1,7 @@
 //! Commands: what a front end asks of the planner, and what it answers.
 
 use crate::message::Message;
+use crate::qlog::message_record::StoredPayload;
 
 #[derive(Debug, Clone)]
 pub enum Command {
@@ -12,7 +13,18 @@ pub enum Command {
 pub struct PushItem {
     pub queue: String,
     pub partition: String,
-    pub message: Message,
+    pub transaction_id: String,
+    /// The encoded message, compressed as the qlog will store it.
+    pub payload: StoredPayload,
+}
+
+impl PushItem {
+    /// Encodes and compresses `message` (at `zstd_level`) on the caller's
+    /// thread, so the sequencer only copies bytes.
+    pub fn new(queue: String, partition: String, message: &Message, zstd_level: i32) -> Self {
+        let payload = StoredPayload::prepare(message.encode(), zstd_level);
+        Self { queue, partition, transaction_id: message.transaction_id.clone(), payload }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

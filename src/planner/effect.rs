@@ -44,11 +44,11 @@ pub struct Entry {
 
 impl EntryBody {
     pub fn encode(&self) -> Vec<u8> {
-        bincode::serialize(self).expect("an entry body always serializes")
+        crate::codec::to_bytes(self)
     }
 
     pub fn decode(bytes: &[u8]) -> Result<Self, bincode::Error> {
-        bincode::deserialize(bytes)
+        crate::codec::from_bytes(bytes)
     }
 }
 

@@ -47,7 +47,7 @@ pub fn plan_push(
                 p
             }
         };
-        let hash = transaction_hash(&item.message.transaction_id);
+        let hash = transaction_hash(&item.transaction_id);
         if let Some(offset) = overlay.dedup(store, queue, partition, &hash) {
             outcomes.push(PushOutcome {
                 queue_id: queue,
@@ -75,7 +75,7 @@ pub fn plan_push(
         });
         record.span.count += 1;
         record.hashes.push(hash);
-        record.payloads.push(item.message.encode());
+        record.payloads.push(item.payload);
         outcomes.push(PushOutcome { queue_id: queue, partition_id: partition, offset, status: PushStatus::Queued });
     }
 

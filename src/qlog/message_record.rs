@@ -8,6 +8,8 @@
 
 use super::record::{Fields, RecordKind};
 use crate::log_id::LogId;
+use std::cell::RefCell;
+use zstd::bulk::Compressor;
 
 /// Payloads below this size are never compressed.
 pub const COMPRESS_MIN_BYTES: usize = 512;
@@ -22,14 +24,66 @@ pub struct MessageSpan {
     pub count: u32,
 }
 
-/// A message record as written and as read back (payloads always raw).
+/// One payload as the qlog stores it. Compression is node-local and happens
+/// before a payload reaches the sequencer, on the thread of the request that
+/// brought it; `to_raw` is the one point where a read decompresses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoredPayload {
+    Raw(Vec<u8>),
+    Zstd { raw_len: u32, bytes: Vec<u8> },
+}
+
+thread_local! {
+    /// One zstd context per thread and level: setting one up costs more than
+    /// compressing a small payload with it.
+    static COMPRESSOR: RefCell<Option<(i32, Compressor<'static>)>> = const { RefCell::new(None) };
+}
+
+impl StoredPayload {
+    /// Compresses a payload of at least 512 bytes at `level` (0 = off)
+    /// unless that saves less than a tenth.
+    pub fn prepare(raw: Vec<u8>, level: i32) -> Self {
+        if level == 0 || raw.len() < COMPRESS_MIN_BYTES {
+            return Self::Raw(raw);
+        }
+        let z = COMPRESSOR.with_borrow_mut(|slot| {
+            if slot.as_ref().is_none_or(|(l, _)| *l != level) {
+                *slot = Some((level, Compressor::new(level).expect("a zstd level in 1..=22 makes a compressor")));
+            }
+            slot.as_mut().expect("set above").1.compress(&raw).ok()
+        });
+        match z {
+            Some(bytes) if bytes.len() * 10 <= raw.len() * 9 => Self::Zstd { raw_len: raw.len() as u32, bytes },
+            _ => Self::Raw(raw),
+        }
+    }
+
+    pub fn to_raw(&self) -> Result<Vec<u8>, MessageRecordError> {
+        match self {
+            Self::Raw(b) => Ok(b.clone()),
+            Self::Zstd { raw_len, bytes } => {
+                zstd::bulk::decompress(bytes, *raw_len as usize).map_err(MessageRecordError::Decompress)
+            }
+        }
+    }
+
+    /// The payload's size before compression.
+    pub fn raw_len(&self) -> usize {
+        match self {
+            Self::Raw(b) => b.len(),
+            Self::Zstd { raw_len, .. } => *raw_len as usize,
+        }
+    }
+}
+
+/// A message record as written and as read back.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MessageRecord {
     pub id: LogId,
     pub span: MessageSpan,
     pub timestamp_us: i64,
     pub hashes: Vec<[u8; 16]>,
-    pub payloads: Vec<Vec<u8>>,
+    pub payloads: Vec<StoredPayload>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -41,10 +95,15 @@ pub enum MessageRecordError {
 }
 
 impl MessageRecord {
-    /// Encodes the body, compressing each payload of at least 512 bytes at
-    /// `zstd_level` (0 = off) unless that saves less than a tenth.
-    pub fn encode(&self, zstd_level: i32) -> Vec<u8> {
-        let payload_bytes: usize = self.payloads.iter().map(|p| p.len() + 9).sum();
+    pub fn encode(&self) -> Vec<u8> {
+        let payload_bytes: usize = self
+            .payloads
+            .iter()
+            .map(|p| match p {
+                StoredPayload::Raw(b) => b.len() + 5,
+                StoredPayload::Zstd { bytes, .. } => bytes.len() + 9,
+            })
+            .sum();
         let mut out = Vec::with_capacity(61 + 16 * self.hashes.len() + payload_bytes);
         out.push(RecordKind::Message as u8);
         out.extend_from_slice(&self.id.term.to_le_bytes());
@@ -58,17 +117,17 @@ impl MessageRecord {
             out.extend_from_slice(h);
         }
         for p in &self.payloads {
-            match compress(p, zstd_level) {
-                Some(z) => {
+            match p {
+                StoredPayload::Zstd { raw_len, bytes } => {
                     out.push(FLAG_ZSTD);
-                    out.extend_from_slice(&(z.len() as u32).to_le_bytes());
-                    out.extend_from_slice(&(p.len() as u32).to_le_bytes());
-                    out.extend_from_slice(&z);
+                    out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+                    out.extend_from_slice(&raw_len.to_le_bytes());
+                    out.extend_from_slice(bytes);
                 }
-                None => {
+                StoredPayload::Raw(bytes) => {
                     out.push(0);
-                    out.extend_from_slice(&(p.len() as u32).to_le_bytes());
-                    out.extend_from_slice(p);
+                    out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+                    out.extend_from_slice(bytes);
                 }
             }
         }
@@ -88,69 +147,76 @@ impl MessageRecord {
         Some((id, span, f.i64()?))
     }
 
-    /// Decodes a whole body; this is the one place a stored payload is
-    /// decompressed.
+    /// Decodes a whole body; payloads stay as stored.
     pub fn decode(body: &[u8]) -> Result<Self, MessageRecordError> {
         let mut f = Fields::new(body);
         let (id, span, timestamp_us) = Self::head(&mut f).ok_or(MessageRecordError::Short)?;
         let n = span.count as usize;
-        let mut hashes = Vec::with_capacity(n);
-        for _ in 0..n {
-            hashes.push(f.array16().ok_or(MessageRecordError::Short)?);
-        }
+        let hashes = (0..n).map(|_| f.array16()).collect::<Option<Vec<_>>>().ok_or(MessageRecordError::Short)?;
         let mut payloads = Vec::with_capacity(n);
         for _ in 0..n {
             let flags = f.u8().ok_or(MessageRecordError::Short)?;
             let stored = f.u32().ok_or(MessageRecordError::Short)? as usize;
             if flags & FLAG_ZSTD != 0 {
-                let raw = f.u32().ok_or(MessageRecordError::Short)? as usize;
-                let z = f.bytes(stored).ok_or(MessageRecordError::Short)?;
-                payloads.push(zstd::bulk::decompress(z, raw).map_err(MessageRecordError::Decompress)?);
+                let raw_len = f.u32().ok_or(MessageRecordError::Short)?;
+                let bytes = f.bytes(stored).ok_or(MessageRecordError::Short)?.to_vec();
+                payloads.push(StoredPayload::Zstd { raw_len, bytes });
             } else {
-                payloads.push(f.bytes(stored).ok_or(MessageRecordError::Short)?.to_vec());
+                payloads.push(StoredPayload::Raw(f.bytes(stored).ok_or(MessageRecordError::Short)?.to_vec()));
             }
         }
         Ok(Self { id, span, timestamp_us, hashes, payloads })
     }
 }
 
-fn compress(payload: &[u8], level: i32) -> Option<Vec<u8>> {
-    if level == 0 || payload.len() < COMPRESS_MIN_BYTES {
-        return None;
-    }
-    let z = zstd::bulk::compress(payload, level).ok()?;
-    // Worth it only when it saves at least a tenth.
-    (z.len() * 10 <= payload.len() * 9).then_some(z)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn record(payloads: Vec<Vec<u8>>) -> MessageRecord {
+    fn record(raw: Vec<Vec<u8>>, level: i32) -> MessageRecord {
+        let payloads: Vec<StoredPayload> = raw.into_iter().map(|p| StoredPayload::prepare(p, level)).collect();
         MessageRecord {
             id: LogId::new(1, 7),
             span: MessageSpan { queue: 3, partition: 4, first_offset: 10, count: payloads.len() as u32 },
             timestamp_us: 1_700_000_000_000_000,
-            hashes: payloads.iter().map(|p| crate::message::transaction_hash(&format!("{p:?}"))).collect(),
+            hashes: (0..payloads.len()).map(|i| crate::message::transaction_hash(&i.to_string())).collect(),
             payloads,
         }
     }
 
     #[test]
     fn round_trips_with_and_without_compression() {
-        let r =
-            record(vec![b"small".to_vec(), vec![b'a'; 4096], (0..600u32).map(|i| (i * 7919 % 251) as u8).collect()]);
+        let raw = vec![b"small".to_vec(), vec![b'a'; 4096], (0..600u32).map(|i| (i * 7919 % 251) as u8).collect()];
         for level in [0, 1, 3] {
-            let body = r.encode(level);
-            assert_eq!(MessageRecord::decode(&body).unwrap(), r);
+            let r = record(raw.clone(), level);
+            let back = MessageRecord::decode(&r.encode()).unwrap();
+            assert_eq!(back, r);
+            let payloads: Vec<Vec<u8>> = back.payloads.iter().map(|p| p.to_raw().unwrap()).collect();
+            assert_eq!(payloads, raw);
         }
-        assert!(r.encode(1).len() < r.encode(0).len(), "the repetitive payload compresses");
+        assert!(
+            record(raw.clone(), 1).encode().len() < record(raw, 0).encode().len(),
+            "the repetitive payload compresses"
+        );
+    }
+
+    #[test]
+    fn an_incompressible_payload_is_stored_raw() {
+        let mut x = 0x2545F4914F6CDD1Du64;
+        let noise: Vec<u8> = (0..2048)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x >> 32) as u8
+            })
+            .collect();
+        assert!(matches!(StoredPayload::prepare(noise, 1), StoredPayload::Raw(_)));
     }
 
     #[test]
     fn a_short_body_is_an_error_not_a_panic() {
-        let body = record(vec![b"x".to_vec()]).encode(1);
+        let body = record(vec![b"x".to_vec(), vec![b'b'; 1000]], 1).encode();
         for cut in 0..body.len() {
             assert!(MessageRecord::decode(&body[..cut]).is_err());
         }

@@ -32,7 +32,6 @@ pub struct QlogWriter {
     logs: BTreeMap<u64, QueueLog>,
     files: Arc<FileTable>,
     segment_bytes: u64,
-    zstd_level: i32,
     ledger: Option<Arc<SyncLedger>>,
     /// Bytes written since the writer started, for metrics and checkpoints.
     pub bytes_written: u64,
@@ -45,11 +44,10 @@ impl QlogWriter {
         logs: Vec<QueueLog>,
         files: Arc<FileTable>,
         segment_bytes: u64,
-        zstd_level: i32,
         ledger: Option<Arc<SyncLedger>>,
     ) -> Self {
         let logs = logs.into_iter().map(|l| (l.id, l)).collect();
-        Self { root, layout, logs, files, segment_bytes, zstd_level, ledger, bytes_written: 0 }
+        Self { root, layout, logs, files, segment_bytes, ledger, bytes_written: 0 }
     }
 
     pub fn layout(&self) -> &Layout {
@@ -78,11 +76,11 @@ impl QlogWriter {
             let mut locs = vec![None; entry.messages.len()];
             for (ordinal, log_id) in touched.iter().enumerate() {
                 self.open_log(*log_id)?;
-                let (layout, zstd_level) = (&self.layout, self.zstd_level);
+                let layout = &self.layout;
                 let log = self.logs.get_mut(log_id).expect("opened above");
                 for (i, m) in entry.messages.iter().enumerate() {
                     if layout.log_of(m.span.queue) == *log_id {
-                        locs[i] = Some(log.stage(&m.encode(zstd_level), entry.id, Some(m.span)));
+                        locs[i] = Some(log.stage(&m.encode(), entry.id, Some(m.span)));
                     }
                 }
                 if ordinal == 0 {

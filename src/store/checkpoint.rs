@@ -109,7 +109,7 @@ impl CheckpointFile {
         }
         let meta_db = db("meta");
         for (k, v) in meta_rows {
-            let value = bincode::serialize(&v).expect("u64 serializes");
+            let value = crate::codec::to_bytes(&v);
             meta_db.put(&mut wtxn, k.as_bytes(), &seal("meta", k.as_bytes(), &value)).map_err(self.lmdb())?;
         }
         wtxn.commit().map_err(self.lmdb())
@@ -139,7 +139,7 @@ impl CheckpointFile {
         let meta: BTreeMap<Vec<u8>, u64> = out["meta"]
             .iter()
             .map(|(k, v)| {
-                bincode::deserialize::<u64>(v).map(|n| (k.clone(), n)).map_err(|e| CheckpointError::Undecodable {
+                crate::codec::from_bytes::<u64>(v).map(|n| (k.clone(), n)).map_err(|e| CheckpointError::Undecodable {
                     path: self.path.clone(),
                     keyspace: "meta",
                     reason: e.to_string(),

@@ -66,7 +66,7 @@ impl<K: RowKey, V: Serialize + DeserializeOwned> Keyspace<K, V> {
     /// Loads a row read from the checkpoint; it is not dirty.
     pub fn load_row(&mut self, key: &[u8], value: &[u8]) -> Result<(), String> {
         let k = K::decode(key).ok_or_else(|| format!("key of {} bytes does not decode", key.len()))?;
-        let v = bincode::deserialize(value).map_err(|e| format!("value does not decode: {e}"))?;
+        let v = crate::codec::from_bytes(value).map_err(|e| format!("value does not decode: {e}"))?;
         self.map.insert(k, v);
         Ok(())
     }
@@ -107,7 +107,7 @@ impl<K: RowKey, V: Serialize + DeserializeOwned> Keyspace<K, V> {
     /// The rows changed since the last call, encoded for the checkpoint.
     pub fn take_changes(&mut self, out: &mut Vec<RowChange>) {
         for key in std::mem::take(&mut self.dirty) {
-            let value = self.map.get(&key).map(|v| bincode::serialize(v).expect("a store row always serializes"));
+            let value = self.map.get(&key).map(|v| crate::codec::to_bytes(v));
             out.push(RowChange { keyspace: self.name, key: key.encode(), value });
         }
     }

@@ -71,7 +71,7 @@ impl Store {
                     "partitions" => store.partitions.load_row(&key, &value),
                     "dedup" => store.dedup.load_row(&key, &value),
                     "meta" => {
-                        let v: u64 = bincode::deserialize(&value).map_err(|e| e.to_string()).unwrap_or_default();
+                        let v: u64 = crate::codec::from_bytes(&value).map_err(|e| e.to_string()).unwrap_or_default();
                         match key.as_slice() {
                             b"applied_term" => store.applied.term = v,
                             b"applied_index" => store.applied.index = v,

@@ -1,0 +1,18 @@
+//! The one serde encoding Queen stores (message blobs, entry bodies, store
+//! rows): bincode with variable-length integers, little-endian, so small
+//! numbers take one byte on disk.
+
+use bincode::Options;
+use serde::{de::DeserializeOwned, Serialize};
+
+fn options() -> impl Options {
+    bincode::DefaultOptions::new()
+}
+
+pub fn to_bytes<T: Serialize + ?Sized>(value: &T) -> Vec<u8> {
+    options().serialize(value).expect("Queen's stored types always serialize")
+}
+
+pub fn from_bytes<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, bincode::Error> {
+    options().deserialize(bytes)
+}
