@@ -172,7 +172,7 @@ impl Sequencer {
     /// unless nothing was applied since.
     fn checkpoint(&mut self, checkpointed: &mut LogId) {
         let job = self.state.write().expect("store lock").checkpoint_job();
-        if job.changes.is_empty() && job.applied == *checkpointed {
+        if job.rows() == 0 && job.applied == *checkpointed {
             return;
         }
         *checkpointed = job.applied;

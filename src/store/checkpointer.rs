@@ -26,7 +26,11 @@ impl Checkpointer {
                 for job in rx {
                     match job {
                         Job::Write(job) => {
-                            if let Err(e) = file.write(&job.changes, &job.meta) {
+                            let mut rows = Vec::with_capacity(job.rows());
+                            for c in job.changes {
+                                c.encode_into(&mut rows);
+                            }
+                            if let Err(e) = file.write(&rows, &job.meta) {
                                 crate::fatal::exit(&format!("store checkpoint failed: {e}"));
                             }
                             if let Some(l) = &ledger {
@@ -34,7 +38,7 @@ impl Checkpointer {
                                     l.record(file.path(), m.len());
                                 }
                             }
-                            tracing::debug!(applied = %job.applied, rows = job.changes.len(), "checkpoint committed");
+                            tracing::debug!(applied = %job.applied, rows = rows.len(), "checkpoint committed");
                         }
                         Job::Flush(done) => {
                             let _ = done.send(());

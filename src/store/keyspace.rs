@@ -104,11 +104,41 @@ impl<K: RowKey, V: Serialize + DeserializeOwned> Keyspace<K, V> {
         self.map.is_empty()
     }
 
-    /// The rows changed since the last call, encoded for the checkpoint.
-    pub fn take_changes(&mut self, out: &mut Vec<RowChange>) {
-        for key in std::mem::take(&mut self.dirty) {
-            let value = self.map.get(&key).map(|v| crate::codec::to_bytes(v));
-            out.push(RowChange { keyspace: self.name, key: key.encode(), value });
+    /// The rows changed since the last call, copied out so that encoding
+    /// them happens on the checkpointer's thread, not under the store lock.
+    pub fn take_changes(&mut self) -> ChangedRows<K, V>
+    where
+        V: Clone,
+    {
+        let rows = std::mem::take(&mut self.dirty).into_iter().map(|k| (self.map.get(&k).cloned(), k)).collect();
+        ChangedRows { keyspace: self.name, rows }
+    }
+}
+
+/// Changed rows of one keyspace, not yet encoded.
+pub struct ChangedRows<K, V> {
+    keyspace: &'static str,
+    rows: Vec<(Option<V>, K)>,
+}
+
+/// Changed rows of any keyspace, ready to be encoded for the checkpoint.
+pub trait EncodeChanges: Send {
+    fn len(&self) -> usize;
+    fn encode_into(self: Box<Self>, out: &mut Vec<RowChange>);
+}
+
+impl<K: RowKey + Send, V: Serialize + Send> EncodeChanges for ChangedRows<K, V> {
+    fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    fn encode_into(self: Box<Self>, out: &mut Vec<RowChange>) {
+        for (value, key) in self.rows {
+            out.push(RowChange {
+                keyspace: self.keyspace,
+                key: key.encode(),
+                value: value.map(|v| crate::codec::to_bytes(&v)),
+            });
         }
     }
 }

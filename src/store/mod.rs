@@ -11,7 +11,7 @@ pub mod scrub;
 
 use crate::log_id::LogId;
 use checkpoint::{CheckpointError, LoadedRows};
-use keyspace::{Keyspace, RowChange};
+use keyspace::{EncodeChanges, Keyspace};
 use locator::Locator;
 use rows::{DedupRow, PartitionRow, QueueRow};
 use std::collections::HashMap;
@@ -39,7 +39,7 @@ pub struct Store {
 /// What the checkpointer writes: the rows changed since the last checkpoint
 /// and the meta values at the applied index.
 pub struct CheckpointJob {
-    pub changes: Vec<RowChange>,
+    pub changes: Vec<Box<dyn EncodeChanges>>,
     pub meta: Vec<(&'static str, u64)>,
     pub applied: LogId,
 }
@@ -57,6 +57,12 @@ impl Default for Store {
             partition_ids: HashMap::new(),
             locator: Locator::default(),
         }
+    }
+}
+
+impl CheckpointJob {
+    pub fn rows(&self) -> usize {
+        self.changes.iter().map(|c| c.len()).sum()
     }
 }
 
@@ -123,12 +129,14 @@ impl Store {
         self.partitions.insert((queue, id), row);
     }
 
-    /// Takes everything changed since the last checkpoint.
+    /// Takes everything changed since the last checkpoint, at the applied
+    /// index: the rows are copied, and encoded later off the store lock.
     pub fn checkpoint_job(&mut self) -> CheckpointJob {
-        let mut changes = Vec::new();
-        self.queues.take_changes(&mut changes);
-        self.partitions.take_changes(&mut changes);
-        self.dedup.take_changes(&mut changes);
+        let changes: Vec<Box<dyn EncodeChanges>> = vec![
+            Box::new(self.queues.take_changes()),
+            Box::new(self.partitions.take_changes()),
+            Box::new(self.dedup.take_changes()),
+        ];
         CheckpointJob {
             changes,
             meta: vec![
