@@ -123,12 +123,12 @@ pub struct ChangedRows<K, V> {
 
 /// Changed rows of any keyspace, ready to be encoded for the checkpoint.
 pub trait EncodeChanges: Send {
-    fn len(&self) -> usize;
+    fn rows(&self) -> usize;
     fn encode_into(self: Box<Self>, out: &mut Vec<RowChange>);
 }
 
 impl<K: RowKey + Send, V: Serialize + Send> EncodeChanges for ChangedRows<K, V> {
-    fn len(&self) -> usize {
+    fn rows(&self) -> usize {
         self.rows.len()
     }
 

@@ -62,7 +62,7 @@ impl Default for Store {
 
 impl CheckpointJob {
     pub fn rows(&self) -> usize {
-        self.changes.iter().map(|c| c.len()).sum()
+        self.changes.iter().map(|c| c.rows()).sum()
     }
 }
 
