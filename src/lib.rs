@@ -18,6 +18,7 @@ pub mod metrics;
 pub mod node;
 pub mod planner;
 pub mod qlog;
+pub mod reader;
 pub mod recovery;
 pub mod replicate;
 pub mod store;

@@ -132,7 +132,7 @@ pub fn recover(
                 store.locator.insert(
                     span.queue,
                     span.partition,
-                    Span { first_offset: span.first_offset, count: span.count, at },
+                    Span { first_offset: span.first_offset, count: span.count, timestamp_us: row.timestamp_us, at },
                 );
             }
         }

@@ -20,6 +20,17 @@ impl ApiError {
     pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, code, message)
     }
+
+    /// Stored data that cannot be read back.
+    pub fn storage(e: impl std::fmt::Display) -> Self {
+        tracing::error!("reading stored data failed: {e}");
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "storage_error", format!("reading stored data failed: {e}"))
+    }
+
+    /// The replicator answered a command with another command's answer.
+    pub fn mismatched_answer() -> Self {
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "the broker answered a command with the wrong answer")
+    }
 }
 
 impl IntoResponse for ApiError {

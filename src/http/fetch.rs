@@ -3,11 +3,9 @@
 
 use super::body::{json_object, objects, Fields};
 use super::error::ApiError;
-use super::ids::iso_time;
-use crate::message::Message;
+use super::ids::{iso_time, payload_json};
 use crate::node::Node;
-use crate::qlog::message_record::MessageRecord;
-use crate::store::locator::Span;
+use crate::reader;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
@@ -73,66 +71,39 @@ fn read_entry(node: &Node, ask: &Ask, call_budget: &mut u64) -> Result<Value, Ap
         let store = node.state.read().expect("store lock");
         store.queue_id(&ask.queue).and_then(|q| store.partition_id(q, &ask.partition).map(|p| (q, p))).map(|(q, p)| {
             let row = store.partition(q, p).expect("a named partition has a row");
-            (row.next_offset, row.log_start, store.locator.from_offset(q, p, ask.offset).to_vec())
+            (q, p, row.next_offset, row.log_start)
         })
     };
-    let Some((high, log_start, spans)) = view else {
+    let Some((queue, partition, high, log_start)) = view else {
         return Ok(entry_answer(ask, vec![], 0, 0, Some(UNKNOWN_TOPIC_OR_PARTITION)));
     };
     if ask.offset < log_start || ask.offset > high {
         return Ok(entry_answer(ask, vec![], high, log_start, Some(OFFSET_OUT_OF_RANGE)));
     }
     let budget = ask.max_bytes.min(*call_budget);
-    let records = read_records(node, &spans, ask.offset, high, budget)?;
+    let records = read_records(node, queue, partition, ask.offset, high, budget)?;
     *call_budget = call_budget.saturating_sub(records.1);
     Ok(entry_answer(ask, records.0, high, log_start, None))
 }
 
 /// Records from `offset` below `high`, at least one, until `budget` payload bytes.
-fn read_records(
-    node: &Node,
-    spans: &[Span],
-    offset: u64,
-    high: u64,
-    budget: u64,
-) -> Result<(Vec<Value>, u64), ApiError> {
-    let mut out = Vec::new();
-    let mut used = 0u64;
-    for span in spans {
-        let body = node.files.read_body(span.at).map_err(storage_error)?;
-        let record = MessageRecord::decode(&body).map_err(storage_error)?;
-        for (i, payload) in record.payloads.iter().enumerate() {
-            let at = record.span.first_offset + i as u64;
-            if at < offset || at >= high {
-                continue;
-            }
-            if !out.is_empty() && used + payload.raw_len() as u64 > budget {
-                return Ok((out, used));
-            }
-            used += payload.raw_len() as u64;
-            let m = Message::decode(&payload.to_raw().map_err(storage_error)?).map_err(storage_error)?;
-            let payload: Value = serde_json::from_slice(&m.value)
-                .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&m.value).into_owned()));
-            out.push(json!({
-                "offset": at,
-                "transactionId": m.transaction_id,
-                "traceId": m.trace_id,
-                "payload": payload,
-                "ts": iso_time(record.timestamp_us),
-            }));
-        }
-    }
-    Ok((out, used))
+fn read_records(node: &Node, queue: u64, partition: u64, offset: u64, high: u64, budget: u64) -> Result<(Vec<Value>, u64), ApiError> {
+    let (messages, used) = reader::read_from(node, queue, partition, offset, high, budget).map_err(ApiError::storage)?;
+    let records = messages
+        .into_iter()
+        .map(|m| {
+            json!({
+                "offset": m.offset,
+                "transactionId": m.message.transaction_id,
+                "traceId": m.message.trace_id,
+                "payload": payload_json(&m.message.value),
+                "ts": iso_time(m.timestamp_us),
+            })
+        })
+        .collect();
+    Ok((records, used))
 }
 
-fn storage_error(e: impl std::fmt::Display) -> ApiError {
-    tracing::error!("reading a stored message failed: {e}");
-    ApiError::new(
-        axum::http::StatusCode::INTERNAL_SERVER_ERROR,
-        "storage_error",
-        format!("reading a stored message failed: {e}"),
-    )
-}
 
 fn entry_answer(ask: &Ask, records: Vec<Value>, high: u64, log_start: u64, error: Option<&str>) -> Value {
     let next = records.last().and_then(|r| r["offset"].as_u64()).map_or(ask.offset, |o| o + 1);

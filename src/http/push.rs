@@ -41,7 +41,9 @@ pub async fn push(
         objects(items, "items")?.iter().map(|item| push_item(item, &node.settings)).collect::<Result<Vec<_>, _>>()?;
     let names: Vec<(String, String, String)> =
         items.iter().map(|i| (i.queue.clone(), i.partition.clone(), i.transaction_id.clone())).collect();
-    let Answer::Pushed(outcomes) = node.replicator.propose(Command::Push(items)).await?;
+    let Answer::Pushed(outcomes) = node.replicator.propose(Command::Push(items)).await? else {
+        return Err(ApiError::mismatched_answer());
+    };
     let results = outcomes
         .iter()
         .zip(names)

@@ -2,11 +2,13 @@
 //! skips any entry at or below the applied index, so replaying twice changes
 //! nothing.
 
+use super::cursor;
 use super::effect::{Effect, Entry};
+use super::queue_options;
 use crate::qlog::files::Location;
 use crate::store::locator::Span;
-use crate::store::rows::{DedupRow, PartitionRow, QueueRow};
-use crate::store::Store;
+use crate::store::rows::{CursorRow, DedupRow, DlqRow, GroupRow, PartitionRow, QueueRow};
+use crate::store::{CursorKey, Store};
 
 /// Applies `entry`, whose message records sit at `locations` (one per
 /// message record). Answers false when the entry was already applied.
@@ -17,7 +19,54 @@ pub fn apply(store: &mut Store, entry: &Entry, locations: &[Location]) -> bool {
     let ts = entry.body.timestamp_us;
     for effect in &entry.body.effects {
         match effect {
-            Effect::CreateQueue { id, name } => store.insert_queue(name.clone(), QueueRow { id: *id, created_us: ts }),
+            Effect::CreateQueue { id, name } => store.insert_queue(
+                name.clone(),
+                QueueRow {
+                    id: *id,
+                    created_us: ts,
+                    namespace: None,
+                    task: None,
+                    options: serde_json::Value::Object(queue_options::defaults()).to_string(),
+                },
+            ),
+            Effect::ConfigureQueue { id, name, namespace, task, options } => {
+                let created_us = store.queues.get(name).map_or(ts, |r| r.created_us);
+                let row = QueueRow {
+                    id: *id,
+                    created_us,
+                    namespace: namespace.clone(),
+                    task: task.clone(),
+                    options: options.clone(),
+                };
+                store.insert_queue(name.clone(), row);
+            }
+            Effect::DeleteQueue { id } => store.remove_queue(*id),
+            Effect::Subscribe { queue, group, from_us } => {
+                store.groups.insert((*queue, group.clone()), GroupRow { from_us: *from_us, created_us: ts })
+            }
+            Effect::Deliver { queue, partition, group, start, .. } => {
+                let key: CursorKey = (*queue, *partition, group.clone());
+                let mut row = store.cursors.get(&key).cloned().unwrap_or(CursorRow { committed: *start, ..Default::default() });
+                cursor::apply(&mut row, effect);
+                store.set_cursor(key, row);
+            }
+            Effect::DeadLetter { queue, partition, group, offset, error } => {
+                let key: CursorKey = (*queue, *partition, group.clone());
+                let mut row = store.cursors.get(&key).cloned().unwrap_or_default();
+                let failures = row.failures.get(offset).copied().unwrap_or(0) + 1;
+                cursor::apply(&mut row, effect);
+                store.set_cursor(key, row);
+                let dlq = DlqRow { error: error.clone(), failures, moved_us: ts };
+                store.dlq.insert((*queue, *partition, group.clone(), *offset), dlq);
+            }
+            Effect::Ack { queue, partition, group, .. }
+            | Effect::Fail { queue, partition, group, .. }
+            | Effect::ExtendLease { queue, partition, group, .. } => {
+                let key: CursorKey = (*queue, *partition, group.clone());
+                let mut row = store.cursors.get(&key).cloned().unwrap_or_default();
+                cursor::apply(&mut row, effect);
+                store.set_cursor(key, row);
+            }
             Effect::CreatePartition { queue, id, name } => store.insert_partition(
                 *queue,
                 *id,
@@ -45,7 +94,7 @@ pub fn apply(store: &mut Store, entry: &Entry, locations: &[Location]) -> bool {
                 store.locator.insert(
                     *queue,
                     *partition,
-                    Span { first_offset: *first_offset, count: *count, at: locations[i] },
+                    Span { first_offset: *first_offset, count: *count, timestamp_us: ts, at: locations[i] },
                 );
             }
         }

@@ -7,6 +7,87 @@ use crate::qlog::message_record::StoredPayload;
 pub enum Command {
     /// Appends messages, possibly to many queues and partitions, atomically.
     Push(Vec<PushItem>),
+    Configure(ConfigureQueue),
+    DeleteQueue { queue: String },
+    Pop(PopRequest),
+    Ack(Vec<AckItem>),
+    ExtendLease { lease_id: String },
+}
+
+/// The consumer group of queue mode: one cursor shared by every consumer.
+pub const QUEUE_MODE: &str = "__QUEUE_MODE__";
+
+#[derive(Debug, Clone)]
+pub struct ConfigureQueue {
+    pub queue: String,
+    pub namespace: Option<String>,
+    pub task: Option<String>,
+    pub options: serde_json::Map<String, serde_json::Value>,
+}
+
+#[derive(Debug, Clone)]
+pub struct PopRequest {
+    pub queue: Option<String>,
+    pub partition: Option<String>,
+    pub namespace: Option<String>,
+    pub task: Option<String>,
+    pub group: String,
+    /// The most messages, over all partitions claimed.
+    pub batch: usize,
+    /// The most partitions one pop claims.
+    pub partitions: usize,
+    pub auto_ack: bool,
+    /// Where a group new to the queue starts: at its first pop (`new`),
+    /// from a time, or from the beginning.
+    pub subscription: Subscription,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subscription {
+    All,
+    New,
+    From(i64),
+}
+
+/// One claimed partition of a pop.
+#[derive(Debug, Clone)]
+pub struct Claim {
+    pub queue_id: u64,
+    pub queue: String,
+    pub partition_id: u64,
+    pub partition: String,
+    pub group: String,
+    /// Empty for an auto-acknowledged pop.
+    pub lease_id: String,
+    pub lease_expires_us: i64,
+    /// (offset, delivery attempt) of each message delivered.
+    pub messages: Vec<(u64, u32)>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AckStatus {
+    Completed,
+    Failed,
+    DeadLetter,
+}
+
+#[derive(Debug, Clone)]
+pub struct AckItem {
+    pub queue_id: u64,
+    pub partition_id: u64,
+    pub transaction_id: String,
+    pub group: String,
+    pub lease_id: Option<String>,
+    pub status: AckStatus,
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AckOutcome {
+    /// Why the ack was refused; none when it was applied.
+    pub refused: Option<&'static str>,
+    pub dead_lettered: bool,
+    pub lease_released: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -45,4 +126,9 @@ pub struct PushOutcome {
 #[derive(Debug, Clone)]
 pub enum Answer {
     Pushed(Vec<PushOutcome>),
+    Configured { queue_id: u64, options: serde_json::Value },
+    Deleted { existed: bool },
+    Popped(Vec<Claim>),
+    Acked(Vec<AckOutcome>),
+    Extended { renewed: usize, expires_us: Option<i64> },
 }

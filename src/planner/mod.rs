@@ -4,9 +4,13 @@
 
 pub mod apply;
 pub mod command;
+pub mod consume;
+pub mod cursor;
 pub mod effect;
 pub mod overlay;
 pub mod push;
+pub mod queue_options;
+pub mod queues;
 pub mod txn;
 
 use crate::log_id::LogId;
@@ -19,6 +23,8 @@ pub struct Planner {
     term: u64,
     next_index: u64,
     overlay: Overlay,
+    /// Where the next pop starts looking among a queue's partitions.
+    rotation: u64,
 }
 
 /// A planned command: the entry to write (none when it changes nothing) and
@@ -31,15 +37,39 @@ pub struct Planned {
 impl Planner {
     /// A planner whose next entry follows `last`.
     pub fn new(term: u64, last: LogId) -> Self {
-        Self { term, next_index: last.index + 1, overlay: Overlay::default() }
+        Self { term, next_index: last.index + 1, overlay: Overlay::default(), rotation: 0 }
     }
 
     pub fn plan(&mut self, store: &Store, command: Command, timestamp_us: i64) -> Planned {
         let id = LogId::new(self.term, self.next_index);
+        let overlay = &mut self.overlay;
         let (effects, messages, answer) = match command {
             Command::Push(items) => {
-                let p = push::plan_push(store, &mut self.overlay, id, timestamp_us, items);
+                let p = push::plan_push(store, overlay, id, timestamp_us, items);
                 (p.effects, p.messages, Answer::Pushed(p.outcomes))
+            }
+            Command::Configure(cmd) => {
+                let (effects, queue_id, options) = queues::plan_configure(store, overlay, &cmd);
+                (effects, vec![], Answer::Configured { queue_id, options })
+            }
+            Command::DeleteQueue { queue } => {
+                let effects = queues::plan_delete(store, &queue);
+                let existed = !effects.is_empty();
+                (effects, vec![], Answer::Deleted { existed })
+            }
+            Command::Pop(req) => {
+                self.rotation = self.rotation.wrapping_add(1);
+                let lease_id = uuid::Uuid::new_v4().to_string();
+                let (effects, claims) = consume::plan_pop(store, overlay, timestamp_us, lease_id, &req, self.rotation);
+                (effects, vec![], Answer::Popped(claims))
+            }
+            Command::Ack(items) => {
+                let (effects, outcomes) = consume::plan_acks(store, overlay, timestamp_us, &items);
+                (effects, vec![], Answer::Acked(outcomes))
+            }
+            Command::ExtendLease { lease_id } => {
+                let (effects, renewed, expires_us) = consume::plan_extend(store, overlay, timestamp_us, &lease_id);
+                (effects, vec![], Answer::Extended { renewed, expires_us })
             }
         };
         if effects.is_empty() {

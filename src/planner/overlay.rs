@@ -2,7 +2,8 @@
 //! applied: names, ids, offsets and dedup rows that the next command of the
 //! same batch must see. Cleared once the batch is applied.
 
-use crate::store::Store;
+use crate::store::rows::{CursorRow, GroupRow};
+use crate::store::{CursorKey, Store};
 use std::collections::HashMap;
 
 #[derive(Default)]
@@ -13,6 +14,10 @@ pub struct Overlay {
     dedup: HashMap<(u64, u64, [u8; 16]), u64>,
     next_queue_id: Option<u64>,
     next_partition_id: Option<u64>,
+    cursors: HashMap<CursorKey, CursorRow>,
+    groups: HashMap<(u64, String), GroupRow>,
+    /// Leases granted by this batch: lease id → cursors.
+    leases: HashMap<String, Vec<CursorKey>>,
 }
 
 impl Overlay {
@@ -63,5 +68,51 @@ impl Overlay {
         let offset = *next;
         *next += 1;
         offset
+    }
+
+    /// The cursor as the batch left it, if the group has one.
+    pub fn cursor(&self, store: &Store, key: &CursorKey) -> Option<CursorRow> {
+        self.cursors.get(key).cloned().or_else(|| store.cursors.get(key).cloned())
+    }
+
+    pub fn put_cursor(&mut self, key: CursorKey, row: CursorRow) {
+        if let Some(lease) = &row.lease {
+            let holders = self.leases.entry(lease.id.clone()).or_default();
+            if !holders.contains(&key) {
+                holders.push(key.clone());
+            }
+        }
+        self.cursors.insert(key, row);
+    }
+
+    /// Changes a cursor with one of `cursor`'s moves.
+    pub fn update_cursor(&mut self, store: &Store, key: &CursorKey, f: impl FnOnce(&mut CursorRow)) -> bool {
+        let Some(mut row) = self.cursor(store, key) else {
+            return false;
+        };
+        f(&mut row);
+        self.put_cursor(key.clone(), row);
+        true
+    }
+
+    /// Every cursor a lease may hold: granted before, or by this batch.
+    pub fn lease_holders(&self, store: &Store, lease_id: &str) -> Vec<CursorKey> {
+        let mut out: Vec<CursorKey> = store.lease_holders(lease_id).to_vec();
+        for k in self.leases.get(lease_id).into_iter().flatten() {
+            if !out.contains(k) {
+                out.push(k.clone());
+            }
+        }
+        out.retain(|k| self.cursor(store, k).and_then(|c| c.lease).is_some_and(|l| l.id == lease_id));
+        out
+    }
+
+    pub fn group(&self, store: &Store, queue: u64, group: &str) -> Option<GroupRow> {
+        let key = (queue, group.to_string());
+        self.groups.get(&key).cloned().or_else(|| store.groups.get(&key).cloned())
+    }
+
+    pub fn put_group(&mut self, queue: u64, group: &str, row: GroupRow) {
+        self.groups.insert((queue, group.to_string()), row);
     }
 }

@@ -3,9 +3,10 @@
 //! is missing or stale, so it is written without an fsync.
 //!
 //! Layout: magic `QIDX0001`, the qlog file's length u64, the row count u32,
-//! the rows (57 bytes each: pos u64, frame length u32, kind u8, term u64,
+//! the rows (65 bytes each: pos u64, frame length u32, kind u8, term u64,
 //! index u64, queue u64, partition u64, first offset u64, count u32; the last
-//! four are zero for entry records and stubs), then the xxh3 of everything
+//! four are zero for entry records and stubs), the timestamp i64 (µs; zero
+//! for entry records and stubs), then the xxh3 of everything
 //! before it as u64.
 
 use super::message_record::MessageSpan;
@@ -15,10 +16,10 @@ use crate::log_id::LogId;
 use std::path::Path;
 use xxhash_rust::xxh3::xxh3_64;
 
-const MAGIC: &[u8; 8] = b"QIDX0001";
+const MAGIC: &[u8; 8] = b"QIDX0002";
 
 pub fn encode(qlog_len: u64, rows: &[IndexRow]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(28 + rows.len() * 57);
+    let mut out = Vec::with_capacity(28 + rows.len() * 65);
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&qlog_len.to_le_bytes());
     out.extend_from_slice(&(rows.len() as u32).to_le_bytes());
@@ -33,6 +34,7 @@ pub fn encode(qlog_len: u64, rows: &[IndexRow]) -> Vec<u8> {
         out.extend_from_slice(&span.partition.to_le_bytes());
         out.extend_from_slice(&span.first_offset.to_le_bytes());
         out.extend_from_slice(&span.count.to_le_bytes());
+        out.extend_from_slice(&r.timestamp_us.to_le_bytes());
     }
     let sum = xxh3_64(&out);
     out.extend_from_slice(&sum.to_le_bytes());
@@ -60,7 +62,7 @@ pub fn load(path: &Path, qlog_len: u64) -> Option<Vec<IndexRow>> {
         let id = LogId::new(f.u64()?, f.u64()?);
         let span = MessageSpan { queue: f.u64()?, partition: f.u64()?, first_offset: f.u64()?, count: f.u32()? };
         let span = (kind == RecordKind::Message).then_some(span);
-        rows.push(IndexRow { pos, frame_len, kind, id, span });
+        rows.push(IndexRow { pos, frame_len, kind, id, span, timestamp_us: f.i64()? });
     }
     f.rest().is_empty().then_some(rows)
 }
@@ -78,8 +80,9 @@ mod tests {
                 kind: RecordKind::Message,
                 id: LogId::new(1, 1),
                 span: Some(MessageSpan { queue: 2, partition: 3, first_offset: 0, count: 4 }),
+                timestamp_us: 1_700_000_000_000_000,
             },
-            IndexRow { pos: 100, frame_len: 61, kind: RecordKind::Stub, id: LogId::new(1, 1), span: None },
+            IndexRow { pos: 100, frame_len: 61, kind: RecordKind::Stub, id: LogId::new(1, 1), span: None, timestamp_us: 0 },
         ];
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("r00000001.qidx");

@@ -89,12 +89,12 @@ impl QueueLog {
     }
 
     /// Adds one framed record to the next write and says where it will sit.
-    pub fn stage(&mut self, body: &[u8], id: LogId, span: Option<MessageSpan>) -> Location {
+    pub fn stage(&mut self, body: &[u8], id: LogId, span: Option<MessageSpan>, timestamp_us: i64) -> Location {
         let pos = self.active_len + self.staged.len() as u64;
         frame_into(body, &mut self.staged);
         let frame_len = (self.active_len + self.staged.len() as u64 - pos) as u32;
         let kind = RecordKind::from_byte(body[0]).expect("the writer stages known record kinds");
-        self.active_rows.push(IndexRow { pos, frame_len, kind, id, span });
+        self.active_rows.push(IndexRow { pos, frame_len, kind, id, span, timestamp_us });
         Location { log: self.id, segment: self.active_no, pos, frame_len }
     }
 

@@ -29,6 +29,8 @@ pub struct IndexRow {
     pub id: LogId,
     /// For a message record, where its messages sit.
     pub span: Option<MessageSpan>,
+    /// For a message record, when it was stored (0 for other records).
+    pub timestamp_us: i64,
 }
 
 /// A record that verified but whose body does not parse: the writer never
@@ -43,15 +45,15 @@ pub struct UnreadableBody {
 pub fn index_row(pos: usize, next: usize, body: &[u8]) -> Result<IndexRow, UnreadableBody> {
     let unreadable = || UnreadableBody { pos: pos as u64 };
     let kind = RecordKind::from_byte(body[0]).ok_or_else(unreadable)?;
-    let (id, span) = match kind {
+    let (id, span, timestamp_us) = match kind {
         RecordKind::Message => {
-            let (id, span, _) = MessageRecord::decode_span(body).map_err(|_| unreadable())?;
-            (id, Some(span))
+            let (id, span, ts) = MessageRecord::decode_span(body).map_err(|_| unreadable())?;
+            (id, Some(span), ts)
         }
-        RecordKind::Entry => (EntryRecord::decode(body).map_err(|_| unreadable())?.id, None),
-        RecordKind::Stub => (Stub::decode(body).map_err(|_| unreadable())?.id, None),
+        RecordKind::Entry => (EntryRecord::decode(body).map_err(|_| unreadable())?.id, None, 0),
+        RecordKind::Stub => (Stub::decode(body).map_err(|_| unreadable())?.id, None, 0),
     };
-    Ok(IndexRow { pos: pos as u64, frame_len: (next - pos) as u32, kind, id, span })
+    Ok(IndexRow { pos: pos as u64, frame_len: (next - pos) as u32, kind, id, span, timestamp_us })
 }
 
 /// Where a scan stopped short of the end of the file.

@@ -80,11 +80,11 @@ impl QlogWriter {
                 let log = self.logs.get_mut(log_id).expect("opened above");
                 for (i, m) in entry.messages.iter().enumerate() {
                     if layout.log_of(m.span.queue) == *log_id {
-                        locs[i] = Some(log.stage(&m.encode(), entry.id, Some(m.span)));
+                        locs[i] = Some(log.stage(&m.encode(), entry.id, Some(m.span), m.timestamp_us));
                     }
                 }
                 if ordinal == 0 {
-                    log.stage(&body, entry.id, None);
+                    log.stage(&body, entry.id, None, 0);
                 } else {
                     let stub = Stub {
                         id: entry.id,
@@ -93,7 +93,7 @@ impl QlogWriter {
                         ordinal: ordinal as u32,
                         digest,
                     };
-                    log.stage(&stub.encode(), entry.id, None);
+                    log.stage(&stub.encode(), entry.id, None, 0);
                 }
             }
             locations.push(locs.into_iter().map(|l| l.expect("every message's queue is touched")).collect());

@@ -160,10 +160,11 @@ impl Sequencer {
         }
         self.planner.batch_applied();
         for (p, reply) in planned {
-            let Answer::Pushed(outcomes) = &p.answer;
-            let queued = outcomes.iter().filter(|o| o.status == PushStatus::Queued).count() as u64;
-            self.metrics.messages_appended.inc_by(queued);
-            self.metrics.duplicates.inc_by(outcomes.len() as u64 - queued);
+            if let Answer::Pushed(outcomes) = &p.answer {
+                let queued = outcomes.iter().filter(|o| o.status == PushStatus::Queued).count() as u64;
+                self.metrics.messages_appended.inc_by(queued);
+                self.metrics.duplicates.inc_by(outcomes.len() as u64 - queued);
+            }
             let _ = reply.send(Ok(p.answer));
         }
     }

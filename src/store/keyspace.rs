@@ -44,6 +44,44 @@ impl RowKey for (u64, u64, [u8; 16]) {
     }
 }
 
+impl RowKey for (u64, String) {
+    fn encode(&self) -> Vec<u8> {
+        [&self.0.to_be_bytes()[..], self.1.as_bytes()].concat()
+    }
+    fn decode(b: &[u8]) -> Option<Self> {
+        let (id, name) = b.split_at_checked(8)?;
+        Some((u64::from_be_bytes(id.try_into().ok()?), String::from_utf8(name.to_vec()).ok()?))
+    }
+}
+
+impl RowKey for (u64, u64, String) {
+    fn encode(&self) -> Vec<u8> {
+        [&self.0.to_be_bytes()[..], &self.1.to_be_bytes()[..], self.2.as_bytes()].concat()
+    }
+    fn decode(b: &[u8]) -> Option<Self> {
+        let (ids, name) = b.split_at_checked(16)?;
+        let (q, p) = <(u64, u64)>::decode(ids)?;
+        Some((q, p, String::from_utf8(name.to_vec()).ok()?))
+    }
+}
+
+/// (queue, partition, group, offset): the group name is length-prefixed so
+/// that the offset after it can be found.
+impl RowKey for (u64, u64, String, u64) {
+    fn encode(&self) -> Vec<u8> {
+        let name = self.2.as_bytes();
+        [&self.0.to_be_bytes()[..], &self.1.to_be_bytes()[..], &(name.len() as u16).to_be_bytes()[..], name, &self.3.to_be_bytes()[..]]
+            .concat()
+    }
+    fn decode(b: &[u8]) -> Option<Self> {
+        let (ids, rest) = b.split_at_checked(16)?;
+        let (q, p) = <(u64, u64)>::decode(ids)?;
+        let (len, rest) = rest.split_at_checked(2)?;
+        let (name, offset) = rest.split_at_checked(u16::from_be_bytes(len.try_into().ok()?) as usize)?;
+        Some((q, p, String::from_utf8(name.to_vec()).ok()?, u64::from_be_bytes(offset.try_into().ok()?)))
+    }
+}
+
 /// One row to write (`Some`) or delete (`None`) at the next checkpoint.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RowChange {
@@ -73,6 +111,19 @@ impl<K: RowKey, V: Serialize + DeserializeOwned> Keyspace<K, V> {
 
     pub fn get(&self, key: &K) -> Option<&V> {
         self.map.get(key)
+    }
+
+    pub fn remove(&mut self, key: &K) -> Option<V> {
+        let old = self.map.remove(key);
+        if old.is_some() {
+            self.dirty.insert(key.clone());
+        }
+        old
+    }
+
+    /// The rows whose keys fall in `range`, in key order.
+    pub fn range<R: std::ops::RangeBounds<K>>(&self, range: R) -> impl Iterator<Item = (&K, &V)> {
+        self.map.range(range)
     }
 
     pub fn insert(&mut self, key: K, value: V) {

@@ -8,6 +8,8 @@ use std::collections::HashMap;
 pub struct Span {
     pub first_offset: u64,
     pub count: u32,
+    /// When the append was stored: every message of a span shares it.
+    pub timestamp_us: i64,
     pub at: Location,
 }
 
@@ -37,6 +39,22 @@ impl Locator {
         };
         let i = spans.partition_point(|s| s.end() <= offset);
         &spans[i..]
+    }
+
+    pub fn remove(&mut self, queue: u64, partition: u64) {
+        self.spans.remove(&(queue, partition));
+    }
+
+    /// The first offset stored at or after `timestamp_us`, if any.
+    pub fn first_at_or_after(&self, queue: u64, partition: u64, timestamp_us: i64) -> Option<u64> {
+        let spans = self.spans.get(&(queue, partition))?;
+        let i = spans.partition_point(|s| s.timestamp_us < timestamp_us);
+        spans.get(i).map(|s| s.first_offset)
+    }
+
+    /// The time each offset in `first..=last` was stored.
+    pub fn timestamp_of(&self, queue: u64, partition: u64, offset: u64) -> Option<i64> {
+        self.from_offset(queue, partition, offset).first().filter(|s| s.first_offset <= offset).map(|s| s.timestamp_us)
     }
 
     /// One past the last offset stored for the partition, if it holds any.

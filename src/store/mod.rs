@@ -13,12 +13,16 @@ use crate::log_id::LogId;
 use checkpoint::{CheckpointError, LoadedRows};
 use keyspace::{EncodeChanges, Keyspace};
 use locator::Locator;
-use rows::{DedupRow, PartitionRow, QueueRow};
+use rows::{CursorRow, DedupRow, DlqRow, GroupRow, PartitionRow, QueueRow};
 use std::collections::HashMap;
 use std::path::Path;
 
 pub type PartitionKey = (u64, u64);
 pub type DedupKey = (u64, u64, [u8; 16]);
+/// (queue id, partition id, consumer group).
+pub type CursorKey = (u64, u64, String);
+/// (queue id, partition id, consumer group, offset).
+pub type DlqKey = (u64, u64, String, u64);
 
 pub struct Store {
     /// The last entry applied.
@@ -28,6 +32,12 @@ pub struct Store {
     pub queues: Keyspace<String, QueueRow>,
     pub partitions: Keyspace<PartitionKey, PartitionRow>,
     pub dedup: Keyspace<DedupKey, DedupRow>,
+    pub cursors: Keyspace<CursorKey, CursorRow>,
+    pub groups: Keyspace<(u64, String), GroupRow>,
+    pub dlq: Keyspace<DlqKey, DlqRow>,
+    /// Derived at load and kept in step with `cursors`: lease id → the
+    /// cursors that lease holds (one pop may claim several partitions).
+    leases: HashMap<String, Vec<CursorKey>>,
     /// Derived at load and kept in step by apply: queue id → name, and
     /// (queue id, partition name) → partition id.
     queue_names: HashMap<u64, String>,
@@ -53,6 +63,10 @@ impl Default for Store {
             queues: Keyspace::new("queues"),
             partitions: Keyspace::new("partitions"),
             dedup: Keyspace::new("dedup"),
+            cursors: Keyspace::new("cursors"),
+            groups: Keyspace::new("groups"),
+            dlq: Keyspace::new("dlq"),
+            leases: HashMap::new(),
             queue_names: HashMap::new(),
             partition_ids: HashMap::new(),
             locator: Locator::default(),
@@ -76,6 +90,9 @@ impl Store {
                     "queues" => store.queues.load_row(&key, &value),
                     "partitions" => store.partitions.load_row(&key, &value),
                     "dedup" => store.dedup.load_row(&key, &value),
+                    "cursors" => store.cursors.load_row(&key, &value),
+                    "groups" => store.groups.load_row(&key, &value),
+                    "dlq" => store.dlq.load_row(&key, &value),
                     "meta" => {
                         let v: u64 = crate::codec::from_bytes(&value).map_err(|e| e.to_string()).unwrap_or_default();
                         match key.as_slice() {
@@ -97,6 +114,11 @@ impl Store {
         }
         for ((q, p), row) in store.partitions.iter() {
             store.partition_ids.insert((*q, row.name.clone()), *p);
+        }
+        for (key, cursor) in store.cursors.iter() {
+            if let Some(lease) = &cursor.lease {
+                store.leases.entry(lease.id.clone()).or_default().push(key.clone());
+            }
         }
         Ok(store)
     }
@@ -129,6 +151,65 @@ impl Store {
         self.partitions.insert((queue, id), row);
     }
 
+    /// The cursors a lease holds.
+    pub fn lease_holders(&self, lease_id: &str) -> &[CursorKey] {
+        self.leases.get(lease_id).map_or(&[], Vec::as_slice)
+    }
+
+    /// Replaces a cursor, keeping the lease index in step.
+    pub fn set_cursor(&mut self, key: CursorKey, row: CursorRow) {
+        let old = self.cursors.get(&key).and_then(|c| c.lease.as_ref()).map(|l| l.id.clone());
+        let new = row.lease.as_ref().map(|l| l.id.clone());
+        if old != new {
+            if let Some(old) = old {
+                if let Some(holders) = self.leases.get_mut(&old) {
+                    holders.retain(|k| *k != key);
+                    if holders.is_empty() {
+                        self.leases.remove(&old);
+                    }
+                }
+            }
+            if let Some(new) = new {
+                self.leases.entry(new).or_default().push(key.clone());
+            }
+        }
+        self.cursors.insert(key, row);
+    }
+
+    /// Removes a queue and every row that belongs to it. Its messages stay in
+    /// the qlog until reclaim (not built yet) frees them.
+    pub fn remove_queue(&mut self, id: u64) {
+        let Some(name) = self.queue_names.remove(&id) else {
+            return;
+        };
+        self.queues.remove(&name);
+        let partitions: Vec<PartitionKey> = self.partitions.range((id, 0)..=(id, u64::MAX)).map(|(k, _)| *k).collect();
+        for key in partitions {
+            if let Some(row) = self.partitions.remove(&key) {
+                self.partition_ids.remove(&(id, row.name));
+            }
+            self.locator.remove(key.0, key.1);
+        }
+        let dedup: Vec<DedupKey> =
+            self.dedup.range((id, 0, [0; 16])..=(id, u64::MAX, [0xff; 16])).map(|(k, _)| *k).collect();
+        for key in dedup {
+            self.dedup.remove(&key);
+        }
+        let cursors: Vec<CursorKey> = self.cursors.iter().filter(|(k, _)| k.0 == id).map(|(k, _)| k.clone()).collect();
+        for key in cursors {
+            self.set_cursor(key.clone(), CursorRow::default());
+            self.cursors.remove(&key);
+        }
+        let groups: Vec<(u64, String)> = self.groups.iter().filter(|(k, _)| k.0 == id).map(|(k, _)| k.clone()).collect();
+        for key in groups {
+            self.groups.remove(&key);
+        }
+        let dlq: Vec<DlqKey> = self.dlq.iter().filter(|(k, _)| k.0 == id).map(|(k, _)| k.clone()).collect();
+        for key in dlq {
+            self.dlq.remove(&key);
+        }
+    }
+
     /// Takes everything changed since the last checkpoint, at the applied
     /// index: the rows are copied, and encoded later off the store lock.
     pub fn checkpoint_job(&mut self) -> CheckpointJob {
@@ -136,6 +217,9 @@ impl Store {
             Box::new(self.queues.take_changes()),
             Box::new(self.partitions.take_changes()),
             Box::new(self.dedup.take_changes()),
+            Box::new(self.cursors.take_changes()),
+            Box::new(self.groups.take_changes()),
+            Box::new(self.dlq.take_changes()),
         ];
         CheckpointJob {
             changes,

@@ -1,12 +1,17 @@
 //! The rows of each keyspace.
 
 use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// `queues`: queue name → its row.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QueueRow {
     pub id: u64,
     pub created_us: i64,
+    pub namespace: Option<String>,
+    pub task: Option<String>,
+    /// The queue's options as configured, a JSON object in camelCase.
+    pub options: String,
 }
 
 /// `partitions`: (queue id, partition id) → its row.
@@ -26,4 +31,47 @@ pub struct PartitionRow {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DedupRow {
     pub offset: u64,
+}
+
+/// `cursors`: (queue id, partition id, consumer group) → where the group is
+/// in the partition.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CursorRow {
+    /// Every offset below this one is done: acknowledged or dead-lettered.
+    pub committed: u64,
+    /// Offsets at or above `committed` that are already done.
+    pub done_above: BTreeSet<u64>,
+    /// Failed deliveries so far, per offset not yet done.
+    pub failures: BTreeMap<u64, u32>,
+    /// The group's lease on the partition, if one was granted.
+    pub lease: Option<LeaseRow>,
+    /// No delivery before this time (the retry delay after a failure).
+    pub not_before_us: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeaseRow {
+    pub id: String,
+    pub expires_us: i64,
+    /// The offsets the lease covers, inclusive; done ones within are skipped.
+    pub first: u64,
+    pub last: u64,
+}
+
+/// `groups`: (queue id, consumer group) → its subscription.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupRow {
+    /// The group starts each partition at its first message at or after
+    /// this time (0: from the beginning).
+    pub from_us: i64,
+    pub created_us: i64,
+}
+
+/// `dlq`: (queue id, partition id, consumer group, offset) → why the message
+/// was dead-lettered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DlqRow {
+    pub error: Option<String>,
+    pub failures: u32,
+    pub moved_us: i64,
 }

@@ -1,0 +1,195 @@
+//! Planning the consuming side: pops claim partitions for a consumer group
+//! under a lease, acks move the group's cursor, failures count toward the
+//! retry limit and then the dead-letter queue, and leases are extended.
+
+use super::command::{AckItem, AckOutcome, AckStatus, Claim, PopRequest, Subscription, QUEUE_MODE};
+use super::cursor;
+use super::effect::Effect;
+use super::overlay::Overlay;
+use super::queue_options::QueueOptions;
+use crate::message::transaction_hash;
+use crate::store::rows::{CursorRow, GroupRow, LeaseRow};
+use crate::store::{CursorKey, Store};
+
+/// Why an ack is refused; stable strings the client shows.
+pub const REFUSED_UNKNOWN_MESSAGE: &str = "unknown_message";
+pub const REFUSED_ALREADY_DONE: &str = "already_acknowledged";
+pub const REFUSED_NO_LEASE: &str = "lease_expired_or_not_held";
+
+/// The queues a pop may take from.
+fn pop_queues(store: &Store, req: &PopRequest) -> Vec<(u64, String)> {
+    match &req.queue {
+        Some(name) => store.queue_id(name).map(|id| (id, name.clone())).into_iter().collect(),
+        None => store
+            .queues
+            .iter()
+            .filter(|(_, row)| {
+                req.namespace.as_ref().is_none_or(|n| row.namespace.as_ref() == Some(n))
+                    && req.task.as_ref().is_none_or(|t| row.task.as_ref() == Some(t))
+            })
+            .map(|(name, row)| (row.id, name.clone()))
+            .collect(),
+    }
+}
+
+/// Plans a pop. `rotation` spreads claims over partitions from one pop to the next.
+pub fn plan_pop(
+    store: &Store,
+    overlay: &mut Overlay,
+    now_us: i64,
+    lease_id: String,
+    req: &PopRequest,
+    rotation: u64,
+) -> (Vec<Effect>, Vec<Claim>) {
+    let mut effects = Vec::new();
+    let mut claims = Vec::new();
+    let mut budget = req.batch.max(1);
+    for (queue, queue_name) in pop_queues(store, req) {
+        let options = store.queues.get(&queue_name).map(|r| QueueOptions::parse(&r.options));
+        let Some(options) = options else { continue };
+        let from_us = match overlay.group(store, queue, &req.group) {
+            Some(g) => g.from_us,
+            None if req.group == QUEUE_MODE => 0,
+            None => {
+                let from_us = match req.subscription {
+                    Subscription::All => 0,
+                    Subscription::New => now_us,
+                    Subscription::From(t) => t,
+                };
+                overlay.put_group(queue, &req.group, GroupRow { from_us, created_us: now_us });
+                effects.push(Effect::Subscribe { queue, group: req.group.clone(), from_us });
+                from_us
+            }
+        };
+        let mut partitions: Vec<u64> = match &req.partition {
+            Some(name) => store.partition_id(queue, name).into_iter().collect(),
+            None => store.partitions.range((queue, 0)..=(queue, u64::MAX)).map(|((_, p), _)| *p).collect(),
+        };
+        if !partitions.is_empty() {
+            let by = (rotation % partitions.len() as u64) as usize;
+            partitions.rotate_left(by);
+        }
+        for partition in partitions {
+            if budget == 0 || claims.len() >= req.partitions.max(1) {
+                return (effects, claims);
+            }
+            let row = store.partition(queue, partition).expect("listed partitions have rows");
+            if row.last_write_us + options.window_buffer_us() > now_us {
+                continue;
+            }
+            let key: CursorKey = (queue, partition, req.group.clone());
+            let existing = overlay.cursor(store, &key);
+            let start = match &existing {
+                Some(c) => c.committed,
+                None if from_us == 0 => row.log_start,
+                None => store.locator.first_at_or_after(queue, partition, from_us).unwrap_or(row.next_offset),
+            };
+            let mut cur = existing.unwrap_or(CursorRow { committed: start, ..Default::default() });
+            if cur.lease.as_ref().is_some_and(|l| l.expires_us > now_us) || cur.not_before_us > now_us {
+                continue;
+            }
+            let delay = options.delayed_processing_us();
+            let offsets: Vec<u64> = cursor::undone(&cur, row.next_offset, budget)
+                .into_iter()
+                .take_while(|o| delay == 0 || store.locator.timestamp_of(queue, partition, *o).is_some_and(|t| t + delay <= now_us))
+                .collect();
+            let (Some(&first), Some(&last)) = (offsets.first(), offsets.last()) else { continue };
+            let lease = LeaseRow { id: lease_id.clone(), expires_us: now_us + options.lease_time_us(), first, last };
+            let messages = offsets.iter().map(|o| (*o, cur.failures.get(o).copied().unwrap_or(0) + 1)).collect();
+            cursor::deliver(&mut cur, &lease, req.auto_ack, &offsets);
+            overlay.put_cursor(key, cur);
+            budget -= offsets.len();
+            effects.push(Effect::Deliver {
+                queue,
+                partition,
+                group: req.group.clone(),
+                start,
+                lease: lease.clone(),
+                auto_ack: req.auto_ack,
+            });
+            claims.push(Claim {
+                queue_id: queue,
+                queue: queue_name.clone(),
+                partition_id: partition,
+                partition: row.name.clone(),
+                group: req.group.clone(),
+                lease_id: if req.auto_ack { String::new() } else { lease_id.clone() },
+                lease_expires_us: lease.expires_us,
+                messages,
+            });
+        }
+    }
+    (effects, claims)
+}
+
+/// Plans a batch of acks, each judged against the state the ones before it left.
+pub fn plan_acks(store: &Store, overlay: &mut Overlay, now_us: i64, items: &[AckItem]) -> (Vec<Effect>, Vec<AckOutcome>) {
+    let mut effects = Vec::new();
+    let outcomes = items.iter().map(|item| plan_ack(store, overlay, now_us, item, &mut effects)).collect();
+    (effects, outcomes)
+}
+
+fn plan_ack(store: &Store, overlay: &mut Overlay, now_us: i64, item: &AckItem, effects: &mut Vec<Effect>) -> AckOutcome {
+    let refused = |why| AckOutcome { refused: Some(why), ..Default::default() };
+    let (queue, partition, group) = (item.queue_id, item.partition_id, item.group.clone());
+    let Some(offset) = overlay.dedup(store, queue, partition, &transaction_hash(&item.transaction_id)) else {
+        return refused(REFUSED_UNKNOWN_MESSAGE);
+    };
+    let key: CursorKey = (queue, partition, group.clone());
+    let Some(cur) = overlay.cursor(store, &key) else {
+        return refused(REFUSED_NO_LEASE);
+    };
+    if cursor::is_done(&cur, offset) {
+        return refused(REFUSED_ALREADY_DONE);
+    }
+    let held = cur.lease.as_ref().is_some_and(|l| {
+        l.expires_us > now_us
+            && (l.first..=l.last).contains(&offset)
+            && item.lease_id.as_ref().is_none_or(|id| *id == l.id)
+    });
+    if !held {
+        return refused(REFUSED_NO_LEASE);
+    }
+    let options = store.queue_name(queue).and_then(|n| store.queues.get(&n.to_string())).map(|r| QueueOptions::parse(&r.options));
+    let Some(options) = options else {
+        return refused(REFUSED_UNKNOWN_MESSAGE);
+    };
+    let failures = cur.failures.get(&offset).copied().unwrap_or(0);
+    let effect = match item.status {
+        AckStatus::Completed => Effect::Ack { queue, partition, group, offset },
+        AckStatus::Failed if failures < options.retry_limit() => {
+            Effect::Fail { queue, partition, group, offset, not_before_us: now_us + options.retry_delay_us() }
+        }
+        AckStatus::Failed | AckStatus::DeadLetter => {
+            Effect::DeadLetter { queue, partition, group, offset, error: item.error.clone() }
+        }
+    };
+    let dead_lettered = matches!(effect, Effect::DeadLetter { .. });
+    overlay.update_cursor(store, &key, |c| cursor::apply(c, &effect));
+    let lease_released = overlay.cursor(store, &key).is_some_and(|c| c.lease.is_none());
+    effects.push(effect);
+    AckOutcome { refused: None, dead_lettered, lease_released }
+}
+
+/// Plans extending every live claim of a lease by its queue's lease time.
+pub fn plan_extend(store: &Store, overlay: &mut Overlay, now_us: i64, lease_id: &str) -> (Vec<Effect>, usize, Option<i64>) {
+    let mut effects = Vec::new();
+    let mut expires = None;
+    for key in overlay.lease_holders(store, lease_id) {
+        let Some(cur) = overlay.cursor(store, &key) else { continue };
+        if !cur.lease.as_ref().is_some_and(|l| l.expires_us > now_us) {
+            continue;
+        }
+        let lease_time = store
+            .queue_name(key.0)
+            .and_then(|n| store.queues.get(&n.to_string()))
+            .map_or(300_000_000, |r| QueueOptions::parse(&r.options).lease_time_us());
+        let expires_us = now_us + lease_time;
+        let effect = Effect::ExtendLease { queue: key.0, partition: key.1, group: key.2.clone(), expires_us };
+        overlay.update_cursor(store, &key, |c| cursor::apply(c, &effect));
+        effects.push(effect);
+        expires = Some(expires.map_or(expires_us, |e: i64| e.min(expires_us)));
+    }
+    let renewed = effects.len();
+    (effects, renewed, expires)
+}

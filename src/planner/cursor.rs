@@ -1,0 +1,108 @@
+//! How a consumer group's cursor moves. Shared by apply and by the planner's
+//! overlay, so that what the planner expects of a row is exactly what apply
+//! will make of it.
+
+use super::effect::Effect;
+use crate::store::rows::{CursorRow, LeaseRow};
+
+/// Marks `offset` done (acknowledged or dead-lettered): the committed offset
+/// moves over every done offset it now touches, and a lease whose every
+/// offset is done is released.
+pub fn mark_done(cursor: &mut CursorRow, offset: u64) {
+    cursor.failures.remove(&offset);
+    if offset == cursor.committed {
+        cursor.committed += 1;
+        while cursor.done_above.remove(&cursor.committed) {
+            cursor.committed += 1;
+        }
+    } else if offset > cursor.committed {
+        cursor.done_above.insert(offset);
+    }
+    if cursor.lease.as_ref().is_some_and(|l| l.last < cursor.committed) {
+        cursor.lease = None;
+    }
+}
+
+pub fn is_done(cursor: &CursorRow, offset: u64) -> bool {
+    offset < cursor.committed || cursor.done_above.contains(&offset)
+}
+
+/// A failed delivery: counted, the lease released (the partition goes back
+/// to the pool) and the next delivery held until `not_before_us`.
+pub fn fail(cursor: &mut CursorRow, offset: u64, not_before_us: i64) {
+    *cursor.failures.entry(offset).or_default() += 1;
+    cursor.lease = None;
+    cursor.not_before_us = cursor.not_before_us.max(not_before_us);
+}
+
+/// A pop's claim: the lease is granted, or with `auto_ack` the offsets are
+/// done at once.
+pub fn deliver(cursor: &mut CursorRow, lease: &LeaseRow, auto_ack: bool, offsets: &[u64]) {
+    if auto_ack {
+        for o in offsets {
+            mark_done(cursor, *o);
+        }
+    } else {
+        cursor.lease = Some(lease.clone());
+    }
+}
+
+/// Moves a cursor by one of the cursor effects; others leave it alone.
+pub fn apply(cursor: &mut CursorRow, effect: &Effect) {
+    match effect {
+        Effect::Ack { offset, .. } | Effect::DeadLetter { offset, .. } => mark_done(cursor, *offset),
+        Effect::Fail { offset, not_before_us, .. } => fail(cursor, *offset, *not_before_us),
+        Effect::ExtendLease { expires_us, .. } => {
+            if let Some(l) = cursor.lease.as_mut() {
+                l.expires_us = *expires_us;
+            }
+        }
+        Effect::Deliver { lease, auto_ack, .. } => {
+            let offsets: Vec<u64> = (lease.first..=lease.last).filter(|o| !is_done(cursor, *o)).collect();
+            deliver(cursor, lease, *auto_ack, &offsets)
+        }
+        _ => {}
+    }
+}
+
+/// Up to `max` offsets not yet done, from the committed offset up to `end`.
+pub fn undone(cursor: &CursorRow, end: u64, max: usize) -> Vec<u64> {
+    (cursor.committed..end).filter(|o| !cursor.done_above.contains(o)).take(max).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::rows::LeaseRow;
+
+    #[test]
+    fn out_of_order_acks_commit_once_the_gap_closes_and_release_the_lease() {
+        let mut c = CursorRow {
+            lease: Some(LeaseRow { id: "l".into(), expires_us: 10, first: 0, last: 2 }),
+            ..Default::default()
+        };
+        mark_done(&mut c, 2);
+        mark_done(&mut c, 1);
+        assert_eq!((c.committed, c.done_above.len()), (0, 2));
+        assert_eq!(undone(&c, 5, 10), vec![0, 3, 4]);
+        assert!(c.lease.is_some());
+        mark_done(&mut c, 0);
+        assert_eq!(c.committed, 3);
+        assert!(c.done_above.is_empty() && c.lease.is_none());
+    }
+
+    #[test]
+    fn a_failure_counts_and_releases() {
+        let mut c = CursorRow {
+            lease: Some(LeaseRow { id: "l".into(), expires_us: 10, first: 0, last: 0 }),
+            ..Default::default()
+        };
+        fail(&mut c, 0, 500);
+        fail(&mut c, 0, 400);
+        assert_eq!(c.failures[&0], 2);
+        assert_eq!(c.not_before_us, 500);
+        assert!(c.lease.is_none());
+        mark_done(&mut c, 0);
+        assert!(c.failures.is_empty());
+    }
+}

@@ -1,0 +1,82 @@
+//! Reading stored messages back from the qlog, for every front end: the
+//! applied state says where they are, the files hold them.
+
+use crate::message::Message;
+use crate::node::Node;
+use crate::qlog::files::ReadError;
+use crate::qlog::message_record::{MessageRecord, MessageRecordError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReaderError {
+    #[error(transparent)]
+    File(#[from] ReadError),
+    #[error("a stored message record does not decode: {0}")]
+    Record(#[from] MessageRecordError),
+    #[error("a stored message does not decode: {0}")]
+    Message(#[from] bincode::Error),
+}
+
+pub struct StoredMessage {
+    pub offset: u64,
+    pub timestamp_us: i64,
+    pub message: Message,
+}
+
+/// The messages of `offsets` (ascending) in a partition, skipping any the
+/// store does not hold.
+pub fn read_offsets(node: &Node, queue: u64, partition: u64, offsets: &[u64]) -> Result<Vec<StoredMessage>, ReaderError> {
+    let Some(&first) = offsets.first() else { return Ok(vec![]) };
+    let spans = node.state.read().expect("store lock").locator.from_offset(queue, partition, first).to_vec();
+    let mut out = Vec::with_capacity(offsets.len());
+    let mut wanted = offsets.iter().peekable();
+    for span in spans {
+        if wanted.peek().is_none() {
+            break;
+        }
+        if wanted.peek().is_some_and(|o| **o >= span.end()) {
+            continue;
+        }
+        let record = MessageRecord::decode(&node.files.read_body(span.at)?)?;
+        while let Some(&&o) = wanted.peek() {
+            if o >= span.end() {
+                break;
+            }
+            wanted.next();
+            if let Some(p) = o.checked_sub(span.first_offset).and_then(|i| record.payloads.get(i as usize)) {
+                let message = Message::decode(&p.to_raw()?)?;
+                out.push(StoredMessage { offset: o, timestamp_us: record.timestamp_us, message });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Messages from `offset` below `end`, at least one, until `budget` payload bytes.
+pub fn read_from(
+    node: &Node,
+    queue: u64,
+    partition: u64,
+    offset: u64,
+    end: u64,
+    budget: u64,
+) -> Result<(Vec<StoredMessage>, u64), ReaderError> {
+    let spans = node.state.read().expect("store lock").locator.from_offset(queue, partition, offset).to_vec();
+    let mut out = Vec::new();
+    let mut used = 0u64;
+    for span in spans {
+        let record = MessageRecord::decode(&node.files.read_body(span.at)?)?;
+        for (i, payload) in record.payloads.iter().enumerate() {
+            let at = record.span.first_offset + i as u64;
+            if at < offset || at >= end {
+                continue;
+            }
+            if !out.is_empty() && used + payload.raw_len() as u64 > budget {
+                return Ok((out, used));
+            }
+            used += payload.raw_len() as u64;
+            let message = Message::decode(&payload.to_raw()?)?;
+            out.push(StoredMessage { offset: at, timestamp_us: record.timestamp_us, message });
+        }
+    }
+    Ok((out, used))
+}
