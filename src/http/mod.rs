@@ -1,16 +1,21 @@
 //! The native HTTP API (axum), in the shapes the queen-mq 2.6.0 client speaks.
 
+pub mod ack;
 pub mod body;
+pub mod dlq;
 pub mod error;
 pub mod fetch;
 pub mod health;
 pub mod ids;
+pub mod lease;
+pub mod pop;
 pub mod push;
+pub mod queues;
 
 use crate::node::Node;
 use axum::extract::DefaultBodyLimit;
 use axum::http::{StatusCode, Uri};
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use axum::Router;
 use error::ApiError;
 use std::sync::Arc;
@@ -19,6 +24,15 @@ pub fn router(node: Arc<Node>) -> Router {
     Router::new()
         .route("/api/v1/push", post(push::push))
         .route("/api/v1/fetch", post(fetch::fetch))
+        .route("/api/v1/configure", post(queues::configure))
+        .route("/api/v1/resources/queues/{queue}", delete(queues::delete))
+        .route("/api/v1/pop", get(pop::pop_filtered))
+        .route("/api/v1/pop/queue/{queue}", get(pop::pop_queue))
+        .route("/api/v1/pop/queue/{queue}/partition/{partition}", get(pop::pop_partition))
+        .route("/api/v1/ack", post(ack::ack))
+        .route("/api/v1/ack/batch", post(ack::ack_batch))
+        .route("/api/v1/lease/{lease}/extend", post(lease::extend))
+        .route("/api/v1/dlq", get(dlq::list))
         .route("/health", get(health::health))
         .route("/metrics", get(health::metrics))
         .fallback(unknown_route)

@@ -1,0 +1,78 @@
+"""Starts a real `queen` node for the compatibility tests.
+
+The binary is `QUEEN_BIN` (default: target/debug/queen, built by the Rust
+test run that precedes this suite in scripts/test).
+"""
+
+import os
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = os.environ.get("QUEEN_BIN", str(ROOT / "target" / "debug" / "queen"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Node:
+    def __init__(self, env=None):
+        self.dir = tempfile.mkdtemp(prefix="queen-compat-")
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.env = dict(os.environ, QUEEN_RAFT_DIR=self.dir, QUEEN_HTTP_ADDR=f"127.0.0.1:{self.port}", **(env or {}))
+        self.log = open(os.path.join(self.dir, "node.log"), "wb")
+        self.proc = None
+        self.start()
+
+    def start(self):
+        self.proc = subprocess.Popen([BIN], env=self.env, stdout=self.log, stderr=self.log)
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            try:
+                with urllib.request.urlopen(self.url + "/health", timeout=1) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.05)
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"queen exited with {self.proc.returncode}")
+        raise RuntimeError("queen did not become healthy")
+
+    def kill9(self):
+        self.proc.kill()
+        self.proc.wait()
+
+    def restart_after_kill(self):
+        self.kill9()
+        self.start()
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def node():
+    n = Node()
+    yield n
+    n.stop()
+
+
+@pytest.fixture
+async def client(node):
+    from queen import Queen
+
+    q = Queen(node.url)
+    yield q
+    await q.close()

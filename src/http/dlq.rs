@@ -1,0 +1,63 @@
+//! `GET /api/v1/dlq?queue=&consumerGroup=&partition=&limit=&offset=`: the
+//! dead-lettered messages of a queue, with why they were moved.
+
+use super::error::ApiError;
+use super::ids::{iso_time, message_uuid, partition_uuid, payload_json};
+use crate::node::Node;
+use crate::reader;
+use axum::extract::{Query, State};
+use axum::Json;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+pub async fn list(State(node): State<Arc<Node>>, Query(q): Query<HashMap<String, String>>) -> Result<Json<Value>, ApiError> {
+    let queue = q.get("queue").filter(|s| !s.is_empty()).ok_or_else(|| ApiError::bad_request("missing_field", "queue is required"))?;
+    let parse = |name: &str, default: usize| -> Result<usize, ApiError> {
+        q.get(name).map_or(Ok(default), |v| v.parse().map_err(|_| ApiError::bad_request("invalid_field", format!("{name} must be a non-negative integer"))))
+    };
+    let (limit, skip) = (parse("limit", 100)?.max(1), parse("offset", 0)?);
+    let rows: Vec<_> = {
+        let store = node.state.read().expect("store lock");
+        let Some(queue_id) = store.queue_id(queue) else {
+            return Ok(Json(json!({"messages": [], "total": 0, "limit": limit, "offset": skip})));
+        };
+        let partition = q.get("partition").and_then(|p| store.partition_id(queue_id, p));
+        store
+            .dlq
+            .iter()
+            .filter(|((qid, p, g, _), _)| {
+                *qid == queue_id
+                    && partition.is_none_or(|want| *p == want)
+                    && q.get("consumerGroup").is_none_or(|want| want == g)
+            })
+            .map(|((_, p, g, o), row)| {
+                let name = store.partition(queue_id, *p).map(|r| r.name.clone()).unwrap_or_default();
+                (queue_id, *p, name, g.clone(), *o, row.clone())
+            })
+            .collect()
+    };
+    let total = rows.len();
+    let mut messages = Vec::new();
+    for (queue_id, p, partition, group, offset, row) in rows.into_iter().skip(skip).take(limit) {
+        let stored = reader::read_offsets(&node, queue_id, p, &[offset]).map_err(ApiError::storage)?;
+        let Some(m) = stored.into_iter().next() else { continue };
+        messages.push(json!({
+            "id": message_uuid(p, offset),
+            "messageId": message_uuid(p, offset),
+            "queueName": queue,
+            "partitionName": partition,
+            "partitionId": partition_uuid(queue_id, p),
+            "transactionId": m.message.transaction_id,
+            "traceId": m.message.trace_id,
+            "consumerGroup": group,
+            "errorMessage": row.error,
+            "retryCount": row.failures,
+            "offset": offset,
+            "data": payload_json(&m.message.value),
+            "messageCreatedAt": iso_time(m.timestamp_us),
+            "movedToDlqAt": iso_time(row.moved_us),
+        }));
+    }
+    Ok(Json(json!({"messages": messages, "total": total, "limit": limit, "offset": skip})))
+}

@@ -1,0 +1,167 @@
+//! `GET /api/v1/pop/queue/{queue}[/partition/{partition}]` and
+//! `GET /api/v1/pop?namespace=&task=`: claim partitions under a lease for a
+//! consumer group and deliver their next messages. A long poll (`wait=true`)
+//! waits for an apply (a push, an ack, a release) rather than polling the
+//! store, with a short tick for leases and delays that run out on their own.
+
+use super::error::ApiError;
+use super::ids::{iso_time, message_uuid, partition_uuid, payload_json};
+use crate::node::Node;
+use crate::planner::command::{Answer, Claim, Command, PopRequest, Subscription, QUEUE_MODE};
+use crate::reader;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// What a pop takes when the client leaves it to the broker (`autopilot`).
+const AUTOPILOT_BATCH: usize = 100;
+const AUTOPILOT_PARTITIONS: usize = 1;
+/// The longest a long poll may wait.
+const MAX_WAIT: Duration = Duration::from_secs(60);
+/// How often a waiting pop looks again when nothing was applied: leases and
+/// retry delays run out without an apply to announce it.
+const TICK: Duration = Duration::from_millis(100);
+
+type Params = Query<HashMap<String, String>>;
+
+pub async fn pop_queue(State(node): State<Arc<Node>>, Path(queue): Path<String>, Query(q): Params) -> Result<Response, ApiError> {
+    pop(node, Some(queue), None, q).await
+}
+
+pub async fn pop_partition(
+    State(node): State<Arc<Node>>,
+    Path((queue, partition)): Path<(String, String)>,
+    Query(q): Params,
+) -> Result<Response, ApiError> {
+    pop(node, Some(queue), Some(partition), q).await
+}
+
+pub async fn pop_filtered(State(node): State<Arc<Node>>, Query(q): Params) -> Result<Response, ApiError> {
+    if !q.contains_key("namespace") && !q.contains_key("task") {
+        return Err(ApiError::bad_request("missing_field", "a pop without a queue names a namespace or a task"));
+    }
+    pop(node, None, None, q).await
+}
+
+fn flag(q: &HashMap<String, String>, name: &str) -> Result<bool, ApiError> {
+    match q.get(name).map(String::as_str) {
+        None => Ok(false),
+        Some("true" | "1") => Ok(true),
+        Some("false" | "0") => Ok(false),
+        Some(v) => Err(ApiError::bad_request("invalid_field", format!("{name} must be true or false, not {v:?}"))),
+    }
+}
+
+fn number(q: &HashMap<String, String>, name: &str) -> Result<Option<u64>, ApiError> {
+    q.get(name)
+        .map(|v| v.parse::<u64>().map_err(|_| ApiError::bad_request("invalid_field", format!("{name} must be a non-negative integer, not {v:?}"))))
+        .transpose()
+}
+
+fn subscription(q: &HashMap<String, String>) -> Result<Subscription, ApiError> {
+    if let Some(from) = q.get("subscriptionFrom") {
+        if from == "now" {
+            return Ok(Subscription::New);
+        }
+        let t = chrono::DateTime::parse_from_rfc3339(from)
+            .map_err(|_| ApiError::bad_request("invalid_field", format!("subscriptionFrom must be an ISO-8601 time, not {from:?}")))?;
+        return Ok(Subscription::From(t.timestamp_micros()));
+    }
+    match q.get("subscriptionMode").map(String::as_str) {
+        None | Some("all" | "" | "from_beginning") => Ok(Subscription::All),
+        Some("new" | "new-only" | "latest") => Ok(Subscription::New),
+        Some(m) => Err(ApiError::bad_request("invalid_field", format!("subscriptionMode must be all or new, not {m:?}"))),
+    }
+}
+
+async fn pop(node: Arc<Node>, queue: Option<String>, partition: Option<String>, q: HashMap<String, String>) -> Result<Response, ApiError> {
+    if flag(&q, "conflation")? {
+        return Err(ApiError::bad_request("conflation_unsupported", "this broker does not conflate pops yet"));
+    }
+    let batch = number(&q, "batch")?.map_or(AUTOPILOT_BATCH, |b| b.max(1) as usize);
+    let partitions = number(&q, "partitions")?.map_or(AUTOPILOT_PARTITIONS, |p| p.max(1) as usize);
+    let wait = flag(&q, "wait")?;
+    let timeout = Duration::from_millis(number(&q, "timeout")?.unwrap_or(30_000)).min(MAX_WAIT);
+    let group = q.get("consumerGroup").filter(|g| !g.is_empty() && *g != "null").cloned();
+    let req = PopRequest {
+        queue,
+        partition,
+        namespace: q.get("namespace").cloned(),
+        task: q.get("task").cloned(),
+        group: group.clone().unwrap_or_else(|| QUEUE_MODE.to_string()),
+        batch,
+        partitions,
+        auto_ack: flag(&q, "autoAck")?,
+        subscription: subscription(&q)?,
+    };
+    let deadline = Instant::now() + timeout;
+    loop {
+        let applied = node.applied.notified();
+        tokio::pin!(applied);
+        applied.as_mut().enable();
+        let Answer::Popped(claims) = node.replicator.propose(Command::Pop(req.clone())).await? else {
+            return Err(ApiError::mismatched_answer());
+        };
+        if !claims.is_empty() {
+            return answer(&node, claims, group.as_deref(), batch, partitions).await;
+        }
+        let now = Instant::now();
+        if !wait || now >= deadline {
+            return Ok(StatusCode::NO_CONTENT.into_response());
+        }
+        let _ = tokio::time::timeout(TICK.min(deadline - now), applied).await;
+    }
+}
+
+async fn answer(node: &Arc<Node>, claims: Vec<Claim>, group: Option<&str>, batch: usize, partitions: usize) -> Result<Response, ApiError> {
+    let node = node.clone();
+    let group = group.map(str::to_string);
+    let first = claims.first().map(|c| (c.queue.clone(), c.partition.clone(), partition_uuid(c.queue_id, c.partition_id), c.lease_id.clone()));
+    let claimed = claims.len();
+    let messages = tokio::task::spawn_blocking(move || {
+        let mut out = Vec::new();
+        for c in &claims {
+            let offsets: Vec<u64> = c.messages.iter().map(|m| m.0).collect();
+            let stored = reader::read_offsets(&node, c.queue_id, c.partition_id, &offsets).map_err(ApiError::storage)?;
+            for (m, (_, attempt)) in stored.into_iter().zip(&c.messages) {
+                out.push(json!({
+                    "id": message_uuid(c.partition_id, m.offset),
+                    "transactionId": m.message.transaction_id,
+                    "traceId": m.message.trace_id,
+                    "data": payload_json(&m.message.value),
+                    "createdAt": iso_time(m.timestamp_us),
+                    "queue": c.queue,
+                    "partition": c.partition,
+                    "partitionId": partition_uuid(c.queue_id, c.partition_id),
+                    "leaseId": c.lease_id,
+                    "leaseExpiresAt": iso_time(c.lease_expires_us),
+                    "consumerGroup": group,
+                    "deliveryAttempt": attempt,
+                    "retryCount": attempt - 1,
+                    "offset": m.offset,
+                }));
+            }
+        }
+        Ok::<_, ApiError>(out)
+    })
+    .await
+    .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))??;
+    let (queue, partition, partition_id, lease_id) = first.unwrap_or_default();
+    Ok(Json(json!({
+        "success": true,
+        "queue": queue,
+        "partition": partition,
+        "partitionId": partition_id,
+        "leaseId": lease_id,
+        "consumerGroup": messages.first().map_or(Value::Null, |m| m["consumerGroup"].clone()),
+        "partitionsClaimed": claimed,
+        "messages": messages,
+        "autopilot": {"batch": batch, "partitions": partitions, "waitMs": 0},
+    }))
+    .into_response())
+}

@@ -1,0 +1,37 @@
+//! `POST /api/v1/configure` and `DELETE /api/v1/resources/queues/{queue}`.
+
+use super::body::{json_object, Fields};
+use super::error::ApiError;
+use crate::node::Node;
+use crate::planner::command::{Answer, Command, ConfigureQueue};
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, State};
+use axum::Json;
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+pub async fn configure(State(node): State<Arc<Node>>, body: Result<Bytes, BytesRejection>) -> Result<Json<Value>, ApiError> {
+    let body = json_object(body)?;
+    let f = Fields::new(&body, "");
+    let queue = f.name_str("queue")?.to_string();
+    let options = match body.get("options") {
+        None | Some(Value::Null) => serde_json::Map::new(),
+        Some(Value::Object(m)) => m.clone(),
+        Some(_) => return Err(f.mistyped("options", "an object")),
+    };
+    let namespace = f.opt_str("namespace")?.map(str::to_string);
+    let task = f.opt_str("task")?.map(str::to_string);
+    let cmd = ConfigureQueue { queue: queue.clone(), namespace: namespace.clone(), task: task.clone(), options };
+    let Answer::Configured { options, .. } = node.replicator.propose(Command::Configure(cmd)).await? else {
+        return Err(ApiError::mismatched_answer());
+    };
+    Ok(Json(json!({"queue": queue, "namespace": namespace, "task": task, "configured": true, "options": options})))
+}
+
+pub async fn delete(State(node): State<Arc<Node>>, Path(queue): Path<String>) -> Result<Json<Value>, ApiError> {
+    let Answer::Deleted { existed } = node.replicator.propose(Command::DeleteQueue { queue: queue.clone() }).await? else {
+        return Err(ApiError::mismatched_answer());
+    };
+    Ok(Json(json!({"queue": queue, "deleted": existed})))
+}
