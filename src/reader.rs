@@ -24,7 +24,12 @@ pub struct StoredMessage {
 
 /// The messages of `offsets` (ascending) in a partition, skipping any the
 /// store does not hold.
-pub fn read_offsets(node: &Node, queue: u64, partition: u64, offsets: &[u64]) -> Result<Vec<StoredMessage>, ReaderError> {
+pub fn read_offsets(
+    node: &Node,
+    queue: u64,
+    partition: u64,
+    offsets: &[u64],
+) -> Result<Vec<StoredMessage>, ReaderError> {
     let Some(&first) = offsets.first() else { return Ok(vec![]) };
     let spans = node.state.read().expect("store lock").locator.from_offset(queue, partition, first).to_vec();
     let mut out = Vec::with_capacity(offsets.len());

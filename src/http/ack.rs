@@ -22,7 +22,10 @@ pub async fn ack(State(node): State<Arc<Node>>, body: Result<Bytes, BytesRejecti
     acknowledge(&node, vec![f], group).await
 }
 
-pub async fn ack_batch(State(node): State<Arc<Node>>, body: Result<Bytes, BytesRejection>) -> Result<Json<Value>, ApiError> {
+pub async fn ack_batch(
+    State(node): State<Arc<Node>>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<Value>, ApiError> {
     let body = json_object(body)?;
     let f = Fields::new(&body, "");
     let group = f.opt_str("consumerGroup")?;

@@ -11,10 +11,19 @@ use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-pub async fn list(State(node): State<Arc<Node>>, Query(q): Query<HashMap<String, String>>) -> Result<Json<Value>, ApiError> {
-    let queue = q.get("queue").filter(|s| !s.is_empty()).ok_or_else(|| ApiError::bad_request("missing_field", "queue is required"))?;
+pub async fn list(
+    State(node): State<Arc<Node>>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Result<Json<Value>, ApiError> {
+    let queue = q
+        .get("queue")
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| ApiError::bad_request("missing_field", "queue is required"))?;
     let parse = |name: &str, default: usize| -> Result<usize, ApiError> {
-        q.get(name).map_or(Ok(default), |v| v.parse().map_err(|_| ApiError::bad_request("invalid_field", format!("{name} must be a non-negative integer"))))
+        q.get(name).map_or(Ok(default), |v| {
+            v.parse()
+                .map_err(|_| ApiError::bad_request("invalid_field", format!("{name} must be a non-negative integer")))
+        })
     };
     let (limit, skip) = (parse("limit", 100)?.max(1), parse("offset", 0)?);
     let rows: Vec<_> = {
@@ -22,7 +31,13 @@ pub async fn list(State(node): State<Arc<Node>>, Query(q): Query<HashMap<String,
         let Some(queue_id) = store.queue_id(queue) else {
             return Ok(Json(json!({"messages": [], "total": 0, "limit": limit, "offset": skip})));
         };
-        let partition = q.get("partition").and_then(|p| store.partition_id(queue_id, p));
+        let partition = match q.get("partition") {
+            Some(name) => match store.partition_id(queue_id, name) {
+                Some(p) => Some(p),
+                None => return Ok(Json(json!({"messages": [], "total": 0, "limit": limit, "offset": skip}))),
+            },
+            None => None,
+        };
         store
             .dlq
             .iter()

@@ -87,8 +87,16 @@ fn read_entry(node: &Node, ask: &Ask, call_budget: &mut u64) -> Result<Value, Ap
 }
 
 /// Records from `offset` below `high`, at least one, until `budget` payload bytes.
-fn read_records(node: &Node, queue: u64, partition: u64, offset: u64, high: u64, budget: u64) -> Result<(Vec<Value>, u64), ApiError> {
-    let (messages, used) = reader::read_from(node, queue, partition, offset, high, budget).map_err(ApiError::storage)?;
+fn read_records(
+    node: &Node,
+    queue: u64,
+    partition: u64,
+    offset: u64,
+    high: u64,
+    budget: u64,
+) -> Result<(Vec<Value>, u64), ApiError> {
+    let (messages, used) =
+        reader::read_from(node, queue, partition, offset, high, budget).map_err(ApiError::storage)?;
     let records = messages
         .into_iter()
         .map(|m| {
@@ -103,7 +111,6 @@ fn read_records(node: &Node, queue: u64, partition: u64, offset: u64, high: u64,
         .collect();
     Ok((records, used))
 }
-
 
 fn entry_answer(ask: &Ask, records: Vec<Value>, high: u64, log_start: u64, error: Option<&str>) -> Value {
     let next = records.last().and_then(|r| r["offset"].as_u64()).map_or(ask.offset, |o| o + 1);

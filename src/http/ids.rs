@@ -25,7 +25,8 @@ pub fn parse_partition_uuid(text: &str) -> Option<(u64, u64)> {
 /// A stored HTTP payload as JSON; bytes that are not JSON (a Kafka record,
 /// say) come back as a string.
 pub fn payload_json(value: &[u8]) -> serde_json::Value {
-    serde_json::from_slice(value).unwrap_or_else(|_| serde_json::Value::String(String::from_utf8_lossy(value).into_owned()))
+    serde_json::from_slice(value)
+        .unwrap_or_else(|_| serde_json::Value::String(String::from_utf8_lossy(value).into_owned()))
 }
 
 #[cfg(test)]

@@ -29,7 +29,11 @@ const TICK: Duration = Duration::from_millis(100);
 
 type Params = Query<HashMap<String, String>>;
 
-pub async fn pop_queue(State(node): State<Arc<Node>>, Path(queue): Path<String>, Query(q): Params) -> Result<Response, ApiError> {
+pub async fn pop_queue(
+    State(node): State<Arc<Node>>,
+    Path(queue): Path<String>,
+    Query(q): Params,
+) -> Result<Response, ApiError> {
     pop(node, Some(queue), None, q).await
 }
 
@@ -59,7 +63,11 @@ fn flag(q: &HashMap<String, String>, name: &str) -> Result<bool, ApiError> {
 
 fn number(q: &HashMap<String, String>, name: &str) -> Result<Option<u64>, ApiError> {
     q.get(name)
-        .map(|v| v.parse::<u64>().map_err(|_| ApiError::bad_request("invalid_field", format!("{name} must be a non-negative integer, not {v:?}"))))
+        .map(|v| {
+            v.parse::<u64>().map_err(|_| {
+                ApiError::bad_request("invalid_field", format!("{name} must be a non-negative integer, not {v:?}"))
+            })
+        })
         .transpose()
 }
 
@@ -68,18 +76,26 @@ fn subscription(q: &HashMap<String, String>) -> Result<Subscription, ApiError> {
         if from == "now" {
             return Ok(Subscription::New);
         }
-        let t = chrono::DateTime::parse_from_rfc3339(from)
-            .map_err(|_| ApiError::bad_request("invalid_field", format!("subscriptionFrom must be an ISO-8601 time, not {from:?}")))?;
+        let t = chrono::DateTime::parse_from_rfc3339(from).map_err(|_| {
+            ApiError::bad_request("invalid_field", format!("subscriptionFrom must be an ISO-8601 time, not {from:?}"))
+        })?;
         return Ok(Subscription::From(t.timestamp_micros()));
     }
     match q.get("subscriptionMode").map(String::as_str) {
         None | Some("all" | "" | "from_beginning") => Ok(Subscription::All),
         Some("new" | "new-only" | "latest") => Ok(Subscription::New),
-        Some(m) => Err(ApiError::bad_request("invalid_field", format!("subscriptionMode must be all or new, not {m:?}"))),
+        Some(m) => {
+            Err(ApiError::bad_request("invalid_field", format!("subscriptionMode must be all or new, not {m:?}")))
+        }
     }
 }
 
-async fn pop(node: Arc<Node>, queue: Option<String>, partition: Option<String>, q: HashMap<String, String>) -> Result<Response, ApiError> {
+async fn pop(
+    node: Arc<Node>,
+    queue: Option<String>,
+    partition: Option<String>,
+    q: HashMap<String, String>,
+) -> Result<Response, ApiError> {
     if flag(&q, "conflation")? {
         return Err(ApiError::bad_request("conflation_unsupported", "this broker does not conflate pops yet"));
     }
@@ -88,6 +104,9 @@ async fn pop(node: Arc<Node>, queue: Option<String>, partition: Option<String>, 
     let wait = flag(&q, "wait")?;
     let timeout = Duration::from_millis(number(&q, "timeout")?.unwrap_or(30_000)).min(MAX_WAIT);
     let group = q.get("consumerGroup").filter(|g| !g.is_empty() && *g != "null").cloned();
+    if group.as_ref().is_some_and(|g| g.len() > super::push::MAX_NAME_BYTES) {
+        return Err(ApiError::bad_request("invalid_field", "consumerGroup must be at most 255 bytes long"));
+    }
     let req = PopRequest {
         queue,
         partition,
@@ -118,16 +137,25 @@ async fn pop(node: Arc<Node>, queue: Option<String>, partition: Option<String>, 
     }
 }
 
-async fn answer(node: &Arc<Node>, claims: Vec<Claim>, group: Option<&str>, batch: usize, partitions: usize) -> Result<Response, ApiError> {
+async fn answer(
+    node: &Arc<Node>,
+    claims: Vec<Claim>,
+    group: Option<&str>,
+    batch: usize,
+    partitions: usize,
+) -> Result<Response, ApiError> {
     let node = node.clone();
     let group = group.map(str::to_string);
-    let first = claims.first().map(|c| (c.queue.clone(), c.partition.clone(), partition_uuid(c.queue_id, c.partition_id), c.lease_id.clone()));
+    let first = claims.first().map(|c| {
+        (c.queue.clone(), c.partition.clone(), partition_uuid(c.queue_id, c.partition_id), c.lease_id.clone())
+    });
     let claimed = claims.len();
     let messages = tokio::task::spawn_blocking(move || {
         let mut out = Vec::new();
         for c in &claims {
             let offsets: Vec<u64> = c.messages.iter().map(|m| m.0).collect();
-            let stored = reader::read_offsets(&node, c.queue_id, c.partition_id, &offsets).map_err(ApiError::storage)?;
+            let stored =
+                reader::read_offsets(&node, c.queue_id, c.partition_id, &offsets).map_err(ApiError::storage)?;
             for (m, (_, attempt)) in stored.into_iter().zip(&c.messages) {
                 out.push(json!({
                     "id": message_uuid(c.partition_id, m.offset),

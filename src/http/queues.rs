@@ -11,10 +11,16 @@ use axum::Json;
 use serde_json::{json, Value};
 use std::sync::Arc;
 
-pub async fn configure(State(node): State<Arc<Node>>, body: Result<Bytes, BytesRejection>) -> Result<Json<Value>, ApiError> {
+pub async fn configure(
+    State(node): State<Arc<Node>>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<Value>, ApiError> {
     let body = json_object(body)?;
     let f = Fields::new(&body, "");
     let queue = f.name_str("queue")?.to_string();
+    if queue.len() > super::push::MAX_NAME_BYTES {
+        return Err(f.mistyped("queue", "at most 255 bytes long"));
+    }
     let options = match body.get("options") {
         None | Some(Value::Null) => serde_json::Map::new(),
         Some(Value::Object(m)) => m.clone(),
@@ -30,7 +36,8 @@ pub async fn configure(State(node): State<Arc<Node>>, body: Result<Bytes, BytesR
 }
 
 pub async fn delete(State(node): State<Arc<Node>>, Path(queue): Path<String>) -> Result<Json<Value>, ApiError> {
-    let Answer::Deleted { existed } = node.replicator.propose(Command::DeleteQueue { queue: queue.clone() }).await? else {
+    let Answer::Deleted { existed } = node.replicator.propose(Command::DeleteQueue { queue: queue.clone() }).await?
+    else {
         return Err(ApiError::mismatched_answer());
     };
     Ok(Json(json!({"queue": queue, "deleted": existed})))

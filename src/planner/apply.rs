@@ -46,7 +46,8 @@ pub fn apply(store: &mut Store, entry: &Entry, locations: &[Location]) -> bool {
             }
             Effect::Deliver { queue, partition, group, start, .. } => {
                 let key: CursorKey = (*queue, *partition, group.clone());
-                let mut row = store.cursors.get(&key).cloned().unwrap_or(CursorRow { committed: *start, ..Default::default() });
+                let mut row =
+                    store.cursors.get(&key).cloned().unwrap_or(CursorRow { committed: *start, ..Default::default() });
                 cursor::apply(&mut row, effect);
                 store.set_cursor(key, row);
             }

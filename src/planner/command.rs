@@ -8,10 +8,14 @@ pub enum Command {
     /// Appends messages, possibly to many queues and partitions, atomically.
     Push(Vec<PushItem>),
     Configure(ConfigureQueue),
-    DeleteQueue { queue: String },
+    DeleteQueue {
+        queue: String,
+    },
     Pop(PopRequest),
     Ack(Vec<AckItem>),
-    ExtendLease { lease_id: String },
+    ExtendLease {
+        lease_id: String,
+    },
 }
 
 /// The consumer group of queue mode: one cursor shared by every consumer.

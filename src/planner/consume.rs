@@ -91,7 +91,9 @@ pub fn plan_pop(
             let delay = options.delayed_processing_us();
             let offsets: Vec<u64> = cursor::undone(&cur, row.next_offset, budget)
                 .into_iter()
-                .take_while(|o| delay == 0 || store.locator.timestamp_of(queue, partition, *o).is_some_and(|t| t + delay <= now_us))
+                .take_while(|o| {
+                    delay == 0 || store.locator.timestamp_of(queue, partition, *o).is_some_and(|t| t + delay <= now_us)
+                })
                 .collect();
             let (Some(&first), Some(&last)) = (offsets.first(), offsets.last()) else { continue };
             let lease = LeaseRow { id: lease_id.clone(), expires_us: now_us + options.lease_time_us(), first, last };
@@ -123,13 +125,24 @@ pub fn plan_pop(
 }
 
 /// Plans a batch of acks, each judged against the state the ones before it left.
-pub fn plan_acks(store: &Store, overlay: &mut Overlay, now_us: i64, items: &[AckItem]) -> (Vec<Effect>, Vec<AckOutcome>) {
+pub fn plan_acks(
+    store: &Store,
+    overlay: &mut Overlay,
+    now_us: i64,
+    items: &[AckItem],
+) -> (Vec<Effect>, Vec<AckOutcome>) {
     let mut effects = Vec::new();
     let outcomes = items.iter().map(|item| plan_ack(store, overlay, now_us, item, &mut effects)).collect();
     (effects, outcomes)
 }
 
-fn plan_ack(store: &Store, overlay: &mut Overlay, now_us: i64, item: &AckItem, effects: &mut Vec<Effect>) -> AckOutcome {
+fn plan_ack(
+    store: &Store,
+    overlay: &mut Overlay,
+    now_us: i64,
+    item: &AckItem,
+    effects: &mut Vec<Effect>,
+) -> AckOutcome {
     let refused = |why| AckOutcome { refused: Some(why), ..Default::default() };
     let (queue, partition, group) = (item.queue_id, item.partition_id, item.group.clone());
     let Some(offset) = overlay.dedup(store, queue, partition, &transaction_hash(&item.transaction_id)) else {
@@ -150,7 +163,8 @@ fn plan_ack(store: &Store, overlay: &mut Overlay, now_us: i64, item: &AckItem, e
     if !held {
         return refused(REFUSED_NO_LEASE);
     }
-    let options = store.queue_name(queue).and_then(|n| store.queues.get(&n.to_string())).map(|r| QueueOptions::parse(&r.options));
+    let options =
+        store.queue_name(queue).and_then(|n| store.queues.get(&n.to_string())).map(|r| QueueOptions::parse(&r.options));
     let Some(options) = options else {
         return refused(REFUSED_UNKNOWN_MESSAGE);
     };
@@ -160,6 +174,7 @@ fn plan_ack(store: &Store, overlay: &mut Overlay, now_us: i64, item: &AckItem, e
         AckStatus::Failed if failures < options.retry_limit() => {
             Effect::Fail { queue, partition, group, offset, not_before_us: now_us + options.retry_delay_us() }
         }
+        AckStatus::Failed if !options.dead_letter_after_retries() => Effect::Ack { queue, partition, group, offset },
         AckStatus::Failed | AckStatus::DeadLetter => {
             Effect::DeadLetter { queue, partition, group, offset, error: item.error.clone() }
         }
@@ -172,12 +187,17 @@ fn plan_ack(store: &Store, overlay: &mut Overlay, now_us: i64, item: &AckItem, e
 }
 
 /// Plans extending every live claim of a lease by its queue's lease time.
-pub fn plan_extend(store: &Store, overlay: &mut Overlay, now_us: i64, lease_id: &str) -> (Vec<Effect>, usize, Option<i64>) {
+pub fn plan_extend(
+    store: &Store,
+    overlay: &mut Overlay,
+    now_us: i64,
+    lease_id: &str,
+) -> (Vec<Effect>, usize, Option<i64>) {
     let mut effects = Vec::new();
     let mut expires = None;
     for key in overlay.lease_holders(store, lease_id) {
         let Some(cur) = overlay.cursor(store, &key) else { continue };
-        if !cur.lease.as_ref().is_some_and(|l| l.expires_us > now_us) {
+        if cur.lease.as_ref().is_none_or(|l| l.expires_us <= now_us) {
             continue;
         }
         let lease_time = store

@@ -8,24 +8,77 @@ use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Effect {
-    CreateQueue { id: u64, name: String },
-    CreatePartition { queue: u64, id: u64, name: String },
+    CreateQueue {
+        id: u64,
+        name: String,
+    },
+    CreatePartition {
+        queue: u64,
+        id: u64,
+        name: String,
+    },
     /// `count` messages at `first_offset..`; their payloads and transactionId
     /// hashes are in the entry's message record for this partition.
-    Append { queue: u64, partition: u64, first_offset: u64, count: u32 },
+    Append {
+        queue: u64,
+        partition: u64,
+        first_offset: u64,
+        count: u32,
+    },
     /// Creates the queue when `id` is new, else replaces its settings.
-    ConfigureQueue { id: u64, name: String, namespace: Option<String>, task: Option<String>, options: String },
-    DeleteQueue { id: u64 },
+    ConfigureQueue {
+        id: u64,
+        name: String,
+        namespace: Option<String>,
+        task: Option<String>,
+        options: String,
+    },
+    DeleteQueue {
+        id: u64,
+    },
     /// A consumer group's first pop on a queue: where it starts each partition.
-    Subscribe { queue: u64, group: String, from_us: i64 },
+    Subscribe {
+        queue: u64,
+        group: String,
+        from_us: i64,
+    },
     /// A pop's claim on a partition. `start` places a cursor the group does
     /// not have yet; with `auto_ack` the offsets are done at delivery.
-    Deliver { queue: u64, partition: u64, group: String, start: u64, lease: LeaseRow, auto_ack: bool },
-    Ack { queue: u64, partition: u64, group: String, offset: u64 },
+    Deliver {
+        queue: u64,
+        partition: u64,
+        group: String,
+        start: u64,
+        lease: LeaseRow,
+        auto_ack: bool,
+    },
+    Ack {
+        queue: u64,
+        partition: u64,
+        group: String,
+        offset: u64,
+    },
     /// A failed delivery: counted, and the lease released.
-    Fail { queue: u64, partition: u64, group: String, offset: u64, not_before_us: i64 },
-    DeadLetter { queue: u64, partition: u64, group: String, offset: u64, error: Option<String> },
-    ExtendLease { queue: u64, partition: u64, group: String, expires_us: i64 },
+    Fail {
+        queue: u64,
+        partition: u64,
+        group: String,
+        offset: u64,
+        not_before_us: i64,
+    },
+    DeadLetter {
+        queue: u64,
+        partition: u64,
+        group: String,
+        offset: u64,
+        error: Option<String>,
+    },
+    ExtendLease {
+        queue: u64,
+        partition: u64,
+        group: String,
+        expires_us: i64,
+    },
 }
 
 impl Effect {

@@ -86,8 +86,10 @@ impl QueueOptions {
         (self.num("windowBuffer", 0.0).max(0.0) * 1e6) as i64
     }
 
-    pub fn max_size(&self) -> u64 {
-        self.num("maxSize", 0.0).max(0.0) as u64
+    /// Whether a message out of retries is kept in the dead-letter queue
+    /// (else it is dropped as done).
+    pub fn dead_letter_after_retries(&self) -> bool {
+        self.0.get("dlqAfterMaxRetries").and_then(Value::as_bool).unwrap_or(true)
     }
 
     pub fn as_json(&self) -> Value {

@@ -16,7 +16,10 @@ pub fn plan_configure(store: &Store, overlay: &mut Overlay, cmd: &ConfigureQueue
             Value::Object(m) => (id, m),
             _ => (id, queue_options::defaults()),
         },
-        None => (overlay.queue_id(store, &cmd.queue).unwrap_or_else(|| overlay.create_queue(store, &cmd.queue)), queue_options::defaults()),
+        None => (
+            overlay.queue_id(store, &cmd.queue).unwrap_or_else(|| overlay.create_queue(store, &cmd.queue)),
+            queue_options::defaults(),
+        ),
     };
     let options = Value::Object(queue_options::merge(base, &cmd.options));
     let effect = Effect::ConfigureQueue {

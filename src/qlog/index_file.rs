@@ -82,7 +82,14 @@ mod tests {
                 span: Some(MessageSpan { queue: 2, partition: 3, first_offset: 0, count: 4 }),
                 timestamp_us: 1_700_000_000_000_000,
             },
-            IndexRow { pos: 100, frame_len: 61, kind: RecordKind::Stub, id: LogId::new(1, 1), span: None, timestamp_us: 0 },
+            IndexRow {
+                pos: 100,
+                frame_len: 61,
+                kind: RecordKind::Stub,
+                id: LogId::new(1, 1),
+                span: None,
+                timestamp_us: 0,
+            },
         ];
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("r00000001.qidx");

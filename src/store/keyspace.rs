@@ -70,8 +70,14 @@ impl RowKey for (u64, u64, String) {
 impl RowKey for (u64, u64, String, u64) {
     fn encode(&self) -> Vec<u8> {
         let name = self.2.as_bytes();
-        [&self.0.to_be_bytes()[..], &self.1.to_be_bytes()[..], &(name.len() as u16).to_be_bytes()[..], name, &self.3.to_be_bytes()[..]]
-            .concat()
+        [
+            &self.0.to_be_bytes()[..],
+            &self.1.to_be_bytes()[..],
+            &(name.len() as u16).to_be_bytes()[..],
+            name,
+            &self.3.to_be_bytes()[..],
+        ]
+        .concat()
     }
     fn decode(b: &[u8]) -> Option<Self> {
         let (ids, rest) = b.split_at_checked(16)?;

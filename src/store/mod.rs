@@ -200,7 +200,8 @@ impl Store {
             self.set_cursor(key.clone(), CursorRow::default());
             self.cursors.remove(&key);
         }
-        let groups: Vec<(u64, String)> = self.groups.iter().filter(|(k, _)| k.0 == id).map(|(k, _)| k.clone()).collect();
+        let groups: Vec<(u64, String)> =
+            self.groups.iter().filter(|(k, _)| k.0 == id).map(|(k, _)| k.clone()).collect();
         for key in groups {
             self.groups.remove(&key);
         }
