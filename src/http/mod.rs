@@ -5,6 +5,7 @@ pub mod body;
 pub mod dlq;
 pub mod error;
 pub mod fetch;
+pub mod groups;
 pub mod health;
 pub mod ids;
 pub mod lease;
@@ -33,6 +34,13 @@ pub fn router(node: Arc<Node>) -> Router {
         .route("/api/v1/ack/batch", post(ack::ack_batch))
         .route("/api/v1/lease/{lease}/extend", post(lease::extend))
         .route("/api/v1/dlq", get(dlq::list))
+        .route("/api/v1/consumer-groups", get(groups::list))
+        .route("/api/v1/consumer-groups/lagging", get(groups::lagging))
+        .route("/api/v1/consumer-groups/{group}", get(groups::describe).delete(groups::delete))
+        .route("/api/v1/consumer-groups/{group}/queues/{queue}", delete(groups::delete_for_queue))
+        .route("/api/v1/consumer-groups/{group}/queues/{queue}/seek", post(groups::seek))
+        .route("/api/v1/consumer-groups/{group}/subscription", post(groups::resubscribe))
+        .route("/api/v1/stats/refresh", post(groups::refresh_stats))
         .route("/health", get(health::health))
         .route("/metrics", get(health::metrics))
         .fallback(unknown_route)

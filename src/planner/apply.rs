@@ -60,6 +60,13 @@ pub fn apply(store: &mut Store, entry: &Entry, locations: &[Location]) -> bool {
                 let dlq = DlqRow { error: error.clone(), failures, moved_us: ts };
                 store.dlq.insert((*queue, *partition, group.clone(), *offset), dlq);
             }
+            Effect::Seek { queue, partition, group, offset } => {
+                store.set_cursor(
+                    (*queue, *partition, group.clone()),
+                    CursorRow { committed: *offset, ..Default::default() },
+                );
+            }
+            Effect::DeleteGroup { queue, group, metadata } => store.remove_group(*queue, group, *metadata),
             Effect::Ack { queue, partition, group, .. }
             | Effect::Fail { queue, partition, group, .. }
             | Effect::ExtendLease { queue, partition, group, .. } => {

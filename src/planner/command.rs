@@ -16,6 +16,30 @@ pub enum Command {
     ExtendLease {
         lease_id: String,
     },
+    /// Moves a group's cursors on a queue to its end, or to the first message
+    /// stored at or after a time.
+    SeekGroup {
+        queue: String,
+        group: String,
+        to: SeekTo,
+    },
+    /// Forgets a group on one queue, or on every queue.
+    DeleteGroup {
+        queue: Option<String>,
+        group: String,
+        metadata: bool,
+    },
+    /// Re-subscribes a group from a time on every queue it consumes.
+    Resubscribe {
+        group: String,
+        from_us: i64,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SeekTo {
+    End,
+    Time(i64),
 }
 
 /// The consumer group of queue mode: one cursor shared by every consumer.
@@ -130,9 +154,21 @@ pub struct PushOutcome {
 #[derive(Debug, Clone)]
 pub enum Answer {
     Pushed(Vec<PushOutcome>),
-    Configured { queue_id: u64, options: serde_json::Value },
-    Deleted { existed: bool },
+    Configured {
+        queue_id: u64,
+        options: serde_json::Value,
+    },
+    Deleted {
+        existed: bool,
+    },
     Popped(Vec<Claim>),
     Acked(Vec<AckOutcome>),
-    Extended { renewed: usize, expires_us: Option<i64> },
+    Extended {
+        renewed: usize,
+        expires_us: Option<i64>,
+    },
+    /// Partitions whose cursors a group command moved or removed.
+    GroupChanged {
+        partitions: usize,
+    },
 }

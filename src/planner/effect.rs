@@ -79,6 +79,19 @@ pub enum Effect {
         group: String,
         expires_us: i64,
     },
+    /// Moves a group's cursor to `offset`, forgetting its lease and failures.
+    Seek {
+        queue: u64,
+        partition: u64,
+        group: String,
+        offset: u64,
+    },
+    /// Forgets a group on a queue: its cursors, and with `metadata` its subscription.
+    DeleteGroup {
+        queue: u64,
+        group: String,
+        metadata: bool,
+    },
 }
 
 impl Effect {
@@ -93,7 +106,9 @@ impl Effect {
             | Effect::Ack { queue, .. }
             | Effect::Fail { queue, .. }
             | Effect::DeadLetter { queue, .. }
-            | Effect::ExtendLease { queue, .. } => *queue,
+            | Effect::ExtendLease { queue, .. }
+            | Effect::Seek { queue, .. }
+            | Effect::DeleteGroup { queue, .. } => *queue,
         }
     }
 }

@@ -7,6 +7,7 @@ pub mod command;
 pub mod consume;
 pub mod cursor;
 pub mod effect;
+pub mod groups;
 pub mod overlay;
 pub mod push;
 pub mod queue_options;
@@ -66,6 +67,20 @@ impl Planner {
             Command::Ack(items) => {
                 let (effects, outcomes) = consume::plan_acks(store, overlay, timestamp_us, &items);
                 (effects, vec![], Answer::Acked(outcomes))
+            }
+            Command::SeekGroup { queue, group, to } => {
+                let effects = groups::plan_seek(store, &queue, &group, to);
+                let partitions = effects.len();
+                (effects, vec![], Answer::GroupChanged { partitions })
+            }
+            Command::DeleteGroup { queue, group, metadata } => {
+                let (effects, partitions) = groups::plan_delete(store, queue.as_deref(), &group, metadata);
+                (effects, vec![], Answer::GroupChanged { partitions })
+            }
+            Command::Resubscribe { group, from_us } => {
+                let effects = groups::plan_resubscribe(store, &group, from_us);
+                let partitions = effects.len();
+                (effects, vec![], Answer::GroupChanged { partitions })
             }
             Command::ExtendLease { lease_id } => {
                 let (effects, renewed, expires_us) = consume::plan_extend(store, overlay, timestamp_us, &lease_id);

@@ -176,6 +176,20 @@ impl Store {
         self.cursors.insert(key, row);
     }
 
+    /// Forgets a consumer group on a queue: its cursors (leases included)
+    /// and, with `metadata`, its subscription.
+    pub fn remove_group(&mut self, queue: u64, group: &str, metadata: bool) {
+        let keys: Vec<CursorKey> =
+            self.cursors.iter().filter(|(k, _)| k.0 == queue && k.2 == group).map(|(k, _)| k.clone()).collect();
+        for key in keys {
+            self.set_cursor(key.clone(), CursorRow::default());
+            self.cursors.remove(&key);
+        }
+        if metadata {
+            self.groups.remove(&(queue, group.to_string()));
+        }
+    }
+
     /// Removes a queue and every row that belongs to it. Its messages stay in
     /// the qlog until reclaim (not built yet) frees them.
     pub fn remove_queue(&mut self, id: u64) {

@@ -1,0 +1,62 @@
+//! Planning consumer-group administration: seek, delete, re-subscribe.
+
+use super::command::SeekTo;
+use super::effect::Effect;
+use crate::store::Store;
+
+/// The queues (id) a group has a cursor or a subscription on.
+fn queues_of(store: &Store, group: &str) -> Vec<u64> {
+    let mut out: Vec<u64> = store
+        .cursors
+        .iter()
+        .filter(|(k, _)| k.2 == group)
+        .map(|(k, _)| k.0)
+        .chain(store.groups.iter().filter(|(k, _)| k.1 == group).map(|(k, _)| k.0))
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// Moves the group's cursor on every partition of the queue.
+pub fn plan_seek(store: &Store, queue: &str, group: &str, to: SeekTo) -> Vec<Effect> {
+    let Some(q) = store.queue_id(queue) else { return vec![] };
+    store
+        .partitions
+        .range((q, 0)..=(q, u64::MAX))
+        .map(|((_, p), row)| {
+            let offset = match to {
+                SeekTo::End => row.next_offset,
+                SeekTo::Time(t) => store.locator.first_at_or_after(q, *p, t).unwrap_or(row.next_offset),
+            };
+            Effect::Seek { queue: q, partition: *p, group: group.to_string(), offset }
+        })
+        .collect()
+}
+
+/// Forgets the group on `queue`, or on every queue; answers the effects and
+/// how many partition cursors go.
+pub fn plan_delete(store: &Store, queue: Option<&str>, group: &str, metadata: bool) -> (Vec<Effect>, usize) {
+    let queues = match queue {
+        Some(name) => store.queue_id(name).into_iter().collect(),
+        None => queues_of(store, group),
+    };
+    let cursors = store.cursors.iter().filter(|(k, _)| k.2 == group && queues.contains(&k.0)).count();
+    let effects =
+        queues.into_iter().map(|queue| Effect::DeleteGroup { queue, group: group.to_string(), metadata }).collect();
+    (effects, cursors)
+}
+
+/// Re-subscribes the group from `from_us` on every queue it consumes: its
+/// cursors are moved to the first message stored at or after that time.
+pub fn plan_resubscribe(store: &Store, group: &str, from_us: i64) -> Vec<Effect> {
+    let mut effects = Vec::new();
+    for q in queues_of(store, group) {
+        effects.push(Effect::Subscribe { queue: q, group: group.to_string(), from_us });
+        for ((_, p), row) in store.partitions.range((q, 0)..=(q, u64::MAX)) {
+            let offset = store.locator.first_at_or_after(q, *p, from_us).unwrap_or(row.next_offset);
+            effects.push(Effect::Seek { queue: q, partition: *p, group: group.to_string(), offset });
+        }
+    }
+    effects
+}
