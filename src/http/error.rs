@@ -10,15 +10,22 @@ pub struct ApiError {
     pub status: StatusCode,
     pub code: &'static str,
     pub message: String,
+    /// A finer stable identifier under `code`, where a surface has one.
+    pub reason: Option<&'static str>,
 }
 
 impl ApiError {
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        Self { status, code, message: message.into() }
+        Self { status, code, message: message.into(), reason: None }
     }
 
     pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, code, message)
+    }
+
+    pub fn with_reason(mut self, reason: &'static str) -> Self {
+        self.reason = Some(reason);
+        self
     }
 
     /// Stored data that cannot be read back.
@@ -35,7 +42,11 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.status, Json(serde_json::json!({ "error": self.message, "code": self.code }))).into_response()
+        let mut body = serde_json::json!({ "error": self.message, "code": self.code });
+        if let Some(reason) = self.reason {
+            body["reason"] = reason.into();
+        }
+        (self.status, Json(body)).into_response()
     }
 }
 

@@ -8,6 +8,7 @@ pub mod fetch;
 pub mod groups;
 pub mod health;
 pub mod ids;
+pub mod kv;
 pub mod lease;
 pub mod pop;
 pub mod push;
@@ -41,6 +42,8 @@ pub fn router(node: Arc<Node>) -> Router {
         .route("/api/v1/consumer-groups/{group}/queues/{queue}/seek", post(groups::seek))
         .route("/api/v1/consumer-groups/{group}/subscription", post(groups::resubscribe))
         .route("/api/v1/stats/refresh", post(groups::refresh_stats))
+        .route("/api/v1/kv", post(kv::batch))
+        .route("/api/v1/kv/{ns}/{*key}", get(kv::get).put(kv::put).delete(kv::delete))
         .route("/health", get(health::health))
         .route("/metrics", get(health::metrics))
         .fallback(unknown_route)

@@ -67,6 +67,13 @@ pub fn apply(store: &mut Store, entry: &Entry, locations: &[Location]) -> bool {
                 );
             }
             Effect::DeleteGroup { queue, group, metadata } => store.remove_group(*queue, group, *metadata),
+            Effect::KvPut { key, row } => {
+                store.next_kv_version = store.next_kv_version.max(row.version + 1);
+                store.kv.insert(key.clone(), row.clone());
+            }
+            Effect::KvDelete { key } => {
+                store.kv.remove(key);
+            }
             Effect::Ack { queue, partition, group, .. }
             | Effect::Fail { queue, partition, group, .. }
             | Effect::ExtendLease { queue, partition, group, .. } => {

@@ -34,6 +34,8 @@ pub enum Command {
         group: String,
         from_us: i64,
     },
+    /// KV operations, applied together or (when a required one loses) not at all.
+    Kv(Vec<super::kv::KvOp>),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -171,4 +173,5 @@ pub enum Answer {
     GroupChanged {
         partitions: usize,
     },
+    Kv(super::kv::KvAnswer),
 }

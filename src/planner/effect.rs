@@ -3,7 +3,7 @@
 
 use crate::log_id::LogId;
 use crate::qlog::message_record::MessageRecord;
-use crate::store::rows::LeaseRow;
+use crate::store::rows::{KvRow, LeaseRow};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -92,12 +92,21 @@ pub enum Effect {
         group: String,
         metadata: bool,
     },
+    /// Writes a KV row (`key` is "namespace\0key").
+    KvPut {
+        key: String,
+        row: KvRow,
+    },
+    KvDelete {
+        key: String,
+    },
 }
 
 impl Effect {
-    /// The queue the effect touches.
+    /// The queue the effect touches; 0, the system log's, for KV effects.
     pub fn queue(&self) -> u64 {
         match self {
+            Effect::KvPut { .. } | Effect::KvDelete { .. } => 0,
             Effect::CreateQueue { id, .. } | Effect::ConfigureQueue { id, .. } | Effect::DeleteQueue { id } => *id,
             Effect::CreatePartition { queue, .. }
             | Effect::Append { queue, .. }

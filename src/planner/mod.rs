@@ -8,6 +8,7 @@ pub mod consume;
 pub mod cursor;
 pub mod effect;
 pub mod groups;
+pub mod kv;
 pub mod overlay;
 pub mod push;
 pub mod queue_options;
@@ -81,6 +82,10 @@ impl Planner {
                 let effects = groups::plan_resubscribe(store, &group, from_us);
                 let partitions = effects.len();
                 (effects, vec![], Answer::GroupChanged { partitions })
+            }
+            Command::Kv(ops) => {
+                let (effects, answer) = kv::plan_kv(store, overlay, timestamp_us, &ops);
+                (effects, vec![], Answer::Kv(answer))
             }
             Command::ExtendLease { lease_id } => {
                 let (effects, renewed, expires_us) = consume::plan_extend(store, overlay, timestamp_us, &lease_id);

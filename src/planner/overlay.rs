@@ -2,7 +2,7 @@
 //! applied: names, ids, offsets and dedup rows that the next command of the
 //! same batch must see. Cleared once the batch is applied.
 
-use crate::store::rows::{CursorRow, GroupRow};
+use crate::store::rows::{CursorRow, GroupRow, KvRow};
 use crate::store::{CursorKey, Store};
 use std::collections::HashMap;
 
@@ -18,6 +18,9 @@ pub struct Overlay {
     groups: HashMap<(u64, String), GroupRow>,
     /// Leases granted by this batch: lease id → cursors.
     leases: HashMap<String, Vec<CursorKey>>,
+    /// KV rows written (`None`: deleted) by this batch.
+    kv: HashMap<String, Option<KvRow>>,
+    next_kv_version: Option<u64>,
 }
 
 impl Overlay {
@@ -114,5 +117,29 @@ impl Overlay {
 
     pub fn put_group(&mut self, queue: u64, group: &str, row: GroupRow) {
         self.groups.insert((queue, group.to_string()), row);
+    }
+
+    /// A KV row as the batch left it, expired or not.
+    pub fn kv_row(&self, store: &Store, key: &str) -> Option<KvRow> {
+        match self.kv.get(key) {
+            Some(row) => row.clone(),
+            None => store.kv.get(&key.to_string()).cloned(),
+        }
+    }
+
+    pub fn kv_keys_with_prefix<'a>(&'a self, prefix: &'a str) -> impl Iterator<Item = String> + 'a {
+        self.kv.keys().filter(move |k| k.starts_with(prefix)).cloned()
+    }
+
+    pub fn put_kv(&mut self, key: String, row: Option<KvRow>) {
+        self.kv.insert(key, row);
+    }
+
+    pub fn next_kv_version(&self, store: &Store) -> u64 {
+        self.next_kv_version.unwrap_or(store.next_kv_version)
+    }
+
+    pub fn set_next_kv_version(&mut self, next: u64) {
+        self.next_kv_version = Some(next);
     }
 }

@@ -13,7 +13,7 @@ use crate::log_id::LogId;
 use checkpoint::{CheckpointError, LoadedRows};
 use keyspace::{EncodeChanges, Keyspace};
 use locator::Locator;
-use rows::{CursorRow, DedupRow, DlqRow, GroupRow, PartitionRow, QueueRow};
+use rows::{CursorRow, DedupRow, DlqRow, GroupRow, KvRow, PartitionRow, QueueRow};
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -29,12 +29,15 @@ pub struct Store {
     pub applied: LogId,
     pub next_queue_id: u64,
     pub next_partition_id: u64,
+    /// The version the next KV write gets.
+    pub next_kv_version: u64,
     pub queues: Keyspace<String, QueueRow>,
     pub partitions: Keyspace<PartitionKey, PartitionRow>,
     pub dedup: Keyspace<DedupKey, DedupRow>,
     pub cursors: Keyspace<CursorKey, CursorRow>,
     pub groups: Keyspace<(u64, String), GroupRow>,
     pub dlq: Keyspace<DlqKey, DlqRow>,
+    pub kv: Keyspace<String, KvRow>,
     /// Derived at load and kept in step with `cursors`: lease id → the
     /// cursors that lease holds (one pop may claim several partitions).
     leases: HashMap<String, Vec<CursorKey>>,
@@ -60,12 +63,14 @@ impl Default for Store {
             applied: LogId::default(),
             next_queue_id: 1,
             next_partition_id: 1,
+            next_kv_version: 1,
             queues: Keyspace::new("queues"),
             partitions: Keyspace::new("partitions"),
             dedup: Keyspace::new("dedup"),
             cursors: Keyspace::new("cursors"),
             groups: Keyspace::new("groups"),
             dlq: Keyspace::new("dlq"),
+            kv: Keyspace::new("kv"),
             leases: HashMap::new(),
             queue_names: HashMap::new(),
             partition_ids: HashMap::new(),
@@ -93,6 +98,7 @@ impl Store {
                     "cursors" => store.cursors.load_row(&key, &value),
                     "groups" => store.groups.load_row(&key, &value),
                     "dlq" => store.dlq.load_row(&key, &value),
+                    "kv" => store.kv.load_row(&key, &value),
                     "meta" => {
                         let v: u64 = crate::codec::from_bytes(&value).map_err(|e| e.to_string()).unwrap_or_default();
                         match key.as_slice() {
@@ -100,6 +106,7 @@ impl Store {
                             b"applied_index" => store.applied.index = v,
                             b"next_queue_id" => store.next_queue_id = v,
                             b"next_partition_id" => store.next_partition_id = v,
+                            b"next_kv_version" => store.next_kv_version = v,
                             _ => {}
                         }
                         Ok(())
@@ -235,6 +242,7 @@ impl Store {
             Box::new(self.cursors.take_changes()),
             Box::new(self.groups.take_changes()),
             Box::new(self.dlq.take_changes()),
+            Box::new(self.kv.take_changes()),
         ];
         CheckpointJob {
             changes,
@@ -243,6 +251,7 @@ impl Store {
                 ("applied_index", self.applied.index),
                 ("next_queue_id", self.next_queue_id),
                 ("next_partition_id", self.next_partition_id),
+                ("next_kv_version", self.next_kv_version),
             ],
             applied: self.applied,
         }

@@ -67,6 +67,23 @@ pub struct GroupRow {
     pub created_us: i64,
 }
 
+/// `kv`: "namespace\0key" → a live or expired value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KvRow {
+    /// The value's JSON text.
+    pub value: String,
+    /// Unique across the store, never reissued; 0 means "no row".
+    pub version: u64,
+    pub expires_us: Option<i64>,
+    pub updated_us: i64,
+}
+
+impl KvRow {
+    pub fn live(&self, now_us: i64) -> bool {
+        self.expires_us.is_none_or(|e| e > now_us)
+    }
+}
+
 /// `dlq`: (queue id, partition id, consumer group, offset) → why the message
 /// was dead-lettered.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
