@@ -42,7 +42,7 @@ fn status(f: &Fields<'_>) -> Result<AckStatus, ApiError> {
 }
 
 /// Each item as a command, or the refusal it gets without one.
-fn item(f: &Fields<'_>, group: Option<&str>) -> Result<Result<AckItem, &'static str>, ApiError> {
+pub fn item(f: &Fields<'_>, group: Option<&str>) -> Result<Result<AckItem, &'static str>, ApiError> {
     let transaction_id = f.name_str("transactionId")?.to_string();
     let partition = f.name_str("partitionId")?;
     let Some((queue_id, partition_id)) = parse_partition_uuid(partition) else {

@@ -91,7 +91,7 @@ fn number(op: &Map<String, Value>, field: &str) -> Result<Option<f64>, ApiError>
 }
 
 /// One operation of the wire, checked.
-fn parse_op(v: &Value) -> Result<KvOp, ApiError> {
+pub fn parse_op(v: &Value) -> Result<KvOp, ApiError> {
     let op = v.as_object().ok_or_else(|| bad("kv_bad_body", "each operation is an object"))?;
     if ["tenant", "tenantId", "_tenant"].iter().any(|t| op.contains_key(*t)) {
         return Err(bad("kv_tenant_not_an_input", "the tenant is not an input"));
@@ -181,7 +181,7 @@ fn row_json(key: &str, row: &KvRow, with_value: bool) -> Value {
     v
 }
 
-fn result_json(index: usize, op: &KvOp, r: &KvResult) -> Value {
+pub fn result_json(index: usize, op: &KvOp, r: &KvResult) -> Value {
     let mut v = match r {
         KvResult::Get { key, row: Some(row) } => {
             let mut v = row_json(key, row, true);

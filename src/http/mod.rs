@@ -13,6 +13,7 @@ pub mod lease;
 pub mod pop;
 pub mod push;
 pub mod queues;
+pub mod transaction;
 
 use crate::node::Node;
 use axum::extract::DefaultBodyLimit;
@@ -43,6 +44,7 @@ pub fn router(node: Arc<Node>) -> Router {
         .route("/api/v1/consumer-groups/{group}/subscription", post(groups::resubscribe))
         .route("/api/v1/stats/refresh", post(groups::refresh_stats))
         .route("/api/v1/kv", post(kv::batch))
+        .route("/api/v1/transaction", post(transaction::commit))
         .route("/api/v1/kv/{ns}/{*key}", get(kv::get).put(kv::put).delete(kv::delete))
         .route("/health", get(health::health))
         .route("/metrics", get(health::metrics))

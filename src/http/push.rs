@@ -64,7 +64,7 @@ pub async fn push(
     Ok((StatusCode::CREATED, Json(Value::Array(results))))
 }
 
-fn push_item(item: &Fields<'_>, settings: &Settings) -> Result<PushItem, ApiError> {
+pub fn push_item(item: &Fields<'_>, settings: &Settings) -> Result<PushItem, ApiError> {
     let max_payload = settings.max_payload_bytes;
     let queue = item.name_str("queue")?;
     let partition = item.opt_str("partition")?.filter(|p| !p.is_empty()).unwrap_or(DEFAULT_PARTITION);

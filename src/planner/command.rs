@@ -34,6 +34,8 @@ pub enum Command {
         group: String,
         from_us: i64,
     },
+    /// Pushes, fenced acks and KV operations as one atomic entry.
+    Transaction(super::transaction::Bundle),
     /// KV operations, applied together or (when a required one loses) not at all.
     Kv(Vec<super::kv::KvOp>),
 }
@@ -173,5 +175,6 @@ pub enum Answer {
     GroupChanged {
         partitions: usize,
     },
+    Transaction(super::transaction::BundleAnswer),
     Kv(super::kv::KvAnswer),
 }

@@ -13,6 +13,7 @@ pub mod overlay;
 pub mod push;
 pub mod queue_options;
 pub mod queues;
+pub mod transaction;
 pub mod txn;
 
 use crate::log_id::LogId;
@@ -82,6 +83,10 @@ impl Planner {
                 let effects = groups::plan_resubscribe(store, &group, from_us);
                 let partitions = effects.len();
                 (effects, vec![], Answer::GroupChanged { partitions })
+            }
+            Command::Transaction(bundle) => {
+                let p = transaction::plan_bundle(store, overlay, id, timestamp_us, bundle);
+                (p.effects, p.messages, Answer::Transaction(p.answer))
             }
             Command::Kv(ops) => {
                 let (effects, answer) = kv::plan_kv(store, overlay, timestamp_us, &ops);

@@ -6,7 +6,7 @@ use crate::store::rows::{CursorRow, GroupRow, KvRow};
 use crate::store::{CursorKey, Store};
 use std::collections::HashMap;
 
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct Overlay {
     queues: HashMap<String, u64>,
     partitions: HashMap<(u64, String), u64>,

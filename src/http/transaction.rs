@@ -1,0 +1,188 @@
+//! `POST /api/v1/transaction`: `{operations: [push | ack ...], requiredLeases,
+//! kv}` committed as one entry, all or nothing. Every verdict is a 200: a
+//! committed bundle has one result per flat index (each push item, each ack,
+//! then each KV op); a rolled-back one says why and that it rolled back.
+
+use super::body::{json_object, objects, Fields};
+use super::error::ApiError;
+use super::ids::{message_uuid, partition_uuid, payload_json};
+use super::{ack, kv, push};
+use crate::node::Node;
+use crate::planner::command::{Answer, Command, PushStatus};
+use crate::planner::consume::REFUSED_UNKNOWN_MESSAGE;
+use crate::planner::transaction::{Bundle, BundleAnswer, Refusal};
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::State;
+use axum::Json;
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+
+/// The most KV operations one bundle carries.
+pub const MAX_KV_OPS: usize = 64;
+
+/// Where each flat index came from.
+enum Slot {
+    Push,
+    Ack,
+}
+
+fn rider<'a>(body: &'a Map<String, Value>, name: &str) -> Result<&'a [Value], ApiError> {
+    match body.get(name) {
+        None | Some(Value::Null) => Ok(&[]),
+        Some(Value::Array(a)) => Ok(a),
+        Some(_) => {
+            Err(ApiError::bad_request("invalid_field", format!("{name} is an array at the TOP LEVEL of the body")))
+        }
+    }
+}
+
+pub async fn commit(
+    State(node): State<Arc<Node>>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let body = json_object(body)?;
+    let top = Fields::new(&body, "");
+    if !rider(&body, "timers")?.is_empty() {
+        return Err(ApiError::bad_request(
+            "timers_unsupported",
+            "timers in a transaction are not supported by this build yet",
+        ));
+    }
+    let mut bundle = Bundle { pushes: vec![], acks: vec![], required_leases: vec![], kv: vec![] };
+    let mut slots = Vec::new();
+    let operations = match body.get("operations") {
+        None | Some(Value::Null) => vec![],
+        Some(Value::Array(a)) => objects(a, "operations")?,
+        Some(_) => return Err(top.mistyped("operations", "an array")),
+    };
+    for op in &operations {
+        match op.opt_str("type")? {
+            Some("push") => {
+                let items = match op.map.get("items") {
+                    Some(Value::Array(items)) => objects(items, &format!("{}.items", op.path))?,
+                    Some(_) => return Err(op.mistyped("items", "an array")),
+                    None => vec![Fields::new(op.map, op.path.clone())],
+                };
+                for item in &items {
+                    bundle.pushes.push(push::push_item(item, &node.settings)?);
+                    slots.push(Slot::Push);
+                }
+            }
+            Some("ack") => match ack::item(op, None)? {
+                Ok(item) => {
+                    bundle.acks.push(item);
+                    slots.push(Slot::Ack);
+                }
+                Err(why) => {
+                    return Ok(Json(rolled_back(
+                        &format!("QTXN {why} on {}; the transaction rolled back", op.path),
+                        "rejected_ack",
+                    )));
+                }
+            },
+            Some(other) => {
+                return Err(
+                    op.mistyped("type", &format!("push or ack (the kv rider sits at the top level), not {other:?}"))
+                )
+            }
+            None => return Err(op.missing("type")),
+        }
+    }
+    for lease in rider(&body, "requiredLeases")? {
+        let lease = lease
+            .as_str()
+            .filter(|l| !l.is_empty())
+            .ok_or_else(|| top.mistyped("requiredLeases", "an array of lease ids"))?;
+        bundle.required_leases.push(lease.to_string());
+    }
+    let kv_ops = rider(&body, "kv")?;
+    if kv_ops.len() > MAX_KV_OPS {
+        return Err(ApiError::bad_request(
+            "kv_bad_request",
+            format!("a transaction carries at most {MAX_KV_OPS} KV operations"),
+        )
+        .with_reason("kv_too_many_ops"));
+    }
+    for op in kv_ops {
+        if op.get("op").and_then(Value::as_str) == Some("getPrefix") {
+            return Err(ApiError::bad_request("kv_bad_request", "getPrefix is not allowed in a transaction")
+                .with_reason("kv_get_prefix_not_allowed_in_transaction"));
+        }
+        bundle.kv.push(kv::parse_op(op)?);
+    }
+    if slots.is_empty() && bundle.kv.is_empty() {
+        return Err(ApiError::bad_request("empty_transaction", "a transaction carries at least one operation"));
+    }
+    let kv_ops = bundle.kv.clone();
+    let push_names: Vec<(String, String)> =
+        bundle.pushes.iter().map(|p| (p.queue.clone(), p.transaction_id.clone())).collect();
+    let ack_ids: Vec<String> = bundle.acks.iter().map(|a| a.transaction_id.clone()).collect();
+    let Answer::Transaction(answer) = node.replicator.propose(Command::Transaction(bundle)).await? else {
+        return Err(ApiError::mismatched_answer());
+    };
+    let (pushes, acks, kv_results) = match answer {
+        BundleAnswer::Committed { pushes, acks, kv } => (pushes, acks, kv),
+        BundleAnswer::RolledBack(refusal) => {
+            return Ok(Json(refusal_json(refusal, slots.len(), &push_names, &ack_ids)))
+        }
+    };
+    let (mut pushes, mut acks) = (pushes.iter().zip(&push_names), acks.iter().zip(&ack_ids));
+    let mut results = Vec::new();
+    for (index, slot) in slots.iter().enumerate() {
+        results.push(match slot {
+            Slot::Push => {
+                let (o, (queue, txid)) = pushes.next().expect("one outcome per push item");
+                let mut v = json!({
+                    "index": index, "type": "push", "success": true, "transactionId": txid, "queueName": queue,
+                    "messageId": message_uuid(o.partition_id, o.offset), "partitionId": partition_uuid(o.queue_id, o.partition_id),
+                    "offset": o.offset,
+                });
+                if o.status == PushStatus::Duplicate {
+                    v["duplicate"] = json!(true);
+                }
+                v
+            }
+            Slot::Ack => {
+                let (o, txid) = acks.next().expect("one outcome per ack");
+                json!({"index": index, "type": "ack", "success": true, "transactionId": txid, "error": null, "dlq": o.dead_lettered})
+            }
+        });
+    }
+    for (i, (op, r)) in kv_ops.iter().zip(&kv_results).enumerate() {
+        let mut v = kv::result_json(slots.len() + i, op, r);
+        v["type"] = json!("kv");
+        v["opIndex"] = json!(i);
+        results.push(v);
+    }
+    Ok(Json(json!({"transactionId": uuid::Uuid::new_v4().to_string(), "success": true, "results": results})))
+}
+
+fn rolled_back(error: &str, reason: &str) -> Value {
+    json!({"transactionId": uuid::Uuid::new_v4().to_string(), "success": false, "reason": reason, "error": error, "results": []})
+}
+
+fn refusal_json(refusal: Refusal, kv_base: usize, pushes: &[(String, String)], acks: &[String]) -> Value {
+    match refusal {
+        Refusal::Duplicate { item, offset } => rolled_back(
+            &format!("QDUP a pushed message to {} ({}) is a duplicate (original offset {offset}); the transaction rolled back", pushes[item].0, pushes[item].1),
+            "duplicate",
+        ),
+        Refusal::RejectedAck { ack, why } => {
+            let why = if why == REFUSED_UNKNOWN_MESSAGE { "is not a stored message" } else { "is not leased by this bundle or is already acknowledged" };
+            rolled_back(&format!("QTXN acked message {} {why}; the transaction rolled back", acks[ack]), "rejected_ack")
+        }
+        Refusal::LeaseGone { lease } => {
+            rolled_back(&format!("QTXN lease {lease} expired or is not held; the transaction rolled back"), "rejected_ack")
+        }
+        Refusal::KvPrecondition { op, reason, row } => {
+            let mut v = rolled_back("QKV a required KV precondition failed; the transaction rolled back", "kv_precondition");
+            v["ok"] = json!(false);
+            v["failedIndex"] = json!(kv_base + op);
+            v["kvReason"] = json!(reason.as_str());
+            v["version"] = row.as_ref().map_or(Value::Null, |r| json!(r.version));
+            v["value"] = row.as_ref().map_or(Value::Null, |r| payload_json(r.value.as_bytes()));
+            v
+        }
+    }
+}

@@ -1,0 +1,124 @@
+//! Planning `POST /api/v1/transaction`: pushes, acks fenced by their leases,
+//! and KV operations, as one entry that applies whole or not at all. Any
+//! refusal (a duplicate push, an ack whose lease is gone, a lost required KV
+//! precondition, a required lease that expired) restores the overlay as it
+//! was, so nothing of the bundle is seen by the rest of the batch.
+
+use super::command::{AckItem, AckOutcome, PushItem, PushOutcome};
+use super::consume;
+use super::effect::Effect;
+use super::kv::{self, KvAnswer, KvOp, KvReason, KvResult};
+use super::overlay::Overlay;
+use super::push;
+use crate::log_id::LogId;
+use crate::message::transaction_hash;
+use crate::qlog::message_record::MessageRecord;
+use crate::store::rows::KvRow;
+use crate::store::Store;
+
+#[derive(Debug, Clone)]
+pub struct Bundle {
+    pub pushes: Vec<PushItem>,
+    pub acks: Vec<AckItem>,
+    /// Leases that must all be live when the bundle commits.
+    pub required_leases: Vec<String>,
+    pub kv: Vec<KvOp>,
+}
+
+#[derive(Debug, Clone)]
+pub enum BundleAnswer {
+    Committed { pushes: Vec<PushOutcome>, acks: Vec<AckOutcome>, kv: Vec<KvResult> },
+    RolledBack(Refusal),
+}
+
+#[derive(Debug, Clone)]
+pub enum Refusal {
+    /// A pushed message's transactionId is already stored in its partition.
+    Duplicate { item: usize, offset: u64 },
+    /// An ack's message is not leased by the bundle, or already acknowledged.
+    RejectedAck { ack: usize, why: &'static str },
+    /// A lease in `requiredLeases` is not live.
+    LeaseGone { lease: String },
+    /// A required KV operation lost.
+    KvPrecondition { op: usize, reason: KvReason, row: Option<KvRow> },
+}
+
+pub struct Planned {
+    pub effects: Vec<Effect>,
+    pub messages: Vec<MessageRecord>,
+    pub answer: BundleAnswer,
+}
+
+pub fn plan_bundle(store: &Store, overlay: &mut Overlay, id: LogId, now_us: i64, bundle: Bundle) -> Planned {
+    let before = overlay.clone();
+    match plan(store, overlay, id, now_us, bundle) {
+        Ok(planned) => planned,
+        Err(refusal) => {
+            *overlay = before;
+            Planned { effects: vec![], messages: vec![], answer: BundleAnswer::RolledBack(refusal) }
+        }
+    }
+}
+
+fn plan(store: &Store, overlay: &mut Overlay, id: LogId, now_us: i64, bundle: Bundle) -> Result<Planned, Refusal> {
+    for lease in &bundle.required_leases {
+        if overlay.lease_holders(store, lease).is_empty() || !lease_live(store, overlay, lease, now_us) {
+            return Err(Refusal::LeaseGone { lease: lease.clone() });
+        }
+    }
+    for (item, p) in bundle.pushes.iter().enumerate() {
+        let stored = overlay.queue_id(store, &p.queue).and_then(|q| {
+            let part = overlay.partition_id(store, q, &p.partition)?;
+            overlay.dedup(store, q, part, &transaction_hash(&p.transaction_id))
+        });
+        if let Some(offset) = stored {
+            return Err(Refusal::Duplicate { item, offset });
+        }
+    }
+    let pushed = push::plan_push(store, overlay, id, now_us, bundle.pushes);
+    let mut effects = pushed.effects;
+
+    // A lease-less ack borrows the bundle's lease when there is exactly one.
+    let mut leases: Vec<&String> =
+        bundle.required_leases.iter().chain(bundle.acks.iter().filter_map(|a| a.lease_id.as_ref())).collect();
+    leases.sort_unstable();
+    leases.dedup();
+    let lent = (leases.len() == 1).then(|| leases[0].clone());
+    let acks: Vec<AckItem> = bundle
+        .acks
+        .into_iter()
+        .map(|mut a| {
+            if a.lease_id.is_none() {
+                a.lease_id = lent.clone();
+            }
+            a
+        })
+        .collect();
+    let (ack_effects, acked) = consume::plan_acks(store, overlay, now_us, &acks);
+    if let Some((ack, why)) = acked.iter().enumerate().find_map(|(i, o)| o.refused.map(|w| (i, w))) {
+        return Err(Refusal::RejectedAck { ack, why });
+    }
+    effects.extend(ack_effects);
+
+    let (kv_effects, answer) = kv::plan_kv(store, overlay, now_us, &bundle.kv);
+    let kv = match answer {
+        KvAnswer::Results(r) => r,
+        KvAnswer::Precondition { failed_index, reason, row } => {
+            return Err(Refusal::KvPrecondition { op: failed_index, reason, row })
+        }
+    };
+    effects.extend(kv_effects);
+    Ok(Planned {
+        effects,
+        messages: pushed.messages,
+        answer: BundleAnswer::Committed { pushes: pushed.outcomes, acks: acked, kv },
+    })
+}
+
+fn lease_live(store: &Store, overlay: &Overlay, lease: &str, now_us: i64) -> bool {
+    overlay
+        .lease_holders(store, lease)
+        .iter()
+        .filter_map(|k| overlay.cursor(store, k))
+        .any(|c| c.lease.is_some_and(|l| l.id == lease && l.expires_us > now_us))
+}
