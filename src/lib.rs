@@ -22,3 +22,4 @@ pub mod reader;
 pub mod recovery;
 pub mod replicate;
 pub mod store;
+pub mod timer_firing;

@@ -14,7 +14,11 @@ fn main() {
         Err(e) => queen::fatal::exit(&e.to_string()),
     };
     let runtime = tokio::runtime::Runtime::new().expect("start the tokio runtime");
-    if let Err(e) = runtime.block_on(queen::http::serve(node.clone())) {
+    let served = runtime.block_on(async {
+        tokio::spawn(queen::timer_firing::run(node.clone()));
+        queen::http::serve(node.clone()).await
+    });
+    if let Err(e) = served {
         queen::fatal::exit(&format!("HTTP listener on {}: {e}", node.settings.http_addr));
     }
     node.replicator.stop();

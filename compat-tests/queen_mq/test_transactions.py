@@ -73,3 +73,14 @@ async def test_once_makes_a_retried_step_write_nothing_twice(client):
     second = await client.transaction().queue(dst).push([{"data": "x"}]).once(ns, "step-1", ttl_seconds=600).commit()
     assert not second and second["reason"] == "kv_precondition"
     assert len(await client.queue(dst).batch(5).wait(False).pop()) == 1
+
+
+async def test_a_timer_rides_in_a_transaction(client):
+    q = name("ttx")
+    tx = client.transaction()
+    tx.timer(q).key("k").payload({"t": 1}).after_ms(200).schedule()
+    result = await tx.queue(name("other")).push([{"data": 1}]).commit()
+    assert result["success"] is True, result
+    assert [r["type"] for r in result["results"]] == ["push", "timer"]
+    msgs = await client.queue(q).batch(5).wait(True).timeout_millis(5000).pop()
+    assert [m["data"] for m in msgs] == [{"t": 1}]

@@ -13,6 +13,7 @@ pub mod lease;
 pub mod pop;
 pub mod push;
 pub mod queues;
+pub mod timers;
 pub mod transaction;
 
 use crate::node::Node;
@@ -45,6 +46,9 @@ pub fn router(node: Arc<Node>) -> Router {
         .route("/api/v1/stats/refresh", post(groups::refresh_stats))
         .route("/api/v1/kv", post(kv::batch))
         .route("/api/v1/transaction", post(transaction::commit))
+        .route("/api/v1/timers", post(timers::batch))
+        .route("/api/v1/timers/{queue}", get(timers::list))
+        .route("/api/v1/timers/{queue}/{*key}", get(timers::peek).delete(timers::cancel))
         .route("/api/v1/kv/{ns}/{*key}", get(kv::get).put(kv::put).delete(kv::delete))
         .route("/health", get(health::health))
         .route("/metrics", get(health::metrics))

@@ -6,7 +6,7 @@
 use super::body::{json_object, objects, Fields};
 use super::error::ApiError;
 use super::ids::{message_uuid, partition_uuid, payload_json};
-use super::{ack, kv, push};
+use super::{ack, kv, push, timers};
 use crate::node::Node;
 use crate::planner::command::{Answer, Command, PushStatus};
 use crate::planner::consume::REFUSED_UNKNOWN_MESSAGE;
@@ -43,13 +43,7 @@ pub async fn commit(
 ) -> Result<Json<Value>, ApiError> {
     let body = json_object(body)?;
     let top = Fields::new(&body, "");
-    if !rider(&body, "timers")?.is_empty() {
-        return Err(ApiError::bad_request(
-            "timers_unsupported",
-            "timers in a transaction are not supported by this build yet",
-        ));
-    }
-    let mut bundle = Bundle { pushes: vec![], acks: vec![], required_leases: vec![], kv: vec![] };
+    let mut bundle = Bundle { pushes: vec![], acks: vec![], required_leases: vec![], kv: vec![], timers: vec![] };
     let mut slots = Vec::new();
     let operations = match body.get("operations") {
         None | Some(Value::Null) => vec![],
@@ -111,18 +105,22 @@ pub async fn commit(
         }
         bundle.kv.push(kv::parse_op(op)?);
     }
-    if slots.is_empty() && bundle.kv.is_empty() {
+    for op in rider(&body, "timers")? {
+        bundle.timers.push(timers::parse_op(op)?);
+    }
+    if slots.is_empty() && bundle.kv.is_empty() && bundle.timers.is_empty() {
         return Err(ApiError::bad_request("empty_transaction", "a transaction carries at least one operation"));
     }
     let kv_ops = bundle.kv.clone();
+    let timer_ops = bundle.timers.clone();
     let push_names: Vec<(String, String)> =
         bundle.pushes.iter().map(|p| (p.queue.clone(), p.transaction_id.clone())).collect();
     let ack_ids: Vec<String> = bundle.acks.iter().map(|a| a.transaction_id.clone()).collect();
     let Answer::Transaction(answer) = node.replicator.propose(Command::Transaction(bundle)).await? else {
         return Err(ApiError::mismatched_answer());
     };
-    let (pushes, acks, kv_results) = match answer {
-        BundleAnswer::Committed { pushes, acks, kv } => (pushes, acks, kv),
+    let (pushes, acks, kv_results, timer_results) = match answer {
+        BundleAnswer::Committed { pushes, acks, kv, timers } => (pushes, acks, kv, timers),
         BundleAnswer::RolledBack(refusal) => {
             return Ok(Json(refusal_json(refusal, slots.len(), &push_names, &ack_ids)))
         }
@@ -153,6 +151,14 @@ pub async fn commit(
         let mut v = kv::result_json(slots.len() + i, op, r);
         v["type"] = json!("kv");
         v["opIndex"] = json!(i);
+        results.push(v);
+    }
+    let timers_base = slots.len() + kv_ops.len();
+    for (j, (op, r)) in timer_ops.iter().zip(&timer_results).enumerate() {
+        let mut v = timers::result_json(op, r);
+        v["index"] = json!(timers_base + j);
+        v["type"] = json!("timer");
+        v["opIndex"] = json!(j);
         results.push(v);
     }
     Ok(Json(json!({"transactionId": uuid::Uuid::new_v4().to_string(), "success": true, "results": results})))

@@ -74,6 +74,8 @@ pub fn apply(store: &mut Store, entry: &Entry, locations: &[Location]) -> bool {
             Effect::KvDelete { key } => {
                 store.kv.remove(key);
             }
+            Effect::TimerSet { key, row } => store.set_timer(key.clone(), row.clone()),
+            Effect::TimerDelete { key } => store.remove_timer(key),
             Effect::Ack { queue, partition, group, .. }
             | Effect::Fail { queue, partition, group, .. }
             | Effect::ExtendLease { queue, partition, group, .. } => {

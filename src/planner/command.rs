@@ -36,6 +36,10 @@ pub enum Command {
     },
     /// Pushes, fenced acks and KV operations as one atomic entry.
     Transaction(super::transaction::Bundle),
+    /// Schedules, reschedules and cancels timers.
+    Timers(Vec<super::timers::TimerOp>),
+    /// Fires the timers that are due.
+    FireTimers,
     /// KV operations, applied together or (when a required one loses) not at all.
     Kv(Vec<super::kv::KvOp>),
 }
@@ -176,5 +180,9 @@ pub enum Answer {
         partitions: usize,
     },
     Transaction(super::transaction::BundleAnswer),
+    Timers(Vec<super::timers::TimerResult>),
+    Fired {
+        timers: usize,
+    },
     Kv(super::kv::KvAnswer),
 }

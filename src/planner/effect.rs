@@ -3,7 +3,7 @@
 
 use crate::log_id::LogId;
 use crate::qlog::message_record::MessageRecord;
-use crate::store::rows::{KvRow, LeaseRow};
+use crate::store::rows::{KvRow, LeaseRow, TimerRow};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -100,13 +100,22 @@ pub enum Effect {
     KvDelete {
         key: String,
     },
+    /// Schedules (or replaces) a timer; `key` is "queue\0timerKey".
+    TimerSet {
+        key: String,
+        row: TimerRow,
+    },
+    /// A cancelled or fired timer.
+    TimerDelete {
+        key: String,
+    },
 }
 
 impl Effect {
     /// The queue the effect touches; 0, the system log's, for KV effects.
     pub fn queue(&self) -> u64 {
         match self {
-            Effect::KvPut { .. } | Effect::KvDelete { .. } => 0,
+            Effect::KvPut { .. } | Effect::KvDelete { .. } | Effect::TimerSet { .. } | Effect::TimerDelete { .. } => 0,
             Effect::CreateQueue { id, .. } | Effect::ConfigureQueue { id, .. } | Effect::DeleteQueue { id } => *id,
             Effect::CreatePartition { queue, .. }
             | Effect::Append { queue, .. }

@@ -13,6 +13,7 @@ pub mod overlay;
 pub mod push;
 pub mod queue_options;
 pub mod queues;
+pub mod timers;
 pub mod transaction;
 pub mod txn;
 
@@ -21,6 +22,9 @@ use crate::store::Store;
 use command::{Answer, Command};
 use effect::{Entry, EntryBody};
 use overlay::Overlay;
+
+/// The most timers one fire entry carries.
+const MAX_TIMERS_PER_FIRE: usize = 1000;
 
 pub struct Planner {
     term: u64,
@@ -87,6 +91,15 @@ impl Planner {
             Command::Transaction(bundle) => {
                 let p = transaction::plan_bundle(store, overlay, id, timestamp_us, bundle);
                 (p.effects, p.messages, Answer::Transaction(p.answer))
+            }
+            Command::Timers(ops) => {
+                let (effects, results) = timers::plan_timers(store, overlay, timestamp_us, &ops);
+                (effects, vec![], Answer::Timers(results))
+            }
+            Command::FireTimers => {
+                let (effects, messages, fired) =
+                    timers::plan_fire(store, overlay, id, timestamp_us, MAX_TIMERS_PER_FIRE);
+                (effects, messages, Answer::Fired { timers: fired })
             }
             Command::Kv(ops) => {
                 let (effects, answer) = kv::plan_kv(store, overlay, timestamp_us, &ops);

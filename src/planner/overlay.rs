@@ -2,7 +2,7 @@
 //! applied: names, ids, offsets and dedup rows that the next command of the
 //! same batch must see. Cleared once the batch is applied.
 
-use crate::store::rows::{CursorRow, GroupRow, KvRow};
+use crate::store::rows::{CursorRow, GroupRow, KvRow, TimerRow};
 use crate::store::{CursorKey, Store};
 use std::collections::HashMap;
 
@@ -21,6 +21,8 @@ pub struct Overlay {
     /// KV rows written (`None`: deleted) by this batch.
     kv: HashMap<String, Option<KvRow>>,
     next_kv_version: Option<u64>,
+    /// Timers scheduled (`Some`) or removed by this batch.
+    timers: HashMap<String, Option<TimerRow>>,
 }
 
 impl Overlay {
@@ -141,5 +143,16 @@ impl Overlay {
 
     pub fn set_next_kv_version(&mut self, next: u64) {
         self.next_kv_version = Some(next);
+    }
+
+    pub fn timer(&self, store: &Store, key: &str) -> Option<TimerRow> {
+        match self.timers.get(key) {
+            Some(row) => row.clone(),
+            None => store.timer(key).cloned(),
+        }
+    }
+
+    pub fn put_timer(&mut self, key: String, row: Option<TimerRow>) {
+        self.timers.insert(key, row);
     }
 }

@@ -1,5 +1,5 @@
 //! Planning `POST /api/v1/transaction`: pushes, acks fenced by their leases,
-//! and KV operations, as one entry that applies whole or not at all. Any
+//! KV operations and timers, as one entry that applies whole or not at all. Any
 //! refusal (a duplicate push, an ack whose lease is gone, a lost required KV
 //! precondition, a required lease that expired) restores the overlay as it
 //! was, so nothing of the bundle is seen by the rest of the batch.
@@ -10,6 +10,7 @@ use super::effect::Effect;
 use super::kv::{self, KvAnswer, KvOp, KvReason, KvResult};
 use super::overlay::Overlay;
 use super::push;
+use super::timers::{self, TimerOp, TimerResult};
 use crate::log_id::LogId;
 use crate::message::transaction_hash;
 use crate::qlog::message_record::MessageRecord;
@@ -23,11 +24,12 @@ pub struct Bundle {
     /// Leases that must all be live when the bundle commits.
     pub required_leases: Vec<String>,
     pub kv: Vec<KvOp>,
+    pub timers: Vec<TimerOp>,
 }
 
 #[derive(Debug, Clone)]
 pub enum BundleAnswer {
-    Committed { pushes: Vec<PushOutcome>, acks: Vec<AckOutcome>, kv: Vec<KvResult> },
+    Committed { pushes: Vec<PushOutcome>, acks: Vec<AckOutcome>, kv: Vec<KvResult>, timers: Vec<TimerResult> },
     RolledBack(Refusal),
 }
 
@@ -108,11 +110,10 @@ fn plan(store: &Store, overlay: &mut Overlay, id: LogId, now_us: i64, bundle: Bu
         }
     };
     effects.extend(kv_effects);
-    Ok(Planned {
-        effects,
-        messages: pushed.messages,
-        answer: BundleAnswer::Committed { pushes: pushed.outcomes, acks: acked, kv },
-    })
+    let (timer_effects, timers) = timers::plan_timers(store, overlay, now_us, &bundle.timers);
+    effects.extend(timer_effects);
+    let answer = BundleAnswer::Committed { pushes: pushed.outcomes, acks: acked, kv, timers };
+    Ok(Planned { effects, messages: pushed.messages, answer })
 }
 
 fn lease_live(store: &Store, overlay: &Overlay, lease: &str, now_us: i64) -> bool {

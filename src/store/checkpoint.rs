@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use xxhash_rust::xxh3::Xxh3;
 
 /// Every keyspace, `meta` last so its counts see the other writes.
-pub const KEYSPACES: [&str; 8] = ["queues", "partitions", "dedup", "cursors", "groups", "dlq", "kv", "meta"];
+pub const KEYSPACES: [&str; 9] = ["queues", "partitions", "dedup", "cursors", "groups", "dlq", "kv", "timers", "meta"];
 
 /// LMDB reserves address space, not disk; this is the most the store may hold.
 const MAP_SIZE: usize = 1 << 40;
@@ -69,7 +69,8 @@ impl CheckpointFile {
         std::fs::create_dir_all(dir).map_err(|e| lmdb(heed::Error::Io(e)))?;
         // SAFETY: the data directory belongs to this one process; nothing else
         // maps data.mdb while it runs.
-        let env = unsafe { EnvOpenOptions::new().map_size(MAP_SIZE).max_dbs(8).open(dir) }.map_err(lmdb)?;
+        let env = unsafe { EnvOpenOptions::new().map_size(MAP_SIZE).max_dbs(KEYSPACES.len() as u32).open(dir) }
+            .map_err(lmdb)?;
         let mut wtxn = env.write_txn().map_err(lmdb)?;
         let mut dbs = Vec::new();
         for name in KEYSPACES {

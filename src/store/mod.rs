@@ -13,8 +13,8 @@ use crate::log_id::LogId;
 use checkpoint::{CheckpointError, LoadedRows};
 use keyspace::{EncodeChanges, Keyspace};
 use locator::Locator;
-use rows::{CursorRow, DedupRow, DlqRow, GroupRow, KvRow, PartitionRow, QueueRow};
-use std::collections::HashMap;
+use rows::{CursorRow, DedupRow, DlqRow, GroupRow, KvRow, PartitionRow, QueueRow, TimerRow};
+use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 
 pub type PartitionKey = (u64, u64);
@@ -38,6 +38,9 @@ pub struct Store {
     pub groups: Keyspace<(u64, String), GroupRow>,
     pub dlq: Keyspace<DlqKey, DlqRow>,
     pub kv: Keyspace<String, KvRow>,
+    timers: Keyspace<String, TimerRow>,
+    /// Derived at load and kept in step with `timers`: (due time, key).
+    timers_due: BTreeSet<(i64, String)>,
     /// Derived at load and kept in step with `cursors`: lease id → the
     /// cursors that lease holds (one pop may claim several partitions).
     leases: HashMap<String, Vec<CursorKey>>,
@@ -71,6 +74,8 @@ impl Default for Store {
             groups: Keyspace::new("groups"),
             dlq: Keyspace::new("dlq"),
             kv: Keyspace::new("kv"),
+            timers: Keyspace::new("timers"),
+            timers_due: BTreeSet::new(),
             leases: HashMap::new(),
             queue_names: HashMap::new(),
             partition_ids: HashMap::new(),
@@ -99,6 +104,7 @@ impl Store {
                     "groups" => store.groups.load_row(&key, &value),
                     "dlq" => store.dlq.load_row(&key, &value),
                     "kv" => store.kv.load_row(&key, &value),
+                    "timers" => store.timers.load_row(&key, &value),
                     "meta" => {
                         let v: u64 = crate::codec::from_bytes(&value).map_err(|e| e.to_string()).unwrap_or_default();
                         match key.as_slice() {
@@ -121,6 +127,9 @@ impl Store {
         }
         for ((q, p), row) in store.partitions.iter() {
             store.partition_ids.insert((*q, row.name.clone()), *p);
+        }
+        for (key, row) in store.timers.iter() {
+            store.timers_due.insert((row.deliver_at_us, key.clone()));
         }
         for (key, cursor) in store.cursors.iter() {
             if let Some(lease) = &cursor.lease {
@@ -183,6 +192,42 @@ impl Store {
         self.cursors.insert(key, row);
     }
 
+    pub fn timer(&self, key: &str) -> Option<&TimerRow> {
+        self.timers.get(&key.to_string())
+    }
+
+    /// Timers whose keys start with `prefix`, after `after`, in key order.
+    pub fn timers_from<'a>(
+        &'a self,
+        prefix: &'a str,
+        after: Option<&'a str>,
+    ) -> impl Iterator<Item = (&'a String, &'a TimerRow)> + 'a {
+        let start = after.map_or(prefix.to_string(), str::to_string);
+        self.timers
+            .range(start..)
+            .skip_while(move |(k, _)| after.is_some_and(|a| k.as_str() == a))
+            .take_while(move |(k, _)| k.starts_with(prefix))
+    }
+
+    /// Keys of timers due at `now_us`, earliest first.
+    pub fn timers_due(&self, now_us: i64, max: usize) -> Vec<String> {
+        self.timers_due.iter().take_while(|(t, _)| *t <= now_us).take(max).map(|(_, k)| k.clone()).collect()
+    }
+
+    pub fn set_timer(&mut self, key: String, row: TimerRow) {
+        if let Some(old) = self.timers.get(&key) {
+            self.timers_due.remove(&(old.deliver_at_us, key.clone()));
+        }
+        self.timers_due.insert((row.deliver_at_us, key.clone()));
+        self.timers.insert(key, row);
+    }
+
+    pub fn remove_timer(&mut self, key: &str) {
+        if let Some(old) = self.timers.remove(&key.to_string()) {
+            self.timers_due.remove(&(old.deliver_at_us, key.to_string()));
+        }
+    }
+
     /// Forgets a consumer group on a queue: its cursors (leases included)
     /// and, with `metadata`, its subscription.
     pub fn remove_group(&mut self, queue: u64, group: &str, metadata: bool) {
@@ -243,6 +288,7 @@ impl Store {
             Box::new(self.groups.take_changes()),
             Box::new(self.dlq.take_changes()),
             Box::new(self.kv.take_changes()),
+            Box::new(self.timers.take_changes()),
         ];
         CheckpointJob {
             changes,

@@ -84,6 +84,22 @@ impl KvRow {
     }
 }
 
+/// `timers`: "queue\0timerKey" → a pending timer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TimerRow {
+    pub partition: String,
+    /// Not before this time.
+    pub deliver_at_us: i64,
+    /// The transactionId the fired message carries (its dedup key).
+    pub txn: String,
+    pub message_id: String,
+    /// The payload's bytes, as the fired message's value.
+    #[serde(with = "serde_bytes")]
+    pub payload: Vec<u8>,
+    pub created_us: i64,
+    pub updated_us: i64,
+}
+
 /// `dlq`: (queue id, partition id, consumer group, offset) → why the message
 /// was dead-lettered.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
