@@ -98,3 +98,41 @@ pub fn objects<'a>(items: &'a [Value], path: &str) -> Result<Vec<Fields<'a>>, Ap
         })
         .collect()
 }
+
+/// The `operations` of a batch call (`{"operations": [...]}`, or a bare
+/// array), at most `max` of them. `bad` makes the surface's own refusal from
+/// a reason ("body" or "too_many_ops") and a message.
+pub fn operations(
+    body: Result<Bytes, BytesRejection>,
+    max: usize,
+    bad: impl Fn(&'static str, String) -> ApiError,
+) -> Result<Vec<Value>, ApiError> {
+    let body = body.map_err(|e| bad("body", e.body_text()))?;
+    let parsed: Value = serde_json::from_slice(&body)
+        .map_err(|e| ApiError::bad_request("invalid_json", format!("the request body is not valid JSON: {e}")))?;
+    let ops = match parsed {
+        Value::Array(a) => a,
+        Value::Object(mut m) => match m.remove("operations") {
+            Some(Value::Array(a)) => a,
+            _ => return Err(bad("body", "the body holds an operations array".into())),
+        },
+        _ => return Err(bad("body", "the body is an object with an operations array".into())),
+    };
+    if ops.len() > max {
+        return Err(bad("too_many_ops", format!("a call holds at most {max} operations")));
+    }
+    Ok(ops)
+}
+
+/// A JSON object body that may be absent (the client sends no body for `{}`).
+pub fn optional_object(body: &Bytes) -> Result<Option<Map<String, Value>>, ApiError> {
+    if body.is_empty() {
+        return Ok(None);
+    }
+    match serde_json::from_slice(body) {
+        Ok(Value::Object(m)) => Ok(Some(m)),
+        Ok(Value::Null) => Ok(None),
+        Ok(_) => Err(ApiError::bad_request("invalid_body", "the request body must be a JSON object")),
+        Err(e) => Err(ApiError::bad_request("invalid_json", format!("the request body is not valid JSON: {e}"))),
+    }
+}

@@ -1,7 +1,7 @@
 //! Consumer-group administration: list, describe, lagging, delete, seek,
 //! re-subscribe (`/api/v1/consumer-groups/...`).
 
-use super::body::Fields;
+use super::body::{optional_object, Fields};
 use super::error::ApiError;
 use super::ids::iso_time;
 use crate::node::Node;
@@ -10,7 +10,7 @@ use crate::store::Store;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::Json;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
@@ -129,18 +129,6 @@ pub async fn delete_for_queue(
     })))
 }
 
-/// An optional JSON object body: the client sends none for `{}`.
-fn optional_object(body: &Bytes) -> Result<Map<String, Value>, ApiError> {
-    if body.is_empty() {
-        return Ok(Map::new());
-    }
-    match serde_json::from_slice(body) {
-        Ok(Value::Object(m)) => Ok(m),
-        Ok(_) => Err(ApiError::bad_request("invalid_body", "the request body must be a JSON object")),
-        Err(e) => Err(ApiError::bad_request("invalid_json", format!("the request body is not valid JSON: {e}"))),
-    }
-}
-
 fn parse_time(f: &Fields<'_>, field: &str) -> Result<Option<i64>, ApiError> {
     f.opt_str(field)?
         .map(|t| {
@@ -156,7 +144,7 @@ pub async fn seek(
     Path((group, queue)): Path<(String, String)>,
     body: Bytes,
 ) -> Result<Json<Value>, ApiError> {
-    let body = optional_object(&body)?;
+    let body = optional_object(&body)?.unwrap_or_default();
     let f = Fields::new(&body, "");
     let to = if body.get("toEnd") == Some(&Value::Bool(true)) {
         SeekTo::End
@@ -174,7 +162,7 @@ pub async fn resubscribe(
     Path(group): Path<String>,
     body: Bytes,
 ) -> Result<Json<Value>, ApiError> {
-    let body = optional_object(&body)?;
+    let body = optional_object(&body)?.unwrap_or_default();
     let f = Fields::new(&body, "");
     let from_us = parse_time(&f, "subscriptionTimestamp")?.ok_or_else(|| f.missing("subscriptionTimestamp"))?;
     let partitions = changed(&node, Command::Resubscribe { group: group.clone(), from_us }).await?;

@@ -4,6 +4,7 @@
 //! lost races, a lost required precondition) are 200s; only a malformed call
 //! is an error, `kv_bad_request` with a `reason`.
 
+use super::body::{operations, optional_object};
 use super::error::ApiError;
 use super::ids::{iso_time, payload_json};
 use crate::node::Node;
@@ -247,20 +248,10 @@ pub async fn batch(
     State(node): State<Arc<Node>>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let body = body.map_err(|e| bad("kv_bad_body", e.body_text()))?;
-    let parsed: Value = serde_json::from_slice(&body)
-        .map_err(|e| ApiError::bad_request("invalid_json", format!("the request body is not valid JSON: {e}")))?;
-    let ops = match &parsed {
-        Value::Array(a) => a,
-        Value::Object(m) => m
-            .get("operations")
-            .and_then(Value::as_array)
-            .ok_or_else(|| bad("kv_bad_body", "the body holds an operations array"))?,
-        _ => return Err(bad("kv_bad_body", "the body is an object with an operations array")),
-    };
-    if ops.len() > MAX_OPS {
-        return Err(bad("kv_too_many_ops", format!("a call holds at most {MAX_OPS} operations")));
-    }
+    let ops = operations(body, MAX_OPS, |reason, message| match reason {
+        "too_many_ops" => bad("kv_too_many_ops", message),
+        _ => bad("kv_bad_body", message),
+    })?;
     let ops = ops.iter().map(parse_op).collect::<Result<Vec<_>, _>>()?;
     if ops.is_empty() {
         return Ok(Json(json!({"results": []})));
@@ -298,18 +289,6 @@ async fn one(node: &Node, op: Value) -> Result<Json<Value>, ApiError> {
     }))
 }
 
-fn optional_body(body: &Bytes) -> Result<Option<Map<String, Value>>, ApiError> {
-    if body.is_empty() {
-        return Ok(None);
-    }
-    match serde_json::from_slice(body) {
-        Ok(Value::Object(m)) => Ok(Some(m)),
-        Ok(Value::Null) => Ok(None),
-        Ok(_) => Err(bad("kv_bad_body", "the body is a JSON object")),
-        Err(e) => Err(ApiError::bad_request("invalid_json", format!("the request body is not valid JSON: {e}"))),
-    }
-}
-
 pub async fn get(
     State(node): State<Arc<Node>>,
     Path(parts): Path<(String, String)>,
@@ -324,7 +303,7 @@ pub async fn put(
     RawQuery(q): RawQuery,
     body: Bytes,
 ) -> Result<Json<Value>, ApiError> {
-    let fields = optional_body(&body)?.ok_or_else(|| bad("kv_bad_body", "a put carries a JSON object body"))?;
+    let fields = optional_object(&body)?.ok_or_else(|| bad("kv_bad_body", "a put carries a JSON object body"))?;
     one(&node, single(parts, Some(fields), "put", q)?).await
 }
 
@@ -334,5 +313,5 @@ pub async fn delete(
     RawQuery(q): RawQuery,
     body: Bytes,
 ) -> Result<Json<Value>, ApiError> {
-    one(&node, single(parts, optional_body(&body)?, "delete", q)?).await
+    one(&node, single(parts, optional_object(&body)?, "delete", q)?).await
 }

@@ -5,6 +5,7 @@
 //! absent (too_late never happens here: a fire and a cancel are decided in
 //! order by the planner).
 
+use super::body::operations;
 use super::error::ApiError;
 use super::ids::iso_time;
 use super::push::DEFAULT_PARTITION;
@@ -145,20 +146,10 @@ pub async fn batch(
     State(node): State<Arc<Node>>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let body = body.map_err(|e| bad("timers_bad_body", e.body_text()))?;
-    let parsed: Value = serde_json::from_slice(&body)
-        .map_err(|e| ApiError::bad_request("invalid_json", format!("the request body is not valid JSON: {e}")))?;
-    let ops = match &parsed {
-        Value::Array(a) => a,
-        Value::Object(m) => m
-            .get("operations")
-            .and_then(Value::as_array)
-            .ok_or_else(|| bad("timers_bad_body", "the body holds an operations array"))?,
-        _ => return Err(bad("timers_bad_body", "the body is an object with an operations array")),
-    };
-    if ops.len() > MAX_OPS {
-        return Err(bad("timers_too_many_ops", format!("a call holds at most {MAX_OPS} operations")));
-    }
+    let ops = operations(body, MAX_OPS, |reason, message| match reason {
+        "too_many_ops" => bad("timers_too_many_ops", message),
+        _ => bad("timers_bad_body", message),
+    })?;
     let ops = ops.iter().map(parse_op).collect::<Result<Vec<_>, _>>()?;
     if ops.is_empty() {
         return Ok(Json(json!({"results": []})));
