@@ -174,3 +174,23 @@ async def test_errors_are_json_with_a_code(node):
         assert r.status_code == 400 and r.json()["code"] == "invalid_field"
         r = await http.get("/api/v1/nope")
         assert r.status_code == 404 and r.json()["code"] == "unknown_route"
+
+
+async def test_delayed_processing_holds_messages_back(client):
+    q = name("delay")
+    await client.queue(q).config({"delayedProcessing": 1}).create()
+    await client.queue(q).push([{"data": "later"}])
+    assert await client.queue(q).batch(1).wait(False).pop() == []
+    await asyncio.sleep(1.1)
+    assert [m["data"] for m in await client.queue(q).batch(1).wait(False).pop()] == ["later"]
+
+
+async def test_window_buffer_waits_for_a_quiet_partition(client):
+    q = name("window")
+    await client.queue(q).config({"windowBuffer": 1}).create()
+    await client.queue(q).push([{"data": 1}])
+    await asyncio.sleep(0.5)
+    await client.queue(q).push([{"data": 2}])
+    assert await client.queue(q).batch(10).wait(False).pop() == []
+    await asyncio.sleep(1.1)
+    assert [m["data"] for m in await client.queue(q).batch(10).wait(False).pop()] == [1, 2]
