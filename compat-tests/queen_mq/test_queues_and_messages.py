@@ -194,3 +194,16 @@ async def test_window_buffer_waits_for_a_quiet_partition(client):
     assert await client.queue(q).batch(10).wait(False).pop() == []
     await asyncio.sleep(1.1)
     assert [m["data"] for m in await client.queue(q).batch(10).wait(False).pop()] == [1, 2]
+
+
+async def test_a_message_whose_leases_keep_expiring_goes_to_the_dlq(client):
+    q = name("poison")
+    await client.queue(q).config({"leaseTime": 1, "retryLimit": 1}).create()
+    await client.queue(q).push([{"data": "crashes its consumer"}])
+    for attempt in (1, 2):
+        msgs = await client.queue(q).batch(1).wait(False).pop()
+        assert msgs[0]["deliveryAttempt"] == attempt
+        await asyncio.sleep(1.2)
+    assert await client.queue(q).batch(1).wait(False).pop() == []
+    dlq = await client.queue(q).dlq().get()
+    assert dlq["total"] == 1 and "lease expired" in dlq["messages"][0]["errorMessage"]

@@ -78,7 +78,8 @@ pub fn apply(store: &mut Store, entry: &Entry, locations: &[Location]) -> bool {
             Effect::TimerDelete { key } => store.remove_timer(key),
             Effect::Ack { queue, partition, group, .. }
             | Effect::Fail { queue, partition, group, .. }
-            | Effect::ExtendLease { queue, partition, group, .. } => {
+            | Effect::ExtendLease { queue, partition, group, .. }
+            | Effect::LeaseExpired { queue, partition, group } => {
                 let key: CursorKey = (*queue, *partition, group.clone());
                 let mut row = store.cursors.get(&key).cloned().unwrap_or_default();
                 cursor::apply(&mut row, effect);

@@ -88,6 +88,11 @@ pub fn plan_pop(
             if cur.lease.as_ref().is_some_and(|l| l.expires_us > now_us) || cur.not_before_us > now_us {
                 continue;
             }
+            let before = effects.len();
+            settle_expired(&mut cur, &key, &options, &mut effects);
+            if effects.len() > before {
+                overlay.put_cursor(key.clone(), cur.clone());
+            }
             let delay = options.delayed_processing_us();
             let offsets: Vec<u64> = cursor::undone(&cur, row.next_offset, budget)
                 .into_iter()
@@ -122,6 +127,31 @@ pub fn plan_pop(
         }
     }
     (effects, claims)
+}
+
+/// A lease that ran out counts as a failed delivery of each message it
+/// still held; a message whose failures are past the retry limit is
+/// dead-lettered (or dropped, as the queue says) instead of delivered again.
+fn settle_expired(cur: &mut CursorRow, key: &CursorKey, options: &QueueOptions, effects: &mut Vec<Effect>) {
+    let (queue, partition, group) = (key.0, key.1, key.2.clone());
+    if cur.lease.is_some() {
+        let effect = Effect::LeaseExpired { queue, partition, group: group.clone() };
+        cursor::apply(cur, &effect);
+        effects.push(effect);
+    }
+    while let Some(&offset) = cursor::undone(cur, u64::MAX, 1).first() {
+        if cur.failures.get(&offset).copied().unwrap_or(0) <= options.retry_limit() {
+            return;
+        }
+        let effect = if options.dead_letter_after_retries() {
+            let error = Some("retries exhausted: the lease expired".to_string());
+            Effect::DeadLetter { queue, partition, group: group.clone(), offset, error }
+        } else {
+            Effect::Ack { queue, partition, group: group.clone(), offset }
+        };
+        cursor::apply(cur, &effect);
+        effects.push(effect);
+    }
 }
 
 /// Plans a batch of acks, each judged against the state the ones before it left.

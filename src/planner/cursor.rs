@@ -52,6 +52,14 @@ pub fn apply(cursor: &mut CursorRow, effect: &Effect) {
     match effect {
         Effect::Ack { offset, .. } | Effect::DeadLetter { offset, .. } => mark_done(cursor, *offset),
         Effect::Fail { offset, not_before_us, .. } => fail(cursor, *offset, *not_before_us),
+        Effect::LeaseExpired { .. } => {
+            if let Some(l) = cursor.lease.take() {
+                let held: Vec<u64> = (l.first..=l.last).filter(|o| !is_done(cursor, *o)).collect();
+                for o in held {
+                    *cursor.failures.entry(o).or_default() += 1;
+                }
+            }
+        }
         Effect::ExtendLease { expires_us, .. } => {
             if let Some(l) = cursor.lease.as_mut() {
                 l.expires_us = *expires_us;

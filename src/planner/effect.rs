@@ -79,6 +79,12 @@ pub enum Effect {
         group: String,
         expires_us: i64,
     },
+    /// A lease that ran out: each message it still held counts one failure.
+    LeaseExpired {
+        queue: u64,
+        partition: u64,
+        group: String,
+    },
     /// Moves a group's cursor to `offset`, forgetting its lease and failures.
     Seek {
         queue: u64,
@@ -126,6 +132,7 @@ impl Effect {
             | Effect::DeadLetter { queue, .. }
             | Effect::ExtendLease { queue, .. }
             | Effect::Seek { queue, .. }
+            | Effect::LeaseExpired { queue, .. }
             | Effect::DeleteGroup { queue, .. } => *queue,
         }
     }
