@@ -12,6 +12,7 @@ pub mod codec;
 pub mod config;
 pub mod fatal;
 pub mod http;
+pub mod iso_time;
 pub mod log_id;
 pub mod message;
 pub mod metrics;

@@ -5,13 +5,10 @@ pub fn partition_uuid(queue: u64, partition: u64) -> String {
     format!("{:08x}-{:04x}-4000-8000-{:012x}", queue >> 16, queue & 0xffff, partition)
 }
 
+pub use crate::iso_time::iso_time;
+
 pub fn message_uuid(partition: u64, offset: u64) -> String {
     format!("{:08x}-{:04x}-4000-9000-{:012x}", partition >> 16, partition & 0xffff, offset)
-}
-
-/// A time as the API spells it: UTC, microseconds, `Z`.
-pub fn iso_time(us: i64) -> String {
-    chrono::DateTime::from_timestamp_micros(us).unwrap_or_default().to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
 }
 
 /// The (queue id, partition id) a `partitionId` names, if it is one of ours.

@@ -10,6 +10,7 @@ pub mod health;
 pub mod ids;
 pub mod kv;
 pub mod lease;
+pub mod locks;
 pub mod pop;
 pub mod push;
 pub mod queues;
@@ -46,6 +47,7 @@ pub fn router(node: Arc<Node>) -> Router {
         .route("/api/v1/stats/refresh", post(groups::refresh_stats))
         .route("/api/v1/kv", post(kv::batch))
         .route("/api/v1/transaction", post(transaction::commit))
+        .route("/api/v1/locks", post(locks::batch))
         .route("/api/v1/timers", post(timers::batch))
         .route("/api/v1/timers/{queue}", get(timers::list))
         .route("/api/v1/timers/{queue}/{*key}", get(timers::peek).delete(timers::cancel))

@@ -40,6 +40,8 @@ pub enum Command {
     Timers(Vec<super::timers::TimerOp>),
     /// Fires the timers that are due.
     FireTimers,
+    /// Lock and semaphore operations, each judged on its own.
+    Locks(Vec<super::locks::LockOp>),
     /// KV operations, applied together or (when a required one loses) not at all.
     Kv(Vec<super::kv::KvOp>),
 }
@@ -184,5 +186,6 @@ pub enum Answer {
     Fired {
         timers: usize,
     },
+    Locks(Vec<super::locks::LockResult>),
     Kv(super::kv::KvAnswer),
 }

@@ -9,6 +9,7 @@ pub mod cursor;
 pub mod effect;
 pub mod groups;
 pub mod kv;
+pub mod locks;
 pub mod overlay;
 pub mod push;
 pub mod queue_options;
@@ -100,6 +101,10 @@ impl Planner {
                 let (effects, messages, fired) =
                     timers::plan_fire(store, overlay, id, timestamp_us, MAX_TIMERS_PER_FIRE);
                 (effects, messages, Answer::Fired { timers: fired })
+            }
+            Command::Locks(ops) => {
+                let (effects, results) = locks::plan_locks(store, overlay, timestamp_us, &ops);
+                (effects, vec![], Answer::Locks(results))
             }
             Command::Kv(ops) => {
                 let (effects, answer) = kv::plan_kv(store, overlay, timestamp_us, &ops);

@@ -1,0 +1,6 @@
+//! Times as Queen spells them everywhere: UTC, microseconds, `Z`.
+
+/// A time as the API spells it: UTC, microseconds, `Z`.
+pub fn iso_time(us: i64) -> String {
+    chrono::DateTime::from_timestamp_micros(us).unwrap_or_default().to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
+}
