@@ -72,6 +72,38 @@ pub struct Settings {
     #[arg(long, env = "QUEEN_LOG", default_value = "info")]
     pub log: String,
 
+    /// Require a JWT on every request (but JWT_SKIP_PATHS).
+    #[arg(long, env = "JWT_ENABLED", default_value_t = false, action = clap::ArgAction::Set)]
+    pub jwt_enabled: bool,
+
+    /// HS256, RS256, EdDSA, or auto (by the token's header: HS256 with JWT_SECRET, the others with JWT_PUBLIC_KEY).
+    #[arg(long, env = "JWT_ALGORITHM", default_value = "auto")]
+    pub jwt_algorithm: String,
+
+    /// The shared secret for HS256.
+    #[arg(long, env = "JWT_SECRET", hide_env_values = true)]
+    pub jwt_secret: Option<String>,
+
+    /// The PEM public key for RS256 or EdDSA.
+    #[arg(long, env = "JWT_PUBLIC_KEY", hide_env_values = true)]
+    pub jwt_public_key: Option<String>,
+
+    /// The issuer a token must name, if set.
+    #[arg(long, env = "JWT_ISSUER")]
+    pub jwt_issuer: Option<String>,
+
+    /// The audience a token must name, if set.
+    #[arg(long, env = "JWT_AUDIENCE")]
+    pub jwt_audience: Option<String>,
+
+    /// Seconds of clock skew allowed on exp and nbf.
+    #[arg(long, env = "JWT_CLOCK_SKEW", default_value_t = 30)]
+    pub jwt_clock_skew: u64,
+
+    /// Paths served without a token, comma-separated.
+    #[arg(long, env = "JWT_SKIP_PATHS", default_value = "/health,/metrics")]
+    pub jwt_skip_paths: String,
+
     /// Test only: append `<file> <length>` here after every fsync, for power-loss tests.
     #[arg(long, env = "QUEEN_TEST_SYNC_LEDGER")]
     pub test_sync_ledger: Option<PathBuf>,

@@ -2,6 +2,7 @@
 //! front ends share.
 
 use crate::config::Settings;
+use crate::http::auth::{Auth, AuthConfigError};
 use crate::metrics::Metrics;
 use crate::planner::Planner;
 use crate::qlog::files::FileTable;
@@ -30,6 +31,8 @@ pub enum BootError {
     Layout(#[from] LayoutError),
     #[error(transparent)]
     Recovery(#[from] RecoveryError),
+    #[error(transparent)]
+    Auth(#[from] AuthConfigError),
 }
 
 /// What the front ends share.
@@ -40,10 +43,13 @@ pub struct Node {
     pub replicator: Arc<dyn Replicator>,
     pub metrics: Arc<Metrics>,
     pub applied: Arc<tokio::sync::Notify>,
+    /// JWT authentication, when `JWT_ENABLED=true`.
+    pub auth: Option<Auth>,
 }
 
 impl Node {
     pub fn boot(settings: Settings) -> Result<Self, BootError> {
+        let auth = Auth::from_settings(&settings)?;
         let dir = &settings.data_dir;
         std::fs::create_dir_all(dir).map_err(|source| BootError::Io { path: dir.clone(), source })?;
         let ledger = match &settings.test_sync_ledger {
@@ -83,6 +89,6 @@ impl Node {
             metrics: metrics.clone(),
             applied: applied.clone(),
         });
-        Ok(Self { settings, state, files, replicator: Arc::new(replicator), metrics, applied })
+        Ok(Self { settings, state, files, replicator: Arc::new(replicator), metrics, applied, auth })
     }
 }

@@ -203,3 +203,11 @@ async fn a_torn_active_tail_is_cut_not_refused() {
     assert_eq!((status, body[0]["offset"].as_u64()), (201, Some(10)), "the log continues where the cut left it");
     assert_eq!(node.read_all("torn", "Default").await.records.len(), 11);
 }
+
+#[tokio::test]
+async fn jwt_enabled_without_a_key_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let log = expect_refusal(&dir, &[("JWT_ENABLED", "true"), ("JWT_ALGORITHM", "HS256")]);
+    assert!(log.contains("FATAL JWT_ENABLED=true with JWT_ALGORITHM=HS256: that algorithm needs JWT_SECRET"), "{log}");
+}

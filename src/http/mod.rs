@@ -1,6 +1,7 @@
 //! The native HTTP API (axum), in the shapes the queen-mq 2.6.0 client speaks.
 
 pub mod ack;
+pub mod auth;
 pub mod body;
 pub mod dlq;
 pub mod error;
@@ -55,6 +56,7 @@ pub fn router(node: Arc<Node>) -> Router {
         .route("/health", get(health::health))
         .route("/metrics", get(health::metrics))
         .fallback(unknown_route)
+        .layer(axum::middleware::from_fn_with_state(node.clone(), auth::authenticate))
         .layer(DefaultBodyLimit::max(node.settings.max_body_bytes))
         .with_state(node)
 }
