@@ -207,3 +207,24 @@ async def test_a_message_whose_leases_keep_expiring_goes_to_the_dlq(client):
     assert await client.queue(q).batch(1).wait(False).pop() == []
     dlq = await client.queue(q).dlq().get()
     assert dlq["total"] == 1 and "lease expired" in dlq["messages"][0]["errorMessage"]
+
+
+async def test_binary_push_bodies(node):
+    from queen import Queen
+
+    for compression in (False, True):
+        q = name("binary")
+        client = Queen(node.url, binary_push=True, push_compression=compression)
+        try:
+            first = await client.queue(q).partition("p").push([{"data": {"i": 1}, "transactionId": "b-1"}, {"data": [2]}])
+            assert [r["status"] for r in first] == ["queued", "queued"]
+            again = await client.queue(q).partition("p").push([{"data": {"i": 1}, "transactionId": "b-1"}])
+            assert again[0]["status"] == "duplicate"
+            msgs = await client.queue(q).partition("p").batch(10).wait(False).pop()
+            assert [m["data"] for m in msgs] == [{"i": 1}, [2]]
+            assert msgs[0]["transactionId"] == "b-1"
+        finally:
+            await client.close()
+    async with httpx.AsyncClient(base_url=node.url) as http:
+        r = await http.post("/api/v1/push", content=b"QPB1\x00\xff\xff", headers={"content-type": "application/x-queen-push"})
+        assert r.status_code == 400 and r.json()["code"] == "invalid_binary_body"

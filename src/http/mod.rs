@@ -14,6 +14,7 @@ pub mod lease;
 pub mod locks;
 pub mod pop;
 pub mod push;
+pub mod push_binary;
 pub mod queues;
 pub mod timers;
 pub mod transaction;

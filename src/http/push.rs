@@ -6,14 +6,16 @@
 use super::body::{json_object, objects, Fields};
 use super::error::ApiError;
 use super::ids::{message_uuid, partition_uuid};
+use super::push_binary;
 use crate::config::Settings;
 use crate::message::Message;
 use crate::node::Node;
-use crate::planner::command::{Answer, Command, PushItem, PushStatus};
+use crate::planner::command::{Answer, Command, PushItem, PushOutcome, PushStatus};
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
 use axum::http::StatusCode;
+use axum::http::{header, HeaderMap};
 use axum::Json;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -23,8 +25,16 @@ pub const MAX_NAME_BYTES: usize = 255;
 
 pub async fn push(
     State(node): State<Arc<Node>>,
+    headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let binary = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with(push_binary::CONTENT_TYPE));
+    if binary {
+        return push_binary_body(&node, body).await;
+    }
     let body = json_object(body)?;
     let items = Fields::new(&body, "").array("items")?;
     if items.is_empty() {
@@ -39,29 +49,88 @@ pub async fn push(
     }
     let items =
         objects(items, "items")?.iter().map(|item| push_item(item, &node.settings)).collect::<Result<Vec<_>, _>>()?;
-    let names: Vec<(String, String, String)> =
-        items.iter().map(|i| (i.queue.clone(), i.partition.clone(), i.transaction_id.clone())).collect();
+    let (names, outcomes) = propose(&node, items).await?;
+    Ok((StatusCode::CREATED, Json(results_json(names, &outcomes))))
+}
+
+pub async fn propose(
+    node: &Node,
+    items: Vec<PushItem>,
+) -> Result<(Vec<(String, String, String)>, Vec<PushOutcome>), ApiError> {
+    let names = items.iter().map(|i| (i.queue.clone(), i.partition.clone(), i.transaction_id.clone())).collect();
     let Answer::Pushed(outcomes) = node.replicator.propose(Command::Push(items)).await? else {
         return Err(ApiError::mismatched_answer());
     };
-    let results = outcomes
-        .iter()
-        .zip(names)
-        .enumerate()
-        .map(|(index, (o, (queue, partition, transaction_id)))| {
-            json!({
-                "index": index,
-                "status": if o.status == PushStatus::Queued { "queued" } else { "duplicate" },
-                "transactionId": transaction_id,
-                "queue": queue,
-                "partition": partition,
-                "partitionId": partition_uuid(o.queue_id, o.partition_id),
-                "offset": o.offset,
-                "messageId": message_uuid(o.partition_id, o.offset),
+    Ok((names, outcomes))
+}
+
+fn results_json(names: Vec<(String, String, String)>, outcomes: &[PushOutcome]) -> Value {
+    Value::Array(
+        outcomes
+            .iter()
+            .zip(names)
+            .enumerate()
+            .map(|(index, (o, (queue, partition, transaction_id)))| {
+                json!({
+                    "index": index,
+                    "status": if o.status == PushStatus::Queued { "queued" } else { "duplicate" },
+                    "transactionId": transaction_id,
+                    "queue": queue,
+                    "partition": partition,
+                    "partitionId": partition_uuid(o.queue_id, o.partition_id),
+                    "offset": o.offset,
+                    "messageId": message_uuid(o.partition_id, o.offset),
+                })
             })
-        })
-        .collect();
-    Ok((StatusCode::CREATED, Json(Value::Array(results))))
+            .collect(),
+    )
+}
+
+/// A push in the binary body of `push_binary.rs`.
+async fn push_binary_body(
+    node: &Node,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let body = body.map_err(|_| {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "body_too_large",
+            "the request body is larger than QUEEN_HTTP_MAX_BODY_BYTES",
+        )
+    })?;
+    let (decoded, flags) = push_binary::decode(&body, node.settings.max_body_bytes)?;
+    if decoded.is_empty() {
+        return Err(ApiError::bad_request("invalid_field", "a push carries at least one item"));
+    }
+    let mut items = Vec::with_capacity(decoded.len());
+    for (i, d) in decoded.into_iter().enumerate() {
+        if d.payload.len() > node.settings.max_payload_bytes {
+            return Err(ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "payload_too_large",
+                format!("item {i} is over QUEEN_MAX_PAYLOAD_BYTES"),
+            ));
+        }
+        for name in [&d.queue, &d.partition] {
+            if name.is_empty() || name.len() > MAX_NAME_BYTES {
+                return Err(ApiError::bad_request(
+                    "invalid_field",
+                    format!("item {i}: queue and partition names are 1 to 255 bytes"),
+                ));
+            }
+        }
+        let transaction_id = d.transaction_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        let message = Message { transaction_id, trace_id: None, key: None, value: d.payload, headers: vec![] };
+        items.push(PushItem::new(d.queue, d.partition, &message, node.settings.zstd_level));
+    }
+    let (names, outcomes) = propose(node, items).await?;
+    if flags & push_binary::FLAG_COUNTS != 0 {
+        let queued = outcomes.iter().filter(|o| o.status == PushStatus::Queued).count();
+        let answer =
+            json!({"count": outcomes.len(), "queued": queued, "duplicate": outcomes.len() - queued, "error": 0});
+        return Ok((StatusCode::CREATED, Json(answer)));
+    }
+    Ok((StatusCode::CREATED, Json(results_json(names, &outcomes))))
 }
 
 pub fn push_item(item: &Fields<'_>, settings: &Settings) -> Result<PushItem, ApiError> {
