@@ -228,3 +228,15 @@ async def test_binary_push_bodies(node):
     async with httpx.AsyncClient(base_url=node.url) as http:
         r = await http.post("/api/v1/push", content=b"QPB1\x00\xff\xff", headers={"content-type": "application/x-queen-push"})
         assert r.status_code == 400 and r.json()["code"] == "invalid_binary_body"
+
+
+async def test_changed_since_lists_written_partitions(client):
+    q = name("changed")
+    await client.queue(q).partition("a").push([{"data": 1}])
+    first = await client.queue(q).changed_since()
+    assert [p["name"] for p in first["partitions"]] == ["a"] and first["safeTime"]
+    await client.queue(q).partition("b").push([{"data": 2}])
+    later = await client.queue(q).changed_since(first["safeTime"])
+    assert [p["name"] for p in later["partitions"]] == ["b"]
+    assert later["partitions"][0]["lastOffset"] == 0
+    assert (await client.queue(name("none")).changed_since())["partitions"] == []

@@ -3,6 +3,7 @@
 pub mod ack;
 pub mod auth;
 pub mod body;
+pub mod changed;
 pub mod dlq;
 pub mod error;
 pub mod fetch;
@@ -31,6 +32,7 @@ pub fn router(node: Arc<Node>) -> Router {
     Router::new()
         .route("/api/v1/push", post(push::push))
         .route("/api/v1/fetch", post(fetch::fetch))
+        .route("/api/v1/partitions/changed", post(changed::changed))
         .route("/api/v1/configure", post(queues::configure))
         .route("/api/v1/resources/queues/{queue}", delete(queues::delete))
         .route("/api/v1/pop", get(pop::pop_filtered))

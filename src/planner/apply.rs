@@ -118,5 +118,6 @@ pub fn apply(store: &mut Store, entry: &Entry, locations: &[Location]) -> bool {
         }
     }
     store.applied = entry.id;
+    store.applied_us = ts;
     true
 }

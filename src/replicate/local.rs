@@ -103,8 +103,9 @@ impl Sequencer {
                 }
             }
             if !batch.is_empty() {
-                // The planner's clock never goes backwards across entries.
-                last_ts = last_ts.max(chrono::Utc::now().timestamp_micros());
+                // The planner's clock moves forward with every batch, so a
+                // batch not yet applied is always later than one that is.
+                last_ts = (last_ts + 1).max(chrono::Utc::now().timestamp_micros());
                 self.group_commit(batch, last_ts);
             }
             let written = self.writer.bytes_written - bytes_at_checkpoint;

@@ -27,6 +27,9 @@ pub type DlqKey = (u64, u64, String, u64);
 pub struct Store {
     /// The last entry applied.
     pub applied: LogId,
+    /// The planner's time of the last entry applied (RAM only): every batch
+    /// not yet applied carries a later one.
+    pub applied_us: i64,
     pub next_queue_id: u64,
     pub next_partition_id: u64,
     /// The version the next KV write gets.
@@ -64,6 +67,7 @@ impl Default for Store {
     fn default() -> Self {
         Self {
             applied: LogId::default(),
+            applied_us: 0,
             next_queue_id: 1,
             next_partition_id: 1,
             next_kv_version: 1,
