@@ -17,13 +17,15 @@ use queen::config::Settings;
 use queen::message::Message;
 use queen::node::Node;
 use queen::planner::command::{Command, PushItem};
-use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
+
+mod disk;
+use disk::{disk_bandwidth, fdatasync_latency, payload};
 
 fn main() {
     let root =
@@ -117,19 +119,6 @@ fn settings(dir: &Path, shards: u32) -> Settings {
     ])
 }
 
-fn payload(size: usize, seed: u64) -> Vec<u8> {
-    // Incompressible, so zstd stores it raw and the disk sees every byte.
-    let mut x = seed.wrapping_mul(0x9E3779B97F4A7C15) | 1;
-    (0..size)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
-
 fn item(queue: String, n: u64, size: usize, zstd: i32) -> PushItem {
     let message = Message {
         transaction_id: format!("{n:020}"),
@@ -139,35 +128,6 @@ fn item(queue: String, n: u64, size: usize, zstd: i32) -> PushItem {
         headers: vec![],
     };
     PushItem::new(queue, "Default".into(), &message, zstd)
-}
-
-fn disk_bandwidth(path: &Path, chunk: usize, total: usize) -> f64 {
-    let mut f = OpenOptions::new().create(true).write(true).truncate(true).open(path).unwrap();
-    let buf = payload(chunk, 1);
-    let start = Instant::now();
-    for _ in 0..total / chunk {
-        f.write_all(&buf).unwrap();
-        f.sync_data().unwrap();
-    }
-    let bw = total as f64 / start.elapsed().as_secs_f64();
-    std::fs::remove_file(path).unwrap();
-    bw
-}
-
-fn fdatasync_latency(path: &Path, n: usize) -> (Duration, Duration) {
-    let mut f = OpenOptions::new().create(true).write(true).truncate(true).open(path).unwrap();
-    let buf = payload(4096, 2);
-    let mut lat: Vec<Duration> = (0..n)
-        .map(|_| {
-            let t = Instant::now();
-            f.write_all(&buf).unwrap();
-            f.sync_data().unwrap();
-            t.elapsed()
-        })
-        .collect();
-    std::fs::remove_file(path).unwrap();
-    lat.sort();
-    (lat[n / 2], lat[n * 99 / 100])
 }
 
 struct Run {
