@@ -2,6 +2,7 @@
 //! front ends share.
 
 use crate::config::Settings;
+use crate::ephemeral::{EphOptions, Ephemeral, DECLARATIONS_NS};
 use crate::http::auth::{Auth, AuthConfigError};
 use crate::metrics::Metrics;
 use crate::planner::Planner;
@@ -45,6 +46,8 @@ pub struct Node {
     pub applied: Arc<tokio::sync::Notify>,
     /// JWT authentication, when `JWT_ENABLED=true`.
     pub auth: Option<Auth>,
+    /// Ephemeral queues: in this process's memory only.
+    pub ephemeral: Ephemeral,
 }
 
 impl Node {
@@ -76,6 +79,14 @@ impl Node {
         metrics.applied_index.set(store.applied.index as i64);
         let writer =
             QlogWriter::new(qlog_root, layout, recovered.logs, files.clone(), settings.segment_bytes, ledger.clone());
+        let ephemeral = Ephemeral::default();
+        let prefix = format!("{DECLARATIONS_NS}\0");
+        for (key, row) in store.kv.range(prefix.clone()..).take_while(|(k, _)| k.starts_with(&prefix)) {
+            let given = serde_json::from_str::<serde_json::Value>(&row.value).ok();
+            let options =
+                given.as_ref().and_then(|v| v.as_object()).and_then(|m| EphOptions::parse(m).ok()).unwrap_or_default();
+            ephemeral.declare(&key[prefix.len()..], options);
+        }
         let state = Arc::new(RwLock::new(store));
         let applied = Arc::new(tokio::sync::Notify::new());
         scrub::start(checkpoint.clone(), Duration::from_secs(settings.scrub_every_s), settings.scrub_rows_per_s);
@@ -89,6 +100,6 @@ impl Node {
             metrics: metrics.clone(),
             applied: applied.clone(),
         });
-        Ok(Self { settings, state, files, replicator: Arc::new(replicator), metrics, applied, auth })
+        Ok(Self { settings, state, files, replicator: Arc::new(replicator), metrics, applied, auth, ephemeral })
     }
 }

@@ -138,7 +138,8 @@ struct Claims {
 /// The least role a request needs.
 pub fn required_role(method: &Method, path: &str) -> Role {
     let reads = ["/api/v1/fetch", "/api/v1/partitions/changed"];
-    if *method == Method::GET && !path.starts_with("/api/v1/pop") {
+    let pops = path.starts_with("/api/v1/pop") || path == "/api/v1/ephemeral/pop";
+    if *method == Method::GET && !pops {
         return Role::ReadOnly;
     }
     if *method == Method::POST && reads.contains(&path) {

@@ -5,6 +5,7 @@ pub mod auth;
 pub mod body;
 pub mod changed;
 pub mod dlq;
+pub mod ephemeral;
 pub mod error;
 pub mod fetch;
 pub mod groups;
@@ -52,6 +53,14 @@ pub fn router(node: Arc<Node>) -> Router {
         .route("/api/v1/kv", post(kv::batch))
         .route("/api/v1/transaction", post(transaction::commit))
         .route("/api/v1/locks", post(locks::batch))
+        .route("/api/v1/ephemeral/configure", post(ephemeral::configure))
+        .route("/api/v1/ephemeral/reset", post(ephemeral::reset))
+        .route("/api/v1/ephemeral/queue/{queue}", delete(ephemeral::delete))
+        .route("/api/v1/ephemeral/push", post(ephemeral::push))
+        .route("/api/v1/ephemeral/pop", get(ephemeral::pop))
+        .route("/api/v1/ephemeral/ack", post(ephemeral::ack))
+        .route("/api/v1/ephemeral/queues", get(ephemeral::list))
+        .route("/api/v1/ephemeral/queues/{queue}/depth", get(ephemeral::depth))
         .route("/api/v1/timers", post(timers::batch))
         .route("/api/v1/timers/{queue}", get(timers::list))
         .route("/api/v1/timers/{queue}/{*key}", get(timers::peek).delete(timers::cancel))
