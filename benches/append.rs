@@ -24,8 +24,8 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 
-mod disk;
-use disk::{disk_bandwidth, fdatasync_latency, payload};
+mod harness;
+use harness::{disk_bandwidth, fdatasync_latency, payload, spawn_queen};
 
 fn main() {
     let root =
@@ -267,20 +267,9 @@ async fn fill(dir: &Path, bytes: u64) -> u64 {
 /// Time from spawning `queen` to its first 200 on /health: once after a
 /// graceful stop, once after a SIGKILL that follows a burst of writes.
 fn boot_times(dir: &Path) -> (Duration, Duration) {
-    let bin = env!("CARGO_BIN_EXE_queen");
     let boot = || {
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let start = Instant::now();
-        let child = std::process::Command::new(bin)
-            .env("QUEEN_RAFT_DIR", dir)
-            .env("QUEEN_HTTP_ADDR", format!("127.0.0.1:{port}"))
-            .env("QUEEN_LOG", "warn")
-            .spawn()
-            .unwrap();
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            std::thread::sleep(Duration::from_millis(2));
-        }
-        (child, start.elapsed(), port)
+        let (child, port, took) = spawn_queen(dir);
+        (child, took, port)
     };
     let (mut child, graceful, _) = boot();
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };

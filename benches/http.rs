@@ -6,12 +6,12 @@
 //! Run: `cargo bench --bench http` (QUEEN_BENCH_DIR picks the disk; the
 //! default is target/bench-data; QUEEN_BENCH_SECONDS the length of each run).
 
-mod disk;
+mod harness;
 
-use disk::{disk_bandwidth, payload};
+use harness::{disk_bandwidth, payload, spawn_queen};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
+use std::process::Child;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -52,16 +52,7 @@ fn report(workload: &str, batch: usize, messages: u64, length: Duration, disk_bw
 }
 
 fn start(dir: &Path) -> (Child, String) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let child = Command::new(env!("CARGO_BIN_EXE_queen"))
-        .env("QUEEN_RAFT_DIR", dir)
-        .env("QUEEN_HTTP_ADDR", format!("127.0.0.1:{port}"))
-        .env("QUEEN_LOG", "warn")
-        .spawn()
-        .unwrap();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let (child, port, _) = spawn_queen(dir);
     (child, format!("http://127.0.0.1:{port}"))
 }
 

@@ -1,6 +1,6 @@
-//! What the benchmarks measure of the disk they run on, in the same run as
-//! the figures set beside it: fdatasync'd sequential-write bandwidth and
-//! fdatasync latency.
+//! What every benchmark shares: the disk measures set beside its figures
+//! in the same run (fdatasync'd sequential-write bandwidth, fdatasync
+//! latency), incompressible payloads, and starting the `queen` binary.
 #![allow(dead_code)]
 
 use std::fs::OpenOptions;
@@ -48,4 +48,21 @@ pub fn fdatasync_latency(path: &Path, n: usize) -> (Duration, Duration) {
     std::fs::remove_file(path).unwrap();
     lat.sort();
     (lat[n / 2], lat[n * 99 / 100])
+}
+
+/// Starts the `queen` binary on `dir`; answers it, its HTTP port, and how
+/// long it took until the port accepted (the node binds it after recovery).
+pub fn spawn_queen(dir: &Path) -> (std::process::Child, u16, Duration) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let start = Instant::now();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_queen"))
+        .env("QUEEN_RAFT_DIR", dir)
+        .env("QUEEN_HTTP_ADDR", format!("127.0.0.1:{port}"))
+        .env("QUEEN_LOG", "warn")
+        .spawn()
+        .unwrap();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    (child, port, start.elapsed())
 }
