@@ -79,6 +79,8 @@ impl Node {
         metrics.applied_index.set(store.applied.index as i64);
         let writer =
             QlogWriter::new(qlog_root, layout, recovered.logs, files.clone(), settings.segment_bytes, ledger.clone());
+        // Batches planned from now on are later than anything applied.
+        store.applied_us = store.applied_us.max(chrono::Utc::now().timestamp_micros());
         let ephemeral = Ephemeral::default();
         let prefix = format!("{DECLARATIONS_NS}\0");
         for (key, row) in store.kv.range(prefix.clone()..).take_while(|(k, _)| k.starts_with(&prefix)) {

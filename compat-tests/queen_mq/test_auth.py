@@ -49,7 +49,8 @@ async def test_roles_missing_forged_and_expired_tokens(secured):
         body = {"items": [{"queue": "auth-roles", "payload": 1}]}
         r = await http.post("/api/v1/push", json=body)
         assert r.status_code == 401 and r.json()["code"] == "unauthorized"
-        for bad in (token(role="admin", secret="wrong"), token(role="admin", exp_in=-120), token(role="admin", iss="other"), "not.a.jwt"):
+        no_iss = jwt.encode({"role": "admin", "exp": int(time.time()) + 300}, SECRET, algorithm="HS256")
+        for bad in (no_iss, token(role="admin", secret="wrong"), token(role="admin", exp_in=-120), token(role="admin", iss="other"), "not.a.jwt"):
             r = await http.post("/api/v1/push", json=body, headers={"Authorization": f"Bearer {bad}"})
             assert r.status_code == 401, r.text
         ro = {"Authorization": f"Bearer {token(role='read-only')}"}

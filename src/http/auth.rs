@@ -111,13 +111,19 @@ impl Auth {
         let mut v = Validation::new(*alg);
         v.leeway = self.leeway;
         v.validate_nbf = true;
+        let mut required = vec!["exp"];
         match &self.audience {
-            Some(a) => v.set_audience(&[a]),
+            Some(a) => {
+                v.set_audience(&[a]);
+                required.push("aud");
+            }
             None => v.validate_aud = false,
         }
         if let Some(i) = &self.issuer {
             v.set_issuer(&[i]);
+            required.push("iss");
         }
+        v.set_required_spec_claims(&required);
         let claims = decode::<Claims>(token, key, &v).map_err(|e| match e.kind() {
             jsonwebtoken::errors::ErrorKind::ExpiredSignature => "the token has expired",
             jsonwebtoken::errors::ErrorKind::InvalidIssuer => "the token's issuer is not accepted",

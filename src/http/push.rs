@@ -102,6 +102,14 @@ async fn push_binary_body(
     if decoded.is_empty() {
         return Err(ApiError::bad_request("invalid_field", "a push carries at least one item"));
     }
+    if decoded.len() > node.settings.push_max_items {
+        let max = node.settings.push_max_items;
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "too_many_items",
+            format!("a push carries at most {max} items (QUEEN_PUSH_MAX_ITEMS)"),
+        ));
+    }
     let mut items = Vec::with_capacity(decoded.len());
     for (i, d) in decoded.into_iter().enumerate() {
         if d.payload.len() > node.settings.max_payload_bytes {

@@ -120,7 +120,7 @@ pub fn decode(body: &[u8], limit: usize) -> Result<(Vec<BinaryItem>, u8), ApiErr
                 items.push(BinaryItem {
                     queue: queue.clone(),
                     partition: partition.clone(),
-                    transaction_id: Some(txn),
+                    transaction_id: Some(txn).filter(|t| !t.is_empty()),
                     payload,
                 });
             }
