@@ -117,6 +117,18 @@ async fn verify(node: &Node, ledger: &Ledger) {
     for (txid, at) in &ledger.acked {
         assert_eq!(found.get(txid), Some(at), "acknowledged message {txid} is not where it was acknowledged");
     }
+    // Dedup holds across the restart: a retry of an acknowledged push
+    // answers the original offset and stores nothing.
+    for (txid, (queue, partition, offset)) in ledger.acked.iter().take(20) {
+        let items = vec![(queue.clone(), partition.clone(), txid.clone(), json!({ "t": txid }))];
+        let (status, body) = node.post("/api/v1/push", &push_body(&items)).await;
+        assert_eq!(status, 201, "{body}");
+        assert_eq!(
+            (body[0]["status"].as_str(), body[0]["offset"].as_u64()),
+            (Some("duplicate"), Some(*offset)),
+            "{txid}"
+        );
+    }
     for push in &ledger.unanswered {
         let present = push.iter().filter(|t| found.contains_key(*t)).count();
         assert!(

@@ -240,3 +240,13 @@ async def test_changed_since_lists_written_partitions(client):
     assert [p["name"] for p in later["partitions"]] == ["b"]
     assert later["partitions"][0]["lastOffset"] == 0
     assert (await client.queue(name("none")).changed_since())["partitions"] == []
+
+
+async def test_an_ack_under_a_foreign_lease_is_refused(client):
+    q = name("foreign")
+    await client.queue(q).push([{"data": 1}])
+    msgs = await client.queue(q).batch(1).wait(False).pop()
+    forged = dict(msgs[0], leaseId=str(uuid.uuid4()))
+    refused = await client.ack(forged, True)
+    assert refused["success"] is False and "lease" in refused["error"]
+    assert (await client.ack(msgs[0], True))["success"] is True
