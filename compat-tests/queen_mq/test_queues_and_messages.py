@@ -116,6 +116,7 @@ async def test_failures_retry_then_go_to_the_dead_letter_queue(client):
     dlq = await client.queue(q).dlq().limit(10).get()
     assert dlq["total"] == 1
     assert dlq["messages"][0]["errorMessage"] == "boom 2"
+    assert dlq["messages"][0]["retryCount"] == 2
     assert dlq["messages"][0]["data"] == "poison"
 
 
@@ -207,6 +208,7 @@ async def test_a_message_whose_leases_keep_expiring_goes_to_the_dlq(client):
     assert await client.queue(q).batch(1).wait(False).pop() == []
     dlq = await client.queue(q).dlq().get()
     assert dlq["total"] == 1 and "lease expired" in dlq["messages"][0]["errorMessage"]
+    assert dlq["messages"][0]["retryCount"] == 2
 
 
 async def test_binary_push_bodies(node):

@@ -51,10 +51,10 @@ pub fn apply(store: &mut Store, entry: &Entry, locations: &[Location]) -> bool {
                 cursor::apply(&mut row, effect);
                 store.set_cursor(key, row);
             }
-            Effect::DeadLetter { queue, partition, group, offset, error } => {
+            Effect::DeadLetter { queue, partition, group, offset, error, failures } => {
                 let key: CursorKey = (*queue, *partition, group.clone());
                 let mut row = store.cursors.get(&key).cloned().unwrap_or_default();
-                let failures = row.failures.get(offset).copied().unwrap_or(0) + 1;
+                let failures = *failures;
                 cursor::apply(&mut row, effect);
                 store.set_cursor(key, row);
                 let dlq = DlqRow { error: error.clone(), failures, moved_us: ts };

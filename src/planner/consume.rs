@@ -139,13 +139,12 @@ fn settle_expired(cur: &mut CursorRow, key: &CursorKey, options: &QueueOptions, 
         cursor::apply(cur, &effect);
         effects.push(effect);
     }
-    while let Some(&offset) = cursor::undone(cur, u64::MAX, 1).first() {
-        if cur.failures.get(&offset).copied().unwrap_or(0) <= options.retry_limit() {
-            return;
-        }
+    let exhausted: Vec<(u64, u32)> =
+        cur.failures.iter().filter(|(_, n)| **n > options.retry_limit()).map(|(o, n)| (*o, *n)).collect();
+    for (offset, failures) in exhausted {
         let effect = if options.dead_letter_after_retries() {
             let error = Some("retries exhausted: the lease expired".to_string());
-            Effect::DeadLetter { queue, partition, group: group.clone(), offset, error }
+            Effect::DeadLetter { queue, partition, group: group.clone(), offset, error, failures }
         } else {
             Effect::Ack { queue, partition, group: group.clone(), offset }
         };
@@ -205,8 +204,11 @@ fn plan_ack(
             Effect::Fail { queue, partition, group, offset, not_before_us: now_us + options.retry_delay_us() }
         }
         AckStatus::Failed if !options.dead_letter_after_retries() => Effect::Ack { queue, partition, group, offset },
-        AckStatus::Failed | AckStatus::DeadLetter => {
-            Effect::DeadLetter { queue, partition, group, offset, error: item.error.clone() }
+        AckStatus::Failed => {
+            Effect::DeadLetter { queue, partition, group, offset, error: item.error.clone(), failures: failures + 1 }
+        }
+        AckStatus::DeadLetter => {
+            Effect::DeadLetter { queue, partition, group, offset, error: item.error.clone(), failures }
         }
     };
     let dead_lettered = matches!(effect, Effect::DeadLetter { .. });

@@ -66,12 +66,14 @@ pub enum Effect {
         offset: u64,
         not_before_us: i64,
     },
+    /// `failures`: the failed deliveries the dead-letter row reports.
     DeadLetter {
         queue: u64,
         partition: u64,
         group: String,
         offset: u64,
         error: Option<String>,
+        failures: u32,
     },
     ExtendLease {
         queue: u64,
