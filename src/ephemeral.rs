@@ -281,6 +281,11 @@ impl Ephemeral {
                 cursor.redeliver.remove(&seq);
                 cursor.next = cursor.next.max(seq + 1);
                 let attempts = cursor.attempts.remove(&seq).unwrap_or(0) + 1;
+                // Out of retries (its leases kept running out): dropped, as
+                // ephemeral queues have no dead-letter queue.
+                if attempts > options.retry_limit.max(1) {
+                    continue;
+                }
                 let Some(m) = ring.message(seq) else { continue };
                 if !auto_ack {
                     cursor.leased.insert(seq, (now + options.lease, attempts));

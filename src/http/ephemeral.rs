@@ -147,10 +147,18 @@ pub async fn ack(State(node): State<Arc<Node>>, body: Result<Bytes, BytesRejecti
     if acks.len() > MAX_MESSAGES {
         return Err(bad(format!("an ack carries at most {MAX_MESSAGES} ids")));
     }
+    // Every entry is checked before any is applied.
+    let parsed = acks
+        .iter()
+        .map(|a| {
+            Ok((
+                a.name_str("id")?,
+                !matches!(a.opt_str("status")?, None | Some("completed" | "success" | "acked" | "ok")),
+            ))
+        })
+        .collect::<Result<Vec<_>, ApiError>>()?;
     let mut results = Vec::with_capacity(acks.len());
-    for a in &acks {
-        let id = a.name_str("id")?;
-        let failed = !matches!(a.opt_str("status")?, None | Some("completed" | "success" | "acked" | "ok"));
+    for (id, failed) in parsed {
         let outcome = match node.ephemeral.ack(&queue, &group, id, failed) {
             AckOutcome::Acked => "acked",
             AckOutcome::Redelivered => "redelivered",
