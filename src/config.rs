@@ -68,6 +68,10 @@ pub struct Settings {
     #[arg(long, env = "QUEEN_PUSH_MAX_ITEMS", default_value_t = 10_000)]
     pub push_max_items: usize,
 
+    /// At this percentage of the data volume used, writes that grow storage answer 507 storage_full.
+    #[arg(long, env = "QUEEN_STORAGE_FULL_PCT", default_value_t = 85.0)]
+    pub storage_full_pct: f64,
+
     /// Log filter, as tracing's EnvFilter reads it.
     #[arg(long, env = "QUEEN_LOG", default_value = "info")]
     pub log: String,

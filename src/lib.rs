@@ -10,6 +10,7 @@
 
 pub mod codec;
 pub mod config;
+pub mod disk_gate;
 pub mod ephemeral;
 pub mod fatal;
 pub mod http;

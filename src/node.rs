@@ -2,6 +2,7 @@
 //! front ends share.
 
 use crate::config::Settings;
+use crate::disk_gate::DiskGate;
 use crate::ephemeral::{EphOptions, Ephemeral, DECLARATIONS_NS};
 use crate::http::auth::{Auth, AuthConfigError};
 use crate::metrics::Metrics;
@@ -48,11 +49,13 @@ pub struct Node {
     pub auth: Option<Auth>,
     /// Ephemeral queues: in this process's memory only.
     pub ephemeral: Ephemeral,
+    pub disk_gate: DiskGate,
 }
 
 impl Node {
     pub fn boot(settings: Settings) -> Result<Self, BootError> {
         let auth = Auth::from_settings(&settings)?;
+        let disk_gate = DiskGate::new(settings.data_dir.clone(), settings.storage_full_pct);
         let dir = &settings.data_dir;
         std::fs::create_dir_all(dir).map_err(|source| BootError::Io { path: dir.clone(), source })?;
         let ledger = match &settings.test_sync_ledger {
@@ -102,6 +105,16 @@ impl Node {
             metrics: metrics.clone(),
             applied: applied.clone(),
         });
-        Ok(Self { settings, state, files, replicator: Arc::new(replicator), metrics, applied, auth, ephemeral })
+        Ok(Self {
+            settings,
+            state,
+            files,
+            replicator: Arc::new(replicator),
+            metrics,
+            applied,
+            auth,
+            ephemeral,
+            disk_gate,
+        })
     }
 }

@@ -28,6 +28,11 @@ impl ApiError {
         self
     }
 
+    /// The disk gate is closed.
+    pub fn storage_full() -> Self {
+        Self::new(StatusCode::INSUFFICIENT_STORAGE, "storage_full", "the data volume is nearly full (QUEEN_STORAGE_FULL_PCT): writes that grow storage are refused; reads, acks and deletes go on")
+    }
+
     /// Stored data that cannot be read back.
     pub fn storage(e: impl std::fmt::Display) -> Self {
         tracing::error!("reading stored data failed: {e}");

@@ -253,6 +253,9 @@ pub async fn batch(
         _ => bad("kv_bad_body", message),
     })?;
     let ops = ops.iter().map(parse_op).collect::<Result<Vec<_>, _>>()?;
+    if ops.iter().any(|op| written_key(op).is_some()) && node.disk_gate.is_full() {
+        return Err(ApiError::storage_full());
+    }
     if ops.is_empty() {
         return Ok(Json(json!({"results": []})));
     }

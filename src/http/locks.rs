@@ -177,6 +177,10 @@ pub async fn batch(
         _ => bad("locks_bad_body", message),
     })?;
     let ops = ops.iter().map(parse_op).collect::<Result<Vec<_>, _>>()?;
+    let writes = ops.iter().any(|op| matches!(op, LockOp::Acquire { .. } | LockOp::Renew { .. }));
+    if writes && node.disk_gate.is_full() {
+        return Err(ApiError::storage_full());
+    }
     let mut seen = HashSet::new();
     if let Some(op) = ops.iter().find(|op| !seen.insert(name_of(op).to_string())) {
         return Err(bad("locks_duplicate_in_call", format!("lock {} is named twice in one call", name_of(op))));
