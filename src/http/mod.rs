@@ -18,6 +18,7 @@ pub mod pop;
 pub mod push;
 pub mod push_binary;
 pub mod queues;
+pub mod resources;
 pub mod timers;
 pub mod transaction;
 
@@ -35,7 +36,13 @@ pub fn router(node: Arc<Node>) -> Router {
         .route("/api/v1/fetch", post(fetch::fetch))
         .route("/api/v1/partitions/changed", post(changed::changed))
         .route("/api/v1/configure", post(queues::configure))
-        .route("/api/v1/resources/queues/{queue}", delete(queues::delete))
+        .route("/api/v1/resources/queues/{queue}", get(resources::queue).delete(queues::delete))
+        .route("/api/v1/resources/overview", get(resources::overview))
+        .route("/api/v1/resources/namespaces", get(resources::namespaces))
+        .route("/api/v1/resources/tasks", get(resources::tasks))
+        .route("/api/v1/resources/queues", get(resources::queues))
+        .route("/api/v1/resources/queues/{queue}/depth", get(resources::depth))
+        .route("/api/v1/resources/partitions", get(resources::partitions))
         .route("/api/v1/pop", get(pop::pop_filtered))
         .route("/api/v1/pop/queue/{queue}", get(pop::pop_queue))
         .route("/api/v1/pop/queue/{queue}/partition/{partition}", get(pop::pop_partition))
