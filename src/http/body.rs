@@ -136,3 +136,14 @@ pub fn optional_object(body: &Bytes) -> Result<Option<Map<String, Value>>, ApiEr
         Err(e) => Err(ApiError::bad_request("invalid_json", format!("the request body is not valid JSON: {e}"))),
     }
 }
+
+/// A non-negative integer query parameter, if given.
+pub fn query_u64(q: &std::collections::HashMap<String, String>, name: &str) -> Result<Option<u64>, ApiError> {
+    q.get(name)
+        .map(|v| {
+            v.parse::<u64>().map_err(|_| {
+                ApiError::bad_request("invalid_field", format!("{name} must be a non-negative integer, not {v:?}"))
+            })
+        })
+        .transpose()
+}

@@ -1,6 +1,7 @@
 //! `GET /api/v1/dlq?queue=&consumerGroup=&partition=&limit=&offset=`: the
 //! dead-lettered messages of a queue, with why they were moved.
 
+use super::body::query_u64;
 use super::error::ApiError;
 use super::ids::{iso_time, message_uuid, partition_uuid, payload_json};
 use crate::node::Node;
@@ -19,13 +20,8 @@ pub async fn list(
         .get("queue")
         .filter(|s| !s.is_empty())
         .ok_or_else(|| ApiError::bad_request("missing_field", "queue is required"))?;
-    let parse = |name: &str, default: usize| -> Result<usize, ApiError> {
-        q.get(name).map_or(Ok(default), |v| {
-            v.parse()
-                .map_err(|_| ApiError::bad_request("invalid_field", format!("{name} must be a non-negative integer")))
-        })
-    };
-    let (limit, skip) = (parse("limit", 100)?.max(1), parse("offset", 0)?);
+    let (limit, skip) =
+        ((query_u64(&q, "limit")?.unwrap_or(100) as usize).max(1), query_u64(&q, "offset")?.unwrap_or(0) as usize);
     let rows: Vec<_> = {
         let store = node.state.read().expect("store lock");
         let Some(queue_id) = store.queue_id(queue) else {

@@ -4,6 +4,7 @@
 //! waits for an apply (a push, an ack, a release) rather than polling the
 //! store, with a short tick for leases and delays that run out on their own.
 
+use super::body::query_u64;
 use super::error::ApiError;
 use super::ids::{iso_time, message_uuid, partition_uuid, payload_json};
 use crate::node::Node;
@@ -61,16 +62,6 @@ fn flag(q: &HashMap<String, String>, name: &str) -> Result<bool, ApiError> {
     }
 }
 
-fn number(q: &HashMap<String, String>, name: &str) -> Result<Option<u64>, ApiError> {
-    q.get(name)
-        .map(|v| {
-            v.parse::<u64>().map_err(|_| {
-                ApiError::bad_request("invalid_field", format!("{name} must be a non-negative integer, not {v:?}"))
-            })
-        })
-        .transpose()
-}
-
 fn subscription(q: &HashMap<String, String>) -> Result<Subscription, ApiError> {
     if let Some(from) = q.get("subscriptionFrom") {
         if from == "now" {
@@ -99,10 +90,10 @@ async fn pop(
     if flag(&q, "conflation")? {
         return Err(ApiError::bad_request("conflation_unsupported", "this broker does not conflate pops yet"));
     }
-    let batch = number(&q, "batch")?.map_or(AUTOPILOT_BATCH, |b| b.max(1) as usize);
-    let partitions = number(&q, "partitions")?.map_or(AUTOPILOT_PARTITIONS, |p| p.max(1) as usize);
+    let batch = query_u64(&q, "batch")?.map_or(AUTOPILOT_BATCH, |b| b.max(1) as usize);
+    let partitions = query_u64(&q, "partitions")?.map_or(AUTOPILOT_PARTITIONS, |p| p.max(1) as usize);
     let wait = flag(&q, "wait")?;
-    let timeout = Duration::from_millis(number(&q, "timeout")?.unwrap_or(30_000)).min(MAX_WAIT);
+    let timeout = Duration::from_millis(query_u64(&q, "timeout")?.unwrap_or(30_000)).min(MAX_WAIT);
     let group = q.get("consumerGroup").filter(|g| !g.is_empty() && *g != "null").cloned();
     if group.as_ref().is_some_and(|g| g.len() > super::push::MAX_NAME_BYTES) {
         return Err(ApiError::bad_request("invalid_field", "consumerGroup must be at most 255 bytes long"));

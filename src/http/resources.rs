@@ -2,6 +2,7 @@
 //! an overview, namespaces, tasks, queues (filtered and paged), one queue
 //! with its partitions, a queue's depth for a consumer group, and partitions.
 
+use super::body::query_u64;
 use super::error::ApiError;
 use super::ids::{iso_time, partition_uuid};
 use crate::node::Node;
@@ -88,13 +89,10 @@ pub async fn tasks(State(node): State<Arc<Node>>) -> Json<Value> {
 }
 
 pub async fn queues(State(node): State<Arc<Node>>, Query(q): Params) -> Result<Json<Value>, ApiError> {
-    let number = |name: &str, default: usize| -> Result<usize, ApiError> {
-        q.get(name).map_or(Ok(default), |v| {
-            v.parse()
-                .map_err(|_| ApiError::bad_request("invalid_field", format!("{name} must be a non-negative integer")))
-        })
-    };
-    let (limit, skip) = (number("limit", 100)?.clamp(1, 1000), number("offset", 0)?);
+    let (limit, skip) = (
+        (query_u64(&q, "limit")?.unwrap_or(100) as usize).clamp(1, 1000),
+        query_u64(&q, "offset")?.unwrap_or(0) as usize,
+    );
     let s = node.state.read().expect("store lock");
     let matching: Vec<(&String, &QueueRow)> = s
         .queues

@@ -16,6 +16,11 @@ pub const REFUSED_UNKNOWN_MESSAGE: &str = "unknown_message";
 pub const REFUSED_ALREADY_DONE: &str = "already_acknowledged";
 pub const REFUSED_NO_LEASE: &str = "lease_expired_or_not_held";
 
+/// A queue's options, by id.
+fn options_of(store: &Store, queue: u64) -> Option<QueueOptions> {
+    store.queues.get(&store.queue_name(queue)?.to_string()).map(|r| QueueOptions::parse(&r.options))
+}
+
 /// The queues a pop may take from.
 fn pop_queues(store: &Store, req: &PopRequest) -> Vec<(u64, String)> {
     match &req.queue {
@@ -192,9 +197,7 @@ fn plan_ack(
     if !held {
         return refused(REFUSED_NO_LEASE);
     }
-    let options =
-        store.queue_name(queue).and_then(|n| store.queues.get(&n.to_string())).map(|r| QueueOptions::parse(&r.options));
-    let Some(options) = options else {
+    let Some(options) = options_of(store, queue) else {
         return refused(REFUSED_UNKNOWN_MESSAGE);
     };
     let failures = cur.failures.get(&offset).copied().unwrap_or(0);
@@ -232,10 +235,7 @@ pub fn plan_extend(
         if cur.lease.as_ref().is_none_or(|l| l.expires_us <= now_us) {
             continue;
         }
-        let lease_time = store
-            .queue_name(key.0)
-            .and_then(|n| store.queues.get(&n.to_string()))
-            .map_or(300_000_000, |r| QueueOptions::parse(&r.options).lease_time_us());
+        let lease_time = options_of(store, key.0).map_or(300_000_000, |o| o.lease_time_us());
         let expires_us = now_us + lease_time;
         let effect = Effect::ExtendLease { queue: key.0, partition: key.1, group: key.2.clone(), expires_us };
         overlay.update_cursor(store, &key, |c| cursor::apply(c, &effect));
