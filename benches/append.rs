@@ -126,6 +126,7 @@ fn item(queue: String, n: u64, size: usize, zstd: i32) -> PushItem {
         key: None,
         value: payload(size, n),
         headers: vec![],
+        timestamp_ms: None,
     };
     PushItem::new(queue, "Default".into(), &message, zstd)
 }

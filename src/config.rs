@@ -20,9 +20,33 @@ pub struct Settings {
     #[arg(long, env = "QUEEN_HTTP_ADDR", default_value = "0.0.0.0:6632")]
     pub http_addr: SocketAddr,
 
-    /// Where the Kafka listener will listen (the Kafka facade is not served by this build yet).
+    /// Where the Kafka listener listens.
     #[arg(long, env = "QUEEN_KAFKA_ADDR", default_value = "0.0.0.0:9092")]
     pub kafka_addr: SocketAddr,
+
+    /// The host:port Kafka clients are told to connect to (default: the listen address, loopback when it is unspecified).
+    #[arg(long, env = "QUEEN_KAFKA_ADVERTISED")]
+    pub kafka_advertised: Option<String>,
+
+    /// Create a topic when a Kafka client produces to it or asks metadata for it (Kafka's auto.create.topics.enable).
+    #[arg(long, env = "QUEEN_KAFKA_AUTO_CREATE_TOPICS", default_value_t = true, action = clap::ArgAction::Set)]
+    pub kafka_auto_create_topics: bool,
+
+    /// Partitions of a topic created automatically (Kafka's num.partitions).
+    #[arg(long, env = "QUEEN_KAFKA_NUM_PARTITIONS", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub kafka_num_partitions: u32,
+
+    /// The largest Kafka request taken, in bytes; a larger one closes its connection.
+    #[arg(long, env = "QUEEN_KAFKA_MAX_REQUEST_BYTES", default_value_t = 100 * 1024 * 1024)]
+    pub kafka_max_request_bytes: usize,
+
+    /// Kafka connections open at once; more are closed as they arrive.
+    #[arg(long, env = "QUEEN_KAFKA_MAX_CONNECTIONS", default_value_t = 10_000)]
+    pub kafka_max_connections: usize,
+
+    /// How long a new consumer group waits for more members before its first assignment (Kafka's group.initial.rebalance.delay.ms).
+    #[arg(long, env = "QUEEN_KAFKA_INITIAL_REBALANCE_DELAY_MS", default_value_t = 3000)]
+    pub kafka_initial_rebalance_delay_ms: u64,
 
     /// zstd level for stored payloads of at least 512 bytes; 0 stores them raw.
     #[arg(long, env = "QUEEN_RAFT_QLOG_ZSTD_LEVEL", default_value_t = 1, value_parser = clap::value_parser!(i32).range(0..=22))]

@@ -15,6 +15,7 @@ pub mod ephemeral;
 pub mod fatal;
 pub mod http;
 pub mod iso_time;
+pub mod kafka;
 pub mod log_id;
 pub mod message;
 pub mod metrics;

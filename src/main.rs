@@ -15,6 +15,11 @@ fn main() {
     };
     let runtime = tokio::runtime::Runtime::new().expect("start the tokio runtime");
     let served = runtime.block_on(async {
+        let kafka = match queen::kafka::bind(&node).await {
+            Ok(listener) => listener,
+            Err(e) => queen::fatal::exit(&format!("Kafka listener on {}: {e}", node.settings.kafka_addr)),
+        };
+        tokio::spawn(queen::kafka::serve(node.clone(), kafka));
         tokio::spawn(queen::timer_firing::run(node.clone()));
         queen::http::serve(node.clone()).await
     });

@@ -14,6 +14,9 @@ pub struct Message {
     #[serde(with = "serde_bytes")]
     pub value: Vec<u8>,
     pub headers: Vec<(String, serde_bytes::ByteBuf)>,
+    /// The producer's time (Kafka's CreateTime); none for an HTTP push,
+    /// whose time is the append's.
+    pub timestamp_ms: Option<i64>,
 }
 
 impl Message {

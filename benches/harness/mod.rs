@@ -58,6 +58,7 @@ pub fn spawn_queen(dir: &Path) -> (std::process::Child, u16, Duration) {
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_queen"))
         .env("QUEEN_RAFT_DIR", dir)
         .env("QUEEN_HTTP_ADDR", format!("127.0.0.1:{port}"))
+        .env("QUEEN_KAFKA_ADDR", "127.0.0.1:0")
         .env("QUEEN_LOG", "warn")
         .spawn()
         .unwrap();

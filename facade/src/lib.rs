@@ -1,1 +1,37 @@
-//! Kafka listener and per-API handlers. Arrives with the Kafka facade issue.
+//! Queen's Kafka listener. Each connection reads size-prefixed requests,
+//! decodes them with the sans-I/O `protocol` crate, and answers them in order
+//! through one handler per API (`handlers/`). Handlers reach the data only
+//! through [`Broker`], which the `queen` crate implements with the same
+//! planner commands as the HTTP API; consumer-group membership, which Kafka
+//! keeps in the coordinator's memory, lives in [`groups`].
+
+pub mod broker;
+pub mod config;
+mod connection;
+pub mod groups;
+mod handlers;
+mod listener;
+mod names;
+mod producers;
+mod topics;
+
+pub use broker::Broker;
+pub use config::FacadeConfig;
+pub use listener::serve;
+
+use std::sync::Arc;
+
+/// Everything a connection's handlers share.
+pub struct Facade<B: Broker> {
+    pub broker: Arc<B>,
+    pub config: FacadeConfig,
+    pub groups: groups::Coordinator,
+    producers: producers::Sequences,
+}
+
+impl<B: Broker> Facade<B> {
+    pub fn new(broker: Arc<B>, config: FacadeConfig) -> Arc<Self> {
+        let groups = groups::Coordinator::new(config.initial_rebalance_delay);
+        Arc::new(Self { broker, config, groups, producers: producers::Sequences::default() })
+    }
+}

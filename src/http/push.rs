@@ -128,7 +128,14 @@ async fn push_binary_body(
             }
         }
         let transaction_id = d.transaction_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-        let message = Message { transaction_id, trace_id: None, key: None, value: d.payload, headers: vec![] };
+        let message = Message {
+            transaction_id,
+            trace_id: None,
+            key: None,
+            value: d.payload,
+            headers: vec![],
+            timestamp_ms: None,
+        };
         items.push(PushItem::new(d.queue, d.partition, &message, node.settings.zstd_level));
     }
     let (names, outcomes) = propose(node, items).await?;
@@ -173,6 +180,7 @@ pub fn push_item(item: &Fields<'_>, settings: &Settings) -> Result<PushItem, Api
         key: None,
         value,
         headers: vec![],
+        timestamp_ms: None,
     };
     Ok(PushItem::new(queue.to_string(), partition.to_string(), &message, settings.zstd_level))
 }

@@ -44,6 +44,27 @@ pub enum Command {
     Locks(Vec<super::locks::LockOp>),
     /// KV operations, applied together or (when a required one loses) not at all.
     Kv(Vec<super::kv::KvOp>),
+    /// Creates a queue with `partitions` partitions (a Kafka topic).
+    CreateTopic {
+        queue: String,
+        partitions: u32,
+    },
+    /// Grows a queue to `total` partitions.
+    AddPartitions {
+        queue: String,
+        total: u32,
+    },
+    /// Places consumer-group cursors (Kafka offset commits).
+    CommitOffsets(Vec<CursorCommit>),
+}
+
+/// A group's cursor on a partition, set to `offset`: the next it consumes.
+#[derive(Debug, Clone)]
+pub struct CursorCommit {
+    pub queue: u64,
+    pub partition: u64,
+    pub group: String,
+    pub offset: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -188,4 +209,10 @@ pub enum Answer {
     },
     Locks(Vec<super::locks::LockResult>),
     Kv(super::kv::KvAnswer),
+    /// A queue's partitions were created or grown; `existed` when the queue
+    /// was there before.
+    PartitionsCreated {
+        existed: bool,
+        created: usize,
+    },
 }

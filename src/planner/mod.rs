@@ -15,6 +15,7 @@ pub mod push;
 pub mod queue_options;
 pub mod queues;
 pub mod timers;
+pub mod topics;
 pub mod transaction;
 pub mod txn;
 
@@ -109,6 +110,23 @@ impl Planner {
             Command::Kv(ops) => {
                 let (effects, answer) = kv::plan_kv(store, overlay, timestamp_us, &ops);
                 (effects, vec![], Answer::Kv(answer))
+            }
+            Command::CreateTopic { queue, partitions } => {
+                let existed = overlay.queue_id(store, &queue).is_some();
+                let effects = if existed { vec![] } else { topics::plan_create(store, overlay, &queue, partitions) };
+                let created = effects.len().saturating_sub(1);
+                (effects, vec![], Answer::PartitionsCreated { existed, created })
+            }
+            Command::AddPartitions { queue, total } => {
+                let existed = overlay.queue_id(store, &queue).is_some();
+                let effects = topics::plan_grow(store, overlay, &queue, total);
+                let created = effects.len();
+                (effects, vec![], Answer::PartitionsCreated { existed, created })
+            }
+            Command::CommitOffsets(commits) => {
+                let effects = topics::plan_commits(store, overlay, commits);
+                let partitions = effects.len();
+                (effects, vec![], Answer::GroupChanged { partitions })
             }
             Command::ExtendLease { lease_id } => {
                 let (effects, renewed, expires_us) = consume::plan_extend(store, overlay, timestamp_us, &lease_id);

@@ -53,6 +53,12 @@ impl Overlay {
         id
     }
 
+    /// How many partitions the queue has, counting those this batch created.
+    pub fn partition_count(&self, store: &Store, queue: u64) -> usize {
+        store.partitions.range((queue, 0)..=(queue, u64::MAX)).count()
+            + self.partitions.keys().filter(|(q, _)| *q == queue).count()
+    }
+
     pub fn dedup(&self, store: &Store, queue: u64, partition: u64, hash: &[u8; 16]) -> Option<u64> {
         self.dedup
             .get(&(queue, partition, *hash))

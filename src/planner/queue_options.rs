@@ -92,6 +92,11 @@ impl QueueOptions {
         self.0.get("dlqAfterMaxRetries").and_then(Value::as_bool).unwrap_or(true)
     }
 
+    /// How long messages are kept, in seconds; 0 keeps them for good.
+    pub fn retention_seconds(&self) -> i64 {
+        self.num("retentionSeconds", 0.0).max(0.0) as i64
+    }
+
     pub fn as_json(&self) -> Value {
         Value::Object(self.0.clone())
     }

@@ -125,6 +125,7 @@ pub fn plan_fire(
             key: None,
             value: row.payload.clone(),
             headers: vec![],
+            timestamp_ms: None,
         };
         // Compression is the storing node's choice, which the planner does
         // not know: a fired payload is stored raw.

@@ -18,23 +18,26 @@ pub fn free_port() -> u16 {
 pub struct Node {
     pub child: Child,
     pub port: u16,
+    pub kafka_port: u16,
     pub dir: PathBuf,
     pub log: PathBuf,
     env: Vec<(String, String)>,
     pub http: reqwest::Client,
 }
 
-fn command(dir: &Path, port: u16, env: &[(String, String)], log: &Path) -> Command {
+fn command(dir: &Path, port: u16, env: &[(String, String)], log: &Path) -> (Command, u16) {
+    let kafka_port = free_port();
     let mut c = Command::new(BIN);
     c.env("QUEEN_RAFT_DIR", dir)
         .env("QUEEN_HTTP_ADDR", format!("127.0.0.1:{port}"))
+        .env("QUEEN_KAFKA_ADDR", format!("127.0.0.1:{kafka_port}"))
         .env("QUEEN_LOG", "info")
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(log).unwrap());
     for (k, v) in env {
         c.env(k, v);
     }
-    c
+    (c, kafka_port)
 }
 
 impl Node {
@@ -43,8 +46,9 @@ impl Node {
         let env: Vec<(String, String)> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         let port = free_port();
         let log = dir.with_extension(format!("{port}.log"));
-        let child = command(dir, port, &env, &log).spawn().expect("spawn queen");
-        let mut node = Node { child, port, dir: dir.to_path_buf(), log, env, http: reqwest::Client::new() };
+        let (mut command, kafka_port) = command(dir, port, &env, &log);
+        let child = command.spawn().expect("spawn queen");
+        let mut node = Node { child, port, kafka_port, dir: dir.to_path_buf(), log, env, http: reqwest::Client::new() };
         node.wait_healthy().await;
         node
     }
@@ -166,7 +170,7 @@ pub fn expect_refusal(dir: &Path, env: &[(&str, &str)]) -> String {
     let env: Vec<(String, String)> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
     let port = free_port();
     let log = dir.with_extension("refusal.log");
-    let mut child = command(dir, port, &env, &log).spawn().expect("spawn queen");
+    let mut child = command(dir, port, &env, &log).0.spawn().expect("spawn queen");
     let deadline = Instant::now() + Duration::from_secs(30);
     let status = loop {
         if let Some(s) = child.try_wait().unwrap() {

@@ -1,0 +1,197 @@
+//! The narrow set of broker operations the facade needs. The `queen` crate
+//! implements it with planner commands, so a Kafka request takes exactly the
+//! path an HTTP request takes; the facade itself keeps no data.
+
+use protocol::records::{PlainRecord, ProducedBatch};
+use protocol::ResponseError;
+use std::future::Future;
+
+/// A topic as Kafka sees it: a queue and its partitions in creation order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicView {
+    pub name: String,
+    /// Stable for the queue's life: Kafka's topic id.
+    pub id: [u8; 16],
+    pub partitions: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PartitionOffsets {
+    /// The oldest offset still stored.
+    pub log_start: i64,
+    /// The offset the next record gets.
+    pub high_watermark: i64,
+}
+
+/// One produced batch for one partition.
+#[derive(Debug, Clone)]
+pub struct PartitionBatch {
+    pub topic: String,
+    pub partition: i32,
+    pub batch: ProducedBatch,
+}
+
+#[derive(Debug, Clone)]
+pub struct Produced {
+    pub base_offset: i64,
+    pub log_start: i64,
+}
+
+#[derive(Debug, Clone)]
+pub struct Fetched {
+    /// Ascending, gapless offsets from the one asked for.
+    pub records: Vec<(i64, PlainRecord)>,
+    pub offsets: PartitionOffsets,
+}
+
+#[derive(Debug, Clone)]
+pub struct OffsetCommit {
+    pub topic: String,
+    pub partition: i32,
+    pub offset: i64,
+}
+
+/// One topic setting in Kafka's terms.
+#[derive(Debug, Clone)]
+pub struct ConfigEntry {
+    pub name: String,
+    pub value: String,
+    /// False only for the settings that map onto a queue option.
+    pub read_only: bool,
+    /// Set on this topic rather than a default.
+    pub is_set: bool,
+}
+
+/// Why a broker operation did not happen, named as the Kafka error a client
+/// reacts to.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum BrokerError {
+    #[error("no such topic or partition")]
+    UnknownTopicOrPartition,
+    #[error("the topic already exists")]
+    TopicAlreadyExists,
+    #[error("invalid topic: {0}")]
+    InvalidTopic(String),
+    #[error("invalid partition count: {0}")]
+    InvalidPartitions(String),
+    #[error("offset {offset} is outside {log_start}..={high_watermark}")]
+    OffsetOutOfRange { offset: i64, log_start: i64, high_watermark: i64 },
+    #[error("invalid request: {0}")]
+    InvalidRequest(String),
+    #[error("the records are invalid: {0}")]
+    CorruptRecords(String),
+    #[error("a record of {size} bytes is over the limit of {limit}")]
+    RecordTooLarge { size: usize, limit: usize },
+    #[error("the volume is too full to take the write")]
+    StorageFull,
+    #[error("the node is shutting down")]
+    ShuttingDown,
+    #[error("the broker failed to read or write: {0}")]
+    Internal(String),
+}
+
+impl BrokerError {
+    pub fn kafka(&self) -> ResponseError {
+        match self {
+            BrokerError::UnknownTopicOrPartition => ResponseError::UnknownTopicOrPartition,
+            BrokerError::TopicAlreadyExists => ResponseError::TopicAlreadyExists,
+            BrokerError::InvalidTopic(_) => ResponseError::InvalidTopicException,
+            BrokerError::InvalidPartitions(_) => ResponseError::InvalidPartitions,
+            BrokerError::OffsetOutOfRange { .. } => ResponseError::OffsetOutOfRange,
+            BrokerError::InvalidRequest(_) => ResponseError::InvalidRequest,
+            BrokerError::CorruptRecords(_) => ResponseError::CorruptMessage,
+            BrokerError::RecordTooLarge { .. } => ResponseError::MessageTooLarge,
+            BrokerError::StorageFull => ResponseError::KafkaStorageError,
+            BrokerError::ShuttingDown => ResponseError::NotLeaderOrFollower,
+            BrokerError::Internal(_) => ResponseError::UnknownServerError,
+        }
+    }
+
+    pub fn code(&self) -> i16 {
+        self.kafka().code()
+    }
+}
+
+pub trait Broker: Send + Sync + 'static {
+    /// Every topic, by name.
+    fn topics(&self) -> Vec<TopicView>;
+
+    fn topic(&self, name: &str) -> Option<TopicView>;
+
+    /// Creates a topic of `partitions` partitions.
+    fn create_topic(
+        &self,
+        name: String,
+        partitions: u32,
+    ) -> impl Future<Output = Result<TopicView, BrokerError>> + Send;
+
+    fn delete_topic(&self, name: String) -> impl Future<Output = Result<(), BrokerError>> + Send;
+
+    /// Grows a topic to `total` partitions.
+    fn create_partitions(&self, name: String, total: u32) -> impl Future<Output = Result<(), BrokerError>> + Send;
+
+    /// Appends the batches, durably and as one write, and answers each
+    /// batch's first offset. A retried idempotent batch answers the offset
+    /// it got first.
+    fn produce(&self, batches: Vec<PartitionBatch>) -> impl Future<Output = Vec<Result<Produced, BrokerError>>> + Send;
+
+    /// Reads records from `offset`, at least one if there is one, until
+    /// `max_bytes`.
+    fn fetch(
+        &self,
+        topic: String,
+        partition: i32,
+        offset: i64,
+        max_bytes: usize,
+    ) -> impl Future<Output = Result<Fetched, BrokerError>> + Send;
+
+    fn offsets(&self, topic: &str, partition: i32) -> Result<PartitionOffsets, BrokerError>;
+
+    /// The first record stored at or after `timestamp_ms`: (offset, its timestamp).
+    fn offset_for_time(
+        &self,
+        topic: &str,
+        partition: i32,
+        timestamp_ms: i64,
+    ) -> Result<Option<(i64, i64)>, BrokerError>;
+
+    /// The newest record's (offset, timestamp), if any.
+    fn max_timestamp(&self, topic: &str, partition: i32) -> Result<Option<(i64, i64)>, BrokerError>;
+
+    /// Resolves at the next applied write. Created before a check, it
+    /// catches any write that lands after the check.
+    fn appended(&self) -> impl Future<Output = ()> + Send + '_;
+
+    /// Moves the group's cursors to the committed offsets.
+    fn commit_offsets(
+        &self,
+        group: String,
+        commits: Vec<OffsetCommit>,
+    ) -> impl Future<Output = Vec<Result<(), BrokerError>>> + Send;
+
+    /// The group's cursor on a partition: the next offset it consumes.
+    fn committed_offset(&self, group: &str, topic: &str, partition: i32) -> Result<Option<i64>, BrokerError>;
+
+    /// Every (topic, partition) the group holds a cursor on.
+    fn group_partitions(&self, group: &str) -> Vec<(String, i32)>;
+
+    /// Every group that holds a cursor.
+    fn group_names(&self) -> Vec<String>;
+
+    /// Forgets the group's cursors on `topic`, or on every topic.
+    fn delete_group_offsets(
+        &self,
+        group: String,
+        topic: Option<String>,
+    ) -> impl Future<Output = Result<(), BrokerError>> + Send;
+
+    /// A producer id no producer has had before, durably.
+    fn new_producer_id(&self) -> impl Future<Output = Result<i64, BrokerError>> + Send;
+
+    /// The topic's configuration as Kafka names it.
+    fn topic_config(&self, topic: &str) -> Option<Vec<ConfigEntry>>;
+
+    /// Sets the topic's retention (`retention.ms`), the one Kafka setting
+    /// that maps onto a queue option.
+    fn set_retention(&self, topic: String, retention_ms: i64) -> impl Future<Output = Result<(), BrokerError>> + Send;
+}

@@ -1,0 +1,24 @@
+//! How the listener presents itself and what it allows.
+
+use std::time::Duration;
+
+#[derive(Debug, Clone)]
+pub struct FacadeConfig {
+    /// This node's broker id in metadata answers.
+    pub node_id: i32,
+    /// The host and port clients are told to connect to.
+    pub advertised_host: String,
+    pub advertised_port: i32,
+    pub cluster_id: String,
+    /// The largest request frame taken; a larger one closes the connection.
+    pub max_request_bytes: usize,
+    /// Connections beyond this are closed as they arrive.
+    pub max_connections: usize,
+    /// Create a topic when a client produces to it or asks metadata for it.
+    pub auto_create_topics: bool,
+    /// Partitions of an automatically created topic.
+    pub num_partitions: u32,
+    /// How long a new group waits for more members before its first
+    /// assignment (Kafka's `group.initial.rebalance.delay.ms`).
+    pub initial_rebalance_delay: Duration,
+}

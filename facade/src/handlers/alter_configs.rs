@@ -1,0 +1,107 @@
+//! AlterConfigs and IncrementalAlterConfigs: `retention.ms` on a topic is
+//! the queue's retention; every other setting is refused with
+//! INVALID_CONFIG naming it, so a client never believes a change that did
+//! not happen.
+
+use super::describe_configs::TOPIC;
+use crate::names::str_bytes;
+use crate::{Broker, Facade};
+use protocol::messages::alter_configs_response::AlterConfigsResourceResponse;
+use protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse as IncrementalResult;
+use protocol::messages::{
+    AlterConfigsRequest, AlterConfigsResponse, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
+};
+use protocol::ResponseError;
+
+const RETENTION_MS: &str = "retention.ms";
+const SET: i8 = 0;
+
+/// One resource's change: (resource type, name, [(setting, value)]).
+type Change = (i8, String, Vec<(String, Option<String>)>);
+
+pub async fn handle<B: Broker>(f: &Facade<B>, req: AlterConfigsRequest) -> AlterConfigsResponse {
+    let mut responses = Vec::new();
+    for r in &req.resources {
+        let change: Change = (
+            r.resource_type,
+            r.resource_name.as_str().to_string(),
+            r.configs
+                .iter()
+                .map(|c| (c.name.as_str().to_string(), c.value.as_ref().map(|v| v.as_str().to_string())))
+                .collect(),
+        );
+        let (code, message) = apply(f, change, req.validate_only).await;
+        responses.push(
+            AlterConfigsResourceResponse::default()
+                .with_resource_type(r.resource_type)
+                .with_resource_name(r.resource_name.clone())
+                .with_error_code(code)
+                .with_error_message(message.as_deref().map(str_bytes)),
+        );
+    }
+    AlterConfigsResponse::default().with_responses(responses)
+}
+
+pub async fn handle_incremental<B: Broker>(
+    f: &Facade<B>,
+    req: IncrementalAlterConfigsRequest,
+) -> IncrementalAlterConfigsResponse {
+    let mut responses = Vec::new();
+    for r in &req.resources {
+        let (code, message) = match r.configs.iter().find(|c| c.config_operation != SET) {
+            Some(c) => {
+                (ResponseError::InvalidConfig.code(), Some(format!("{}: only SET is supported", c.name.as_str())))
+            }
+            None => {
+                let change: Change = (
+                    r.resource_type,
+                    r.resource_name.as_str().to_string(),
+                    r.configs
+                        .iter()
+                        .map(|c| (c.name.as_str().to_string(), c.value.as_ref().map(|v| v.as_str().to_string())))
+                        .collect(),
+                );
+                apply(f, change, req.validate_only).await
+            }
+        };
+        responses.push(
+            IncrementalResult::default()
+                .with_resource_type(r.resource_type)
+                .with_resource_name(r.resource_name.clone())
+                .with_error_code(code)
+                .with_error_message(message.as_deref().map(str_bytes)),
+        );
+    }
+    IncrementalAlterConfigsResponse::default().with_responses(responses)
+}
+
+async fn apply<B: Broker>(f: &Facade<B>, (kind, name, settings): Change, validate_only: bool) -> (i16, Option<String>) {
+    if kind != TOPIC {
+        return (ResponseError::InvalidRequest.code(), Some("only topic settings can be changed".into()));
+    }
+    if f.broker.topic(&name).is_none() {
+        return (ResponseError::UnknownTopicOrPartition.code(), None);
+    }
+    let mut retention = None;
+    for (setting, value) in settings {
+        match (setting.as_str(), value.as_deref().map(str::parse::<i64>)) {
+            (RETENTION_MS, Some(Ok(ms))) => retention = Some(ms),
+            (RETENTION_MS, _) => {
+                return (ResponseError::InvalidConfig.code(), Some(format!("{RETENTION_MS} takes milliseconds")))
+            }
+            _ => {
+                return (
+                    ResponseError::InvalidConfig.code(),
+                    Some(format!("{setting} is not supported by Queen; only {RETENTION_MS} maps onto a queue option")),
+                )
+            }
+        }
+    }
+    match retention {
+        Some(ms) if !validate_only => match f.broker.set_retention(name, ms).await {
+            Ok(()) => (0, None),
+            Err(e) => (e.code(), Some(e.to_string())),
+        },
+        _ => (0, None),
+    }
+}

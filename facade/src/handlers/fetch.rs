@@ -1,0 +1,90 @@
+//! Fetch: reads each asked partition from its fetch offset and, while less
+//! than `min_bytes` is ready, waits for appends until `max_wait_ms`. There
+//! are no Kafka transactions here, so both isolation levels read up to the
+//! high watermark. Fetch sessions are declined (session id 0): every fetch
+//! is a full one, which KIP-227 lets a broker choose.
+
+use crate::broker::PartitionOffsets;
+use crate::names::topic_name;
+use crate::{Broker, Facade};
+use protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+use protocol::messages::{FetchRequest, FetchResponse};
+use protocol::records::encode_fetched;
+use protocol::ResponseError;
+use std::time::{Duration, Instant};
+
+pub async fn handle<B: Broker>(f: &Facade<B>, req: FetchRequest, version: i16) -> FetchResponse {
+    let deadline = Instant::now() + Duration::from_millis(req.max_wait_ms.max(0) as u64);
+    let min_bytes = req.min_bytes.max(0) as usize;
+    let max_bytes = if req.max_bytes > 0 { req.max_bytes as usize } else { usize::MAX };
+    loop {
+        // Made before the read, so an append that lands during it still wakes us.
+        let appended = f.broker.appended();
+        let (topics, bytes) = read_all(f, &req, max_bytes, version).await;
+        let now = Instant::now();
+        if bytes >= min_bytes.max(1) || now >= deadline {
+            return FetchResponse::default().with_responses(topics);
+        }
+        let _ = tokio::time::timeout(deadline - now, appended).await;
+    }
+}
+
+async fn read_all<B: Broker>(
+    f: &Facade<B>,
+    req: &FetchRequest,
+    max_bytes: usize,
+    version: i16,
+) -> (Vec<FetchableTopicResponse>, usize) {
+    let mut total = 0usize;
+    let mut topics = Vec::with_capacity(req.topics.len());
+    for topic in &req.topics {
+        let name = topic.topic.0.as_str();
+        let mut partitions = Vec::with_capacity(topic.partitions.len());
+        for p in &topic.partitions {
+            let budget = (p.partition_max_bytes.max(0) as usize).min(max_bytes.saturating_sub(total));
+            let answer =
+                PartitionData::default().with_partition_index(p.partition).with_aborted_transactions(Some(vec![]));
+            let answer = match read_partition(f, name, p.partition, p.fetch_offset, budget).await {
+                Ok((offsets, records, size)) => {
+                    total += size;
+                    answer
+                        .with_high_watermark(offsets.high_watermark)
+                        .with_last_stable_offset(offsets.high_watermark)
+                        .with_log_start_offset(if version >= 5 { offsets.log_start } else { -1 })
+                        .with_records(Some(records))
+                }
+                Err(e) => answer.with_error_code(e.code()).with_records(Some(bytes::Bytes::new())),
+            };
+            partitions.push(answer);
+        }
+        topics.push(FetchableTopicResponse::default().with_topic(topic_name(name)).with_partitions(partitions));
+    }
+    (topics, total)
+}
+
+/// The partition's records from `offset` as batch bytes, and their size.
+async fn read_partition<B: Broker>(
+    f: &Facade<B>,
+    topic: &str,
+    partition: i32,
+    offset: i64,
+    budget: usize,
+) -> Result<(PartitionOffsets, bytes::Bytes, usize), ResponseError> {
+    let offsets = f.broker.offsets(topic, partition).map_err(|e| e.kafka())?;
+    if offset < offsets.log_start || offset > offsets.high_watermark {
+        return Err(ResponseError::OffsetOutOfRange);
+    }
+    if offset == offsets.high_watermark || budget == 0 {
+        return Ok((offsets, bytes::Bytes::new(), 0));
+    }
+    let fetched = f.broker.fetch(topic.to_string(), partition, offset, budget).await.map_err(|e| e.kafka())?;
+    if fetched.records.is_empty() {
+        return Ok((fetched.offsets, bytes::Bytes::new(), 0));
+    }
+    let bytes = encode_fetched(&fetched.records).map_err(|e| {
+        tracing::error!(topic, partition, error = %e, "fetch: stored records do not encode");
+        ResponseError::UnknownServerError
+    })?;
+    let size = bytes.len();
+    Ok((fetched.offsets, bytes, size))
+}

@@ -1,0 +1,49 @@
+//! ListOffsets: earliest (-2), latest (-1), the newest record (-3, max
+//! timestamp) and the first record at or after a time.
+
+use crate::names::topic_name;
+use crate::{Broker, Facade};
+use protocol::messages::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
+use protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
+
+const LATEST: i64 = -1;
+const EARLIEST: i64 = -2;
+const MAX_TIMESTAMP: i64 = -3;
+
+pub fn handle<B: Broker>(f: &Facade<B>, req: ListOffsetsRequest, version: i16) -> ListOffsetsResponse {
+    let topics = req
+        .topics
+        .iter()
+        .map(|t| {
+            let name = t.name.0.as_str();
+            let partitions = t
+                .partitions
+                .iter()
+                .map(|p| {
+                    let answer = ListOffsetsPartitionResponse::default().with_partition_index(p.partition_index);
+                    // Fields a version lacks must keep their defaults to encode.
+                    let answer = if version >= 4 { answer.with_leader_epoch(0) } else { answer };
+                    match lookup(f, name, p.partition_index, p.timestamp) {
+                        Ok((offset, timestamp)) => answer.with_offset(offset).with_timestamp(timestamp),
+                        Err(code) => answer.with_error_code(code).with_offset(-1).with_timestamp(-1),
+                    }
+                })
+                .collect();
+            ListOffsetsTopicResponse::default().with_name(topic_name(name)).with_partitions(partitions)
+        })
+        .collect();
+    ListOffsetsResponse::default().with_topics(topics)
+}
+
+/// (offset, timestamp) for the asked timestamp; -1 where Kafka answers none.
+fn lookup<B: Broker>(f: &Facade<B>, topic: &str, partition: i32, timestamp: i64) -> Result<(i64, i64), i16> {
+    let offsets = f.broker.offsets(topic, partition).map_err(|e| e.code())?;
+    let found = match timestamp {
+        LATEST => Some((offsets.high_watermark, -1)),
+        EARLIEST => Some((offsets.log_start, -1)),
+        MAX_TIMESTAMP => f.broker.max_timestamp(topic, partition).map_err(|e| e.code())?,
+        t if t >= 0 => f.broker.offset_for_time(topic, partition, t).map_err(|e| e.code())?,
+        _ => return Err(protocol::ResponseError::InvalidRequest.code()),
+    };
+    Ok(found.unwrap_or((-1, -1)))
+}

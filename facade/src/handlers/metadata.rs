@@ -1,0 +1,71 @@
+//! Metadata: this node is the only broker and leads every partition; topics
+//! are queues, their partitions in creation order.
+
+use crate::broker::TopicView;
+use crate::names::{broker_id, str_bytes, topic_name, uuid};
+use crate::{topics, Broker, Facade};
+use protocol::messages::metadata_response::{MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic};
+use protocol::messages::{MetadataRequest, MetadataResponse};
+
+pub async fn handle<B: Broker>(f: &Facade<B>, req: MetadataRequest, version: i16) -> MetadataResponse {
+    let me = broker_id(f.config.node_id);
+    let broker = MetadataResponseBroker::default()
+        .with_node_id(me)
+        .with_host(str_bytes(&f.config.advertised_host))
+        .with_port(f.config.advertised_port);
+    // v0 asks for every topic with an empty list; v1+ with null.
+    let every = match &req.topics {
+        None => true,
+        Some(list) => list.is_empty() && version == 0,
+    };
+    let allow_create = version < 4 || req.allow_auto_topic_creation;
+    let mut topics = Vec::new();
+    if every {
+        topics.extend(f.broker.topics().into_iter().map(|t| topic_answer(f, &t, version)));
+    } else {
+        for asked in req.topics.unwrap_or_default() {
+            let by_name = asked.name.as_ref().map(|n| n.0.as_str().to_string());
+            let found = match &by_name {
+                Some(name) => topics::resolve(f, name, allow_create).await,
+                None => f
+                    .broker
+                    .topics()
+                    .into_iter()
+                    .find(|t| uuid(t.id) == asked.topic_id)
+                    .ok_or(crate::broker::BrokerError::UnknownTopicOrPartition),
+            };
+            topics.push(match found {
+                Ok(t) => topic_answer(f, &t, version),
+                Err(e) => MetadataResponseTopic::default()
+                    .with_error_code(e.code())
+                    .with_name(by_name.as_deref().map(topic_name))
+                    .with_topic_id(if version >= 10 { asked.topic_id } else { Default::default() }),
+            });
+        }
+    }
+    // Fields a version lacks must keep their defaults to encode.
+    let answer = MetadataResponse::default().with_brokers(vec![broker]).with_controller_id(me).with_topics(topics);
+    if version >= 2 {
+        answer.with_cluster_id(Some(str_bytes(&f.config.cluster_id)))
+    } else {
+        answer
+    }
+}
+
+fn topic_answer<B: Broker>(f: &Facade<B>, t: &TopicView, version: i16) -> MetadataResponseTopic {
+    let me = broker_id(f.config.node_id);
+    let partitions = (0..t.partitions as i32)
+        .map(|p| {
+            MetadataResponsePartition::default()
+                .with_partition_index(p)
+                .with_leader_id(me)
+                .with_leader_epoch(if version >= 7 { 0 } else { -1 })
+                .with_replica_nodes(vec![me])
+                .with_isr_nodes(vec![me])
+        })
+        .collect();
+    MetadataResponseTopic::default()
+        .with_name(Some(topic_name(&t.name)))
+        .with_topic_id(if version >= 10 { uuid(t.id) } else { Default::default() })
+        .with_partitions(partitions)
+}

@@ -1,0 +1,82 @@
+//! One handler per Kafka API. Each takes the decoded request and its version
+//! and answers the response body; errors travel inside the body as Kafka
+//! error codes, per topic, partition or group, as the protocol places them.
+
+mod alter_configs;
+mod api_versions;
+mod create_partitions;
+mod create_topics;
+mod delete_groups;
+mod delete_records;
+mod delete_topics;
+mod describe_cluster;
+mod describe_configs;
+mod describe_groups;
+mod fetch;
+mod find_coordinator;
+mod heartbeat;
+mod init_producer_id;
+mod join_group;
+mod leave_group;
+mod list_groups;
+mod list_offsets;
+mod metadata;
+mod offset_commit;
+mod offset_delete;
+mod offset_fetch;
+mod offset_for_leader_epoch;
+mod produce;
+mod sync_group;
+
+use crate::{Broker, Facade};
+use protocol::messages::{RequestKind, ResponseKind};
+use protocol::request::Request;
+use std::net::SocketAddr;
+
+pub enum Reply {
+    Answer(ResponseKind),
+    /// Produce with acks=0: the client expects no answer.
+    Silent,
+    /// A request the versions table admitted but no handler serves: a bug,
+    /// reported and answered by closing the connection.
+    Unhandled(String),
+}
+
+pub async fn handle<B: Broker>(f: &Facade<B>, req: Request, peer: SocketAddr) -> Reply {
+    let v = req.version;
+    let client = req.client_id().to_string();
+    let body = match req.body {
+        RequestKind::ApiVersions(r) => ResponseKind::ApiVersions(api_versions::handle(r, v)),
+        RequestKind::Metadata(r) => ResponseKind::Metadata(metadata::handle(f, r, v).await),
+        RequestKind::Produce(r) => return produce::handle(f, r, v).await,
+        RequestKind::Fetch(r) => ResponseKind::Fetch(fetch::handle(f, r, v).await),
+        RequestKind::ListOffsets(r) => ResponseKind::ListOffsets(list_offsets::handle(f, r, v)),
+        RequestKind::FindCoordinator(r) => ResponseKind::FindCoordinator(find_coordinator::handle(f, r, v)),
+        RequestKind::JoinGroup(r) => ResponseKind::JoinGroup(join_group::handle(f, r, v, &client, peer).await),
+        RequestKind::SyncGroup(r) => ResponseKind::SyncGroup(sync_group::handle(f, r, v).await),
+        RequestKind::Heartbeat(r) => ResponseKind::Heartbeat(heartbeat::handle(f, r)),
+        RequestKind::LeaveGroup(r) => ResponseKind::LeaveGroup(leave_group::handle(f, r, v)),
+        RequestKind::OffsetCommit(r) => ResponseKind::OffsetCommit(offset_commit::handle(f, r).await),
+        RequestKind::OffsetFetch(r) => ResponseKind::OffsetFetch(offset_fetch::handle(f, r, v)),
+        RequestKind::OffsetDelete(r) => ResponseKind::OffsetDelete(offset_delete::handle(f, r).await),
+        RequestKind::ListGroups(r) => ResponseKind::ListGroups(list_groups::handle(f, r, v)),
+        RequestKind::DescribeGroups(r) => ResponseKind::DescribeGroups(describe_groups::handle(f, r, v)),
+        RequestKind::DeleteGroups(r) => ResponseKind::DeleteGroups(delete_groups::handle(f, r).await),
+        RequestKind::CreateTopics(r) => ResponseKind::CreateTopics(create_topics::handle(f, r, v).await),
+        RequestKind::DeleteTopics(r) => ResponseKind::DeleteTopics(delete_topics::handle(f, r, v).await),
+        RequestKind::CreatePartitions(r) => ResponseKind::CreatePartitions(create_partitions::handle(f, r).await),
+        RequestKind::DeleteRecords(r) => ResponseKind::DeleteRecords(delete_records::handle(f, r)),
+        RequestKind::InitProducerId(r) => ResponseKind::InitProducerId(init_producer_id::handle(f, r).await),
+        RequestKind::OffsetForLeaderEpoch(r) => {
+            ResponseKind::OffsetForLeaderEpoch(offset_for_leader_epoch::handle(f, r))
+        }
+        RequestKind::DescribeConfigs(r) => ResponseKind::DescribeConfigs(describe_configs::handle(f, r)),
+        RequestKind::AlterConfigs(r) => ResponseKind::AlterConfigs(alter_configs::handle(f, r).await),
+        RequestKind::IncrementalAlterConfigs(r) => {
+            ResponseKind::IncrementalAlterConfigs(alter_configs::handle_incremental(f, r).await)
+        }
+        RequestKind::DescribeCluster(r) => ResponseKind::DescribeCluster(describe_cluster::handle(f, r)),
+        other => return Reply::Unhandled(format!("{other:?}").chars().take(60).collect()),
+    };
+    Reply::Answer(body)
+}

@@ -1,0 +1,88 @@
+//! Produce: every batch of the request becomes one planner push, written and
+//! fsynced together; acks=1 and acks=-1 both answer once the push is durable
+//! (on one node they are the same promise), acks=0 answers nothing.
+
+use super::Reply;
+use crate::broker::{BrokerError, PartitionBatch};
+use crate::names::topic_name;
+use crate::{topics, Broker, Facade};
+use protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use protocol::messages::{ProduceRequest, ProduceResponse, ResponseKind};
+use protocol::records::decode_produced;
+use protocol::ResponseError;
+
+pub async fn handle<B: Broker>(f: &Facade<B>, req: ProduceRequest, version: i16) -> Reply {
+    let transactional = req.transactional_id.is_some();
+    // (topic, partition, error or the index of its batch in `batches`).
+    let mut slots: Vec<(String, i32, Result<usize, ResponseError>)> = Vec::new();
+    let mut batches: Vec<PartitionBatch> = Vec::new();
+    for topic in &req.topic_data {
+        let name = topic.name.0.as_str().to_string();
+        let resolved = topics::resolve(f, &name, true).await;
+        for p in &topic.partition_data {
+            let slot = match (&resolved, transactional) {
+                (_, true) => Err(ResponseError::TransactionalIdAuthorizationFailed),
+                (Err(e), _) => Err(e.kafka()),
+                (Ok(t), _) if p.index < 0 || p.index as u32 >= t.partitions => {
+                    Err(ResponseError::UnknownTopicOrPartition)
+                }
+                (Ok(_), _) => batch_of(f, &name, p.index, p.records.clone()).map(|b| {
+                    batches.push(b);
+                    batches.len() - 1
+                }),
+            };
+            slots.push((name.clone(), p.index, slot));
+        }
+    }
+    let sent: Vec<PartitionBatch> = batches.clone();
+    let mut results = f.broker.produce(batches).await.into_iter();
+    let mut written = Vec::with_capacity(sent.len());
+    for (b, r) in sent.iter().zip(&mut results) {
+        if r.is_ok() {
+            f.producers.written(&b.topic, b.partition, &b.batch);
+        }
+        written.push(r);
+    }
+    if req.acks == 0 {
+        return Reply::Silent;
+    }
+    let mut responses: Vec<TopicProduceResponse> = Vec::new();
+    for (topic, partition, slot) in slots {
+        let answer = PartitionProduceResponse::default().with_index(partition);
+        let answer = match slot.and_then(|at| written[at].clone().map_err(|e: BrokerError| e.kafka())) {
+            Ok(p) if version >= 5 => answer.with_base_offset(p.base_offset).with_log_start_offset(p.log_start),
+            Ok(p) => answer.with_base_offset(p.base_offset),
+            Err(e) => answer.with_error_code(e.code()).with_base_offset(-1),
+        };
+        match responses.iter_mut().find(|t| t.name.0.as_str() == topic) {
+            Some(t) => t.partition_responses.push(answer),
+            None => responses.push(
+                TopicProduceResponse::default().with_name(topic_name(&topic)).with_partition_responses(vec![answer]),
+            ),
+        }
+    }
+    Reply::Answer(ResponseKind::Produce(ProduceResponse::default().with_responses(responses)))
+}
+
+/// The partition's records as one batch to write, checked for idempotence.
+/// A request carries one batch per partition (more are merged: they arrive
+/// together and are written together).
+fn batch_of<B: Broker>(
+    f: &Facade<B>,
+    topic: &str,
+    partition: i32,
+    records: Option<bytes::Bytes>,
+) -> Result<PartitionBatch, ResponseError> {
+    let Some(records) = records else { return Err(ResponseError::CorruptMessage) };
+    let decoded = decode_produced(records).map_err(|e| {
+        tracing::debug!(topic, partition, error = %e, "produce refused");
+        ResponseError::CorruptMessage
+    })?;
+    let mut decoded = decoded.into_iter();
+    let Some(mut batch) = decoded.next() else { return Err(ResponseError::CorruptMessage) };
+    for more in decoded {
+        batch.records.extend(more.records);
+    }
+    f.producers.check(topic, partition, &batch)?;
+    Ok(PartitionBatch { topic: topic.to_string(), partition, batch })
+}

@@ -1,0 +1,40 @@
+//! Encoding an answer: size prefix, the response header at the version the
+//! API wants, then the body.
+
+use bytes::{BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::api_versions_response::ApiVersionsResponse;
+use kafka_protocol::messages::{ApiKey, ResponseHeader, ResponseKind};
+use kafka_protocol::protocol::Encodable;
+use kafka_protocol::ResponseError;
+
+#[derive(Debug, thiserror::Error)]
+#[error("{api_key:?} v{version} response does not encode: {reason}")]
+pub struct EncodeError {
+    pub api_key: ApiKey,
+    pub version: i16,
+    pub reason: String,
+}
+
+/// One whole response frame, size prefix included.
+pub fn encode(correlation_id: i32, api_key: ApiKey, version: i16, body: &ResponseKind) -> Result<Bytes, EncodeError> {
+    let failed = |e: anyhow::Error| EncodeError { api_key, version, reason: e.to_string() };
+    let mut buf = BytesMut::with_capacity(64);
+    buf.put_i32(0);
+    let header = ResponseHeader::default().with_correlation_id(correlation_id);
+    header.encode(&mut buf, api_key.response_header_version(version)).map_err(failed)?;
+    body.encode(&mut buf, version).map_err(failed)?;
+    let size = (buf.len() - 4) as i32;
+    buf[..4].copy_from_slice(&size.to_be_bytes());
+    Ok(buf.freeze())
+}
+
+/// The answer to an ApiVersions request at a version Queen does not serve:
+/// version 0's layout, error 35 and the supported table, so that the client
+/// retries at a version both sides know.
+pub fn unsupported_api_versions(correlation_id: i32) -> Bytes {
+    let body = ApiVersionsResponse::default()
+        .with_error_code(ResponseError::UnsupportedVersion.code())
+        .with_api_keys(crate::versions::api_versions());
+    encode(correlation_id, ApiKey::ApiVersions, 0, &ResponseKind::ApiVersions(body))
+        .expect("an ApiVersions v0 response always encodes")
+}

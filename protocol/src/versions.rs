@@ -1,0 +1,69 @@
+//! The APIs and versions Queen serves. ApiVersions answers exactly this
+//! table, and a request outside it is refused before any handler sees it.
+//! Every range sits inside what the `kafka-protocol` crate can decode.
+
+use kafka_protocol::messages::api_versions_response::ApiVersion;
+use kafka_protocol::messages::ApiKey;
+use kafka_protocol::protocol::VersionRange;
+
+/// (API, lowest version, highest version).
+pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
+    (ApiKey::Produce, 3, 11),
+    (ApiKey::Fetch, 4, 12),
+    (ApiKey::ListOffsets, 1, 7),
+    (ApiKey::Metadata, 1, 12),
+    (ApiKey::OffsetCommit, 2, 8),
+    (ApiKey::OffsetFetch, 1, 8),
+    (ApiKey::FindCoordinator, 0, 4),
+    (ApiKey::JoinGroup, 0, 9),
+    (ApiKey::Heartbeat, 0, 4),
+    (ApiKey::LeaveGroup, 0, 5),
+    (ApiKey::SyncGroup, 0, 5),
+    (ApiKey::DescribeGroups, 0, 5),
+    (ApiKey::ListGroups, 0, 4),
+    (ApiKey::ApiVersions, 0, 3),
+    (ApiKey::CreateTopics, 2, 7),
+    (ApiKey::DeleteTopics, 1, 5),
+    (ApiKey::DeleteRecords, 0, 2),
+    (ApiKey::InitProducerId, 0, 4),
+    (ApiKey::OffsetForLeaderEpoch, 2, 4),
+    (ApiKey::DescribeConfigs, 1, 4),
+    (ApiKey::AlterConfigs, 0, 2),
+    (ApiKey::CreatePartitions, 0, 3),
+    (ApiKey::DeleteGroups, 0, 2),
+    (ApiKey::IncrementalAlterConfigs, 0, 1),
+    (ApiKey::OffsetDelete, 0, 0),
+    (ApiKey::DescribeCluster, 0, 1),
+];
+
+/// The versions of `key` Queen serves, if it serves the API at all.
+pub fn supported(key: ApiKey) -> Option<VersionRange> {
+    SUPPORTED.iter().find(|(k, _, _)| *k == key).map(|(_, min, max)| VersionRange { min: *min, max: *max })
+}
+
+pub fn is_supported(key: ApiKey, version: i16) -> bool {
+    supported(key).is_some_and(|r| r.min <= version && version <= r.max)
+}
+
+/// The table as ApiVersions answers it.
+pub fn api_versions() -> Vec<ApiVersion> {
+    SUPPORTED
+        .iter()
+        .map(|(k, min, max)| {
+            ApiVersion::default().with_api_key(*k as i16).with_min_version(*min).with_max_version(*max)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_range_is_one_the_codec_can_decode() {
+        for (key, min, max) in SUPPORTED {
+            let codec = key.valid_versions();
+            assert!(codec.min <= *min && *max <= codec.max, "{key:?} {min}..{max} outside {codec}");
+        }
+    }
+}

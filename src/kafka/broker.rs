@@ -1,0 +1,337 @@
+//! [`facade::Broker`] over a node: every write is a planner command through
+//! the replicator, every read comes from the applied store and the qlog, as
+//! for the HTTP API. Kafka partition number p is the queue's p-th partition
+//! in creation order (partition ids only grow, so id order is that order).
+
+use super::records::{to_message, to_record, transaction_id};
+use crate::node::Node;
+use crate::planner::command::{Answer, Command, ConfigureQueue, CursorCommit, PushItem};
+use crate::planner::kv::{Expiry, KvAnswer, KvKind, KvOp, KvResult};
+use crate::planner::queue_options::QueueOptions;
+use crate::reader;
+use crate::replicate::ProposeError;
+use crate::store::Store;
+use facade::broker::{
+    BrokerError, ConfigEntry, Fetched, OffsetCommit, PartitionBatch, PartitionOffsets, Produced, TopicView,
+};
+use std::sync::Arc;
+
+/// Where Kafka producer ids are drawn from: a KV counter, so no id repeats.
+const PRODUCER_ID_NS: &str = "queen-kafka";
+const PRODUCER_ID_KEY: &str = "producer-id";
+
+pub struct QueenBroker {
+    node: Arc<Node>,
+}
+
+impl QueenBroker {
+    pub fn new(node: Arc<Node>) -> Self {
+        Self { node }
+    }
+
+    fn store(&self) -> std::sync::RwLockReadGuard<'_, Store> {
+        self.node.state.read().expect("store lock")
+    }
+
+    async fn propose(&self, command: Command) -> Result<Answer, BrokerError> {
+        self.node.replicator.propose(command).await.map_err(|e| match e {
+            ProposeError::ShuttingDown => BrokerError::ShuttingDown,
+        })
+    }
+
+    fn refuse_when_full(&self) -> Result<(), BrokerError> {
+        if self.node.disk_gate.is_full() {
+            return Err(BrokerError::StorageFull);
+        }
+        Ok(())
+    }
+}
+
+/// A topic's id: fixed for the queue's life, never shared with another
+/// queue (queue ids are never reused).
+fn topic_id(queue: u64) -> [u8; 16] {
+    ((0x5155_4545_4e00_0000u128 << 64) | queue as u128).to_be_bytes()
+}
+
+fn partition_ids(store: &Store, queue: u64) -> impl Iterator<Item = u64> + '_ {
+    store.partitions.range((queue, 0)..=(queue, u64::MAX)).map(|((_, p), _)| *p)
+}
+
+fn view(store: &Store, name: &str) -> Option<TopicView> {
+    let q = store.queue_id(name)?;
+    Some(TopicView { name: name.to_string(), id: topic_id(q), partitions: partition_ids(store, q).count() as u32 })
+}
+
+/// (queue id, partition id) of Kafka partition `index` of `topic`.
+fn locate(store: &Store, topic: &str, index: i32) -> Result<(u64, u64), BrokerError> {
+    let q = store.queue_id(topic).ok_or(BrokerError::UnknownTopicOrPartition)?;
+    let p = usize::try_from(index)
+        .ok()
+        .and_then(|i| partition_ids(store, q).nth(i))
+        .ok_or(BrokerError::UnknownTopicOrPartition)?;
+    Ok((q, p))
+}
+
+fn offsets_of(store: &Store, q: u64, p: u64) -> PartitionOffsets {
+    let row = store.partition(q, p).expect("a located partition has a row");
+    PartitionOffsets { log_start: row.log_start as i64, high_watermark: row.next_offset as i64 }
+}
+
+impl facade::Broker for QueenBroker {
+    fn topics(&self) -> Vec<TopicView> {
+        let store = self.store();
+        store.queues.iter().filter_map(|(name, _)| view(&store, name)).collect()
+    }
+
+    fn topic(&self, name: &str) -> Option<TopicView> {
+        view(&self.store(), name)
+    }
+
+    async fn create_topic(&self, name: String, partitions: u32) -> Result<TopicView, BrokerError> {
+        self.refuse_when_full()?;
+        match self.propose(Command::CreateTopic { queue: name.clone(), partitions }).await? {
+            Answer::PartitionsCreated { existed: true, .. } => Err(BrokerError::TopicAlreadyExists),
+            _ => view(&self.store(), &name).ok_or_else(|| BrokerError::Internal("a created topic is missing".into())),
+        }
+    }
+
+    async fn delete_topic(&self, name: String) -> Result<(), BrokerError> {
+        match self.propose(Command::DeleteQueue { queue: name }).await? {
+            Answer::Deleted { existed: false } => Err(BrokerError::UnknownTopicOrPartition),
+            _ => Ok(()),
+        }
+    }
+
+    async fn create_partitions(&self, name: String, total: u32) -> Result<(), BrokerError> {
+        self.refuse_when_full()?;
+        match self.propose(Command::AddPartitions { queue: name, total }).await? {
+            Answer::PartitionsCreated { existed: false, .. } => Err(BrokerError::UnknownTopicOrPartition),
+            _ => Ok(()),
+        }
+    }
+
+    async fn produce(&self, batches: Vec<PartitionBatch>) -> Vec<Result<Produced, BrokerError>> {
+        let limit = self.node.settings.max_payload_bytes;
+        let full = self.refuse_when_full();
+        // Per batch: its first item in `items` and its record count, or why not.
+        let mut plan: Vec<Result<(usize, usize), BrokerError>> = Vec::with_capacity(batches.len());
+        let mut items: Vec<PushItem> = Vec::new();
+        for b in &batches {
+            let located = {
+                let store = self.store();
+                locate(&store, &b.topic, b.partition).map(|(q, p)| store.partition(q, p).map(|r| r.name.clone()))
+            };
+            let checked = full.clone().and(located).and_then(|name| {
+                let name = name.ok_or(BrokerError::UnknownTopicOrPartition)?;
+                match b.batch.records.iter().map(|r| r.value.as_ref().map_or(0, |v| v.len())).max() {
+                    Some(size) if size > limit => Err(BrokerError::RecordTooLarge { size, limit }),
+                    _ => Ok(name),
+                }
+            });
+            plan.push(checked.map(|partition| {
+                let first = items.len();
+                for (i, record) in b.batch.records.iter().enumerate() {
+                    let message = to_message(record, transaction_id(&b.batch, i));
+                    items.push(PushItem::new(
+                        b.topic.clone(),
+                        partition.clone(),
+                        &message,
+                        self.node.settings.zstd_level,
+                    ));
+                }
+                (first, b.batch.records.len())
+            }));
+        }
+        let outcomes = if items.is_empty() {
+            Ok(vec![])
+        } else {
+            match self.propose(Command::Push(items)).await {
+                Ok(Answer::Pushed(outcomes)) => Ok(outcomes),
+                Ok(other) => Err(BrokerError::Internal(format!("a push answered {other:?}"))),
+                Err(e) => Err(e),
+            }
+        };
+        plan.into_iter()
+            .map(|slot| {
+                let (first, count) = slot?;
+                let outcomes = outcomes.as_ref().map_err(Clone::clone)?;
+                let first = outcomes
+                    .get(first)
+                    .filter(|_| count > 0)
+                    .ok_or(BrokerError::CorruptRecords("an empty batch".into()))?;
+                let store = self.store();
+                let log_start = store.partition(first.queue_id, first.partition_id).map_or(0, |r| r.log_start as i64);
+                Ok(Produced { base_offset: first.offset as i64, log_start })
+            })
+            .collect()
+    }
+
+    async fn fetch(
+        &self,
+        topic: String,
+        partition: i32,
+        offset: i64,
+        max_bytes: usize,
+    ) -> Result<Fetched, BrokerError> {
+        let (q, p, offsets) = {
+            let store = self.store();
+            let (q, p) = locate(&store, &topic, partition)?;
+            (q, p, offsets_of(&store, q, p))
+        };
+        if offset < offsets.log_start || offset > offsets.high_watermark {
+            return Err(BrokerError::OffsetOutOfRange {
+                offset,
+                log_start: offsets.log_start,
+                high_watermark: offsets.high_watermark,
+            });
+        }
+        let node = self.node.clone();
+        let end = offsets.high_watermark as u64;
+        // File reads block: keep them off the async workers.
+        let read =
+            tokio::task::spawn_blocking(move || reader::read_from(&node, q, p, offset as u64, end, max_bytes as u64))
+                .await
+                .map_err(|e| BrokerError::Internal(e.to_string()))?
+                .map_err(|e| BrokerError::Internal(e.to_string()))?;
+        Ok(Fetched { records: read.0.into_iter().map(to_record).collect(), offsets })
+    }
+
+    fn offsets(&self, topic: &str, partition: i32) -> Result<PartitionOffsets, BrokerError> {
+        let store = self.store();
+        let (q, p) = locate(&store, topic, partition)?;
+        Ok(offsets_of(&store, q, p))
+    }
+
+    fn offset_for_time(
+        &self,
+        topic: &str,
+        partition: i32,
+        timestamp_ms: i64,
+    ) -> Result<Option<(i64, i64)>, BrokerError> {
+        let store = self.store();
+        let (q, p) = locate(&store, topic, partition)?;
+        let found = store.locator.first_at_or_after(q, p, timestamp_ms.saturating_mul(1000));
+        Ok(found.and_then(|o| store.locator.timestamp_of(q, p, o).map(|t| (o as i64, t / 1000))))
+    }
+
+    fn max_timestamp(&self, topic: &str, partition: i32) -> Result<Option<(i64, i64)>, BrokerError> {
+        let store = self.store();
+        let (q, p) = locate(&store, topic, partition)?;
+        let last = store.locator.end(q, p).and_then(|end| end.checked_sub(1));
+        Ok(last.and_then(|o| store.locator.timestamp_of(q, p, o).map(|t| (o as i64, t / 1000))))
+    }
+
+    fn appended(&self) -> impl std::future::Future<Output = ()> + Send + '_ {
+        self.node.applied.notified()
+    }
+
+    async fn commit_offsets(&self, group: String, commits: Vec<OffsetCommit>) -> Vec<Result<(), BrokerError>> {
+        let resolved: Vec<Result<CursorCommit, BrokerError>> = {
+            let store = self.store();
+            commits
+                .iter()
+                .map(|c| {
+                    let (queue, partition) = locate(&store, &c.topic, c.partition)?;
+                    let offset = u64::try_from(c.offset)
+                        .map_err(|_| BrokerError::InvalidRequest(format!("offset {} is negative", c.offset)))?;
+                    Ok(CursorCommit { queue, partition, group: group.clone(), offset })
+                })
+                .collect()
+        };
+        let valid: Vec<CursorCommit> = resolved.iter().filter_map(|r| r.as_ref().ok().cloned()).collect();
+        let written =
+            if valid.is_empty() { Ok(()) } else { self.propose(Command::CommitOffsets(valid)).await.map(|_| ()) };
+        resolved.into_iter().map(|r| r.and(written.clone())).collect()
+    }
+
+    fn committed_offset(&self, group: &str, topic: &str, partition: i32) -> Result<Option<i64>, BrokerError> {
+        let store = self.store();
+        let (q, p) = locate(&store, topic, partition)?;
+        Ok(store.cursors.get(&(q, p, group.to_string())).map(|c| c.committed as i64))
+    }
+
+    fn group_partitions(&self, group: &str) -> Vec<(String, i32)> {
+        let store = self.store();
+        store
+            .cursors
+            .iter()
+            .filter(|(k, _)| k.2 == group)
+            .filter_map(|(k, _)| {
+                let name = store.queue_name(k.0)?.to_string();
+                let index = partition_ids(&store, k.0).position(|p| p == k.1)?;
+                Some((name, index as i32))
+            })
+            .collect()
+    }
+
+    fn group_names(&self) -> Vec<String> {
+        let store = self.store();
+        let mut names: Vec<String> = store.cursors.iter().map(|(k, _)| k.2.clone()).collect();
+        names.sort_unstable();
+        names.dedup();
+        names
+    }
+
+    async fn delete_group_offsets(&self, group: String, topic: Option<String>) -> Result<(), BrokerError> {
+        self.propose(Command::DeleteGroup { queue: topic, group, metadata: true }).await.map(|_| ())
+    }
+
+    async fn new_producer_id(&self) -> Result<i64, BrokerError> {
+        let op = KvOp {
+            ns: PRODUCER_ID_NS.to_string(),
+            kind: KvKind::Incr {
+                key: PRODUCER_ID_KEY.to_string(),
+                delta: 1.into(),
+                min: None,
+                max: None,
+                expiry: Expiry::Forever,
+            },
+            required: true,
+        };
+        match self.propose(Command::Kv(vec![op])).await? {
+            Answer::Kv(KvAnswer::Results(results)) => match results.first() {
+                Some(KvResult::Write { applied: Ok(()), row: Some(row), .. }) => row
+                    .value
+                    .parse::<i64>()
+                    .map_err(|_| BrokerError::Internal(format!("the producer id counter holds {:?}", row.value))),
+                other => Err(BrokerError::Internal(format!("the producer id counter answered {other:?}"))),
+            },
+            other => Err(BrokerError::Internal(format!("the producer id counter answered {other:?}"))),
+        }
+    }
+
+    fn topic_config(&self, topic: &str) -> Option<Vec<ConfigEntry>> {
+        let store = self.store();
+        let row = store.queues.get(&topic.to_string())?;
+        let retention_s = QueueOptions::parse(&row.options).retention_seconds();
+        let s = &self.node.settings;
+        let fixed =
+            |name: &str, value: String| ConfigEntry { name: name.to_string(), value, read_only: true, is_set: false };
+        Some(vec![
+            ConfigEntry {
+                name: "retention.ms".to_string(),
+                value: if retention_s == 0 { "-1".to_string() } else { (retention_s * 1000).to_string() },
+                read_only: false,
+                is_set: retention_s != 0,
+            },
+            fixed("cleanup.policy", "delete".into()),
+            fixed("compression.type", "producer".into()),
+            fixed("max.message.bytes", s.max_payload_bytes.to_string()),
+            fixed("message.timestamp.type", "CreateTime".into()),
+            fixed("min.insync.replicas", "1".into()),
+            fixed("segment.bytes", s.segment_bytes.to_string()),
+        ])
+    }
+
+    async fn set_retention(&self, topic: String, retention_ms: i64) -> Result<(), BrokerError> {
+        let (namespace, task) = {
+            let store = self.store();
+            let row = store.queues.get(&topic).ok_or(BrokerError::UnknownTopicOrPartition)?;
+            (row.namespace.clone(), row.task.clone())
+        };
+        let seconds = if retention_ms < 0 { 0 } else { (retention_ms + 999) / 1000 };
+        let mut options = serde_json::Map::new();
+        options.insert("retentionSeconds".into(), seconds.into());
+        self.propose(Command::Configure(ConfigureQueue { queue: topic, namespace, task, options })).await.map(|_| ())
+    }
+}

@@ -1,0 +1,59 @@
+//! Kafka records ⇄ Queen messages. A produced record is stored as sent
+//! (key, value, headers, CreateTime); an HTTP-pushed message reads as a
+//! record whose value is the payload's JSON text, with Queen's ids in
+//! headers and the append time as its timestamp.
+
+use crate::message::Message;
+use crate::reader::StoredMessage;
+use bytes::Bytes;
+use protocol::records::{PlainRecord, ProducedBatch};
+
+pub const TRANSACTION_ID_HEADER: &str = "queen-transaction-id";
+pub const TRACE_ID_HEADER: &str = "queen-trace-id";
+
+/// The transactionId a produced record is stored under. An idempotent
+/// producer's (id, epoch, sequence) names the record, so a retried batch
+/// meets its own dedup rows; other records get a fresh id.
+pub fn transaction_id(batch: &ProducedBatch, index: usize) -> String {
+    if batch.producer_id >= 0 && batch.base_sequence >= 0 {
+        let sequence = batch.base_sequence.wrapping_add(index as i32);
+        format!("kafka:{}:{}:{}", batch.producer_id, batch.producer_epoch, sequence)
+    } else {
+        uuid::Uuid::new_v4().to_string()
+    }
+}
+
+pub fn to_message(record: &PlainRecord, transaction_id: String) -> Message {
+    Message {
+        transaction_id,
+        trace_id: None,
+        key: record.key.as_ref().map(|k| k.to_vec()),
+        value: record.value.as_ref().map(|v| v.to_vec()).unwrap_or_default(),
+        headers: record
+            .headers
+            .iter()
+            .map(|(k, v)| (k.clone(), serde_bytes::ByteBuf::from(v.as_ref().map(|b| b.to_vec()).unwrap_or_default())))
+            .collect(),
+        timestamp_ms: Some(record.timestamp_ms),
+    }
+}
+
+pub fn to_record(stored: StoredMessage) -> (i64, PlainRecord) {
+    let m = stored.message;
+    let from_kafka = m.timestamp_ms.is_some();
+    let mut headers: Vec<(String, Option<Bytes>)> =
+        m.headers.into_iter().map(|(k, v)| (k, Some(Bytes::from(v.into_vec())))).collect();
+    if !from_kafka {
+        headers.push((TRANSACTION_ID_HEADER.to_string(), Some(Bytes::from(m.transaction_id))));
+        if let Some(trace) = m.trace_id {
+            headers.push((TRACE_ID_HEADER.to_string(), Some(Bytes::from(trace))));
+        }
+    }
+    let record = PlainRecord {
+        timestamp_ms: m.timestamp_ms.unwrap_or(stored.timestamp_us / 1000),
+        key: m.key.map(Bytes::from),
+        value: Some(Bytes::from(m.value)),
+        headers,
+    };
+    (stored.offset as i64, record)
+}

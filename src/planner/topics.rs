@@ -1,0 +1,53 @@
+//! Planning the Kafka-shaped operations: a queue created with a number of
+//! partitions (a topic), grown, and consumer-group cursors placed by offset
+//! commits. Partitions made here are named by their index ("0", "1", ...),
+//! which is also their Kafka partition number.
+
+use super::command::CursorCommit;
+use super::effect::Effect;
+use super::overlay::Overlay;
+use crate::store::rows::CursorRow;
+use crate::store::Store;
+
+/// Creates the queue and its partitions.
+pub fn plan_create(store: &Store, overlay: &mut Overlay, queue: &str, partitions: u32) -> Vec<Effect> {
+    let id = overlay.create_queue(store, queue);
+    let mut effects = vec![Effect::CreateQueue { id, name: queue.to_string() }];
+    effects.extend(plan_grow(store, overlay, queue, partitions));
+    effects
+}
+
+/// Adds partitions until the queue has `total`; names already taken (by an
+/// HTTP push to a partition named like a number) are skipped.
+pub fn plan_grow(store: &Store, overlay: &mut Overlay, queue: &str, total: u32) -> Vec<Effect> {
+    let Some(q) = overlay.queue_id(store, queue) else { return vec![] };
+    let mut effects = Vec::new();
+    let mut index = overlay.partition_count(store, q) as u64;
+    let mut name_seq = index;
+    while index < total as u64 {
+        let name = name_seq.to_string();
+        name_seq += 1;
+        if overlay.partition_id(store, q, &name).is_some() {
+            continue;
+        }
+        let id = overlay.create_partition(store, q, &name);
+        effects.push(Effect::CreatePartition { queue: q, id, name });
+        index += 1;
+    }
+    effects
+}
+
+/// Moves each group cursor to its committed offset; a cursor already there
+/// keeps its lease and failures.
+pub fn plan_commits(store: &Store, overlay: &mut Overlay, commits: Vec<CursorCommit>) -> Vec<Effect> {
+    let mut effects = Vec::new();
+    for c in commits {
+        let key = (c.queue, c.partition, c.group.clone());
+        if overlay.cursor(store, &key).is_some_and(|row| row.committed == c.offset) {
+            continue;
+        }
+        overlay.put_cursor(key, CursorRow { committed: c.offset, ..Default::default() });
+        effects.push(Effect::Seek { queue: c.queue, partition: c.partition, group: c.group, offset: c.offset });
+    }
+    effects
+}
