@@ -28,8 +28,19 @@ class Node:
     def __init__(self, env=None):
         self.dir = tempfile.mkdtemp(prefix="queen-compat-")
         self.port = free_port()
+        self.kafka_port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.env = dict(os.environ, QUEEN_RAFT_DIR=self.dir, QUEEN_HTTP_ADDR=f"127.0.0.1:{self.port}", **(env or {}))
+        self.bootstrap = f"127.0.0.1:{self.kafka_port}"
+        self.env = dict(
+            os.environ,
+            QUEEN_RAFT_DIR=self.dir,
+            QUEEN_HTTP_ADDR=f"127.0.0.1:{self.port}",
+            QUEEN_KAFKA_ADDR=self.bootstrap,
+            # Kafka's default waits 3 s for more members of a new group; the
+            # suite's groups start together.
+            QUEEN_KAFKA_INITIAL_REBALANCE_DELAY_MS="500",
+            **(env or {}),
+        )
         self.log = open(os.path.join(self.dir, "node.log"), "wb")
         self.proc = None
         self.start()

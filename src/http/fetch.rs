@@ -3,7 +3,7 @@
 
 use super::body::{json_object, objects, Fields};
 use super::error::ApiError;
-use super::ids::{iso_time, payload_json};
+use super::ids::{iso_time, kafka_fields, payload_json};
 use crate::node::Node;
 use crate::reader;
 use axum::body::Bytes;
@@ -100,13 +100,17 @@ fn read_records(
     let records = messages
         .into_iter()
         .map(|m| {
-            json!({
+            let mut record = json!({
                 "offset": m.offset,
                 "transactionId": m.message.transaction_id,
                 "traceId": m.message.trace_id,
                 "payload": payload_json(&m.message.value),
                 "ts": iso_time(m.timestamp_us),
-            })
+            });
+            if let Some((name, fields)) = kafka_fields(&m.message) {
+                record[name] = fields;
+            }
+            record
         })
         .collect();
     Ok((records, used))

@@ -26,6 +26,20 @@ pub fn payload_json(value: &[u8]) -> serde_json::Value {
         .unwrap_or_else(|_| serde_json::Value::String(String::from_utf8_lossy(value).into_owned()))
 }
 
+/// What a Kafka producer sent beside the value, for a message that came
+/// through the Kafka facade: its key, headers (as text) and CreateTime.
+/// Added to a popped or fetched message as `kafka`; absent for HTTP pushes.
+pub fn kafka_fields(message: &crate::message::Message) -> Option<(&'static str, serde_json::Value)> {
+    let timestamp_ms = message.timestamp_ms?;
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    let headers: serde_json::Map<String, serde_json::Value> =
+        message.headers.iter().map(|(k, v)| (k.clone(), serde_json::Value::String(text(v)))).collect();
+    Some((
+        "kafka",
+        serde_json::json!({"key": message.key.as_deref().map(text), "headers": headers, "timestamp": timestamp_ms}),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,7 +6,7 @@
 
 use super::body::query_u64;
 use super::error::ApiError;
-use super::ids::{iso_time, message_uuid, partition_uuid, payload_json};
+use super::ids::{iso_time, kafka_fields, message_uuid, partition_uuid, payload_json};
 use crate::node::Node;
 use crate::planner::command::{Answer, Claim, Command, PopRequest, Subscription, QUEUE_MODE};
 use crate::reader;
@@ -148,7 +148,8 @@ async fn answer(
             let stored =
                 reader::read_offsets(&node, c.queue_id, c.partition_id, &offsets).map_err(ApiError::storage)?;
             for (m, (_, attempt)) in stored.into_iter().zip(&c.messages) {
-                out.push(json!({
+                let kafka = kafka_fields(&m.message);
+                let mut one = json!({
                     "id": message_uuid(c.partition_id, m.offset),
                     "transactionId": m.message.transaction_id,
                     "traceId": m.message.trace_id,
@@ -163,7 +164,11 @@ async fn answer(
                     "deliveryAttempt": attempt,
                     "retryCount": attempt - 1,
                     "offset": m.offset,
-                }));
+                });
+                if let Some((name, fields)) = kafka {
+                    one[name] = fields;
+                }
+                out.push(one);
             }
         }
         Ok::<_, ApiError>(out)

@@ -1,0 +1,216 @@
+"""confluent-kafka (librdkafka 2.x) against a real node: the idempotent
+producer in every compression, a three-member consumer group over six
+partitions that rebalances and resumes after a node restart, the admin
+client, and offsets by timestamp."""
+
+import threading
+import time
+import uuid
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions, NewTopic
+
+
+def topic(prefix):
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def producer(node, **extra):
+    conf = {"bootstrap.servers": node.bootstrap, "acks": "all", "enable.idempotence": True, "linger.ms": 5}
+    conf.update(extra)
+    return Producer(conf)
+
+
+def produce_all(p, t, values, partition=None, key=None, headers=None):
+    delivered = []
+
+    def on_delivery(err, msg):
+        assert err is None, err
+        delivered.append((msg.partition(), msg.offset(), msg.value()))
+
+    for v in values:
+        kwargs = {"value": v, "on_delivery": on_delivery}
+        if partition is not None:
+            kwargs["partition"] = partition
+        if key is not None:
+            kwargs["key"] = key
+        if headers is not None:
+            kwargs["headers"] = headers
+        p.produce(t, **kwargs)
+    assert p.flush(30) == 0
+    return delivered
+
+
+def consumer(node, group, **extra):
+    conf = {
+        "bootstrap.servers": node.bootstrap,
+        "group.id": group,
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+        "session.timeout.ms": 6000,
+        "heartbeat.interval.ms": 500,
+    }
+    conf.update(extra)
+    return Consumer(conf)
+
+
+def admin(node):
+    return AdminClient({"bootstrap.servers": node.bootstrap})
+
+
+def create_topic(node, t, partitions):
+    a = admin(node)  # held until the futures resolve: a dropped client cancels them
+    for f in a.create_topics([NewTopic(t, num_partitions=partitions, replication_factor=1)]).values():
+        f.result(30)
+
+
+def drain(c, want, timeout=30):
+    got = []
+    deadline = time.time() + timeout
+    while len(got) < want and time.time() < deadline:
+        m = c.poll(0.5)
+        if m is None:
+            continue
+        assert m.error() is None, m.error()
+        got.append(m)
+    return got
+
+
+@pytest.mark.parametrize("compression", ["gzip", "snappy", "lz4", "zstd"])
+def test_idempotent_producer_in_each_compression_reads_back_as_sent(node, compression):
+    t = topic(f"cfk-{compression}")
+    values = [f"{compression}-{i}-".encode() * 20 for i in range(200)]
+    p = producer(node, **{"compression.type": compression})
+    delivered = produce_all(p, t, values, key=b"the-key", headers=[("h", b"v")])
+    assert sorted(o for _, o, _ in delivered) == list(range(200))
+    c = consumer(node, f"g-{uuid.uuid4().hex[:6]}")
+    c.subscribe([t])
+    got = drain(c, 200)
+    c.close()
+    assert [m.value() for m in got] == values
+    assert [m.offset() for m in got] == list(range(200))
+    assert all(m.key() == b"the-key" and m.headers() == [("h", b"v")] for m in got)
+
+
+def test_three_members_over_six_partitions_rebalance_and_resume_after_restart(node):
+    t = topic("cfk-group")
+    g = f"g-{uuid.uuid4().hex[:6]}"
+    create_topic(node, t, 6)
+    p = producer(node)
+    for part in range(6):
+        produce_all(p, t, [f"p{part}-{i}".encode() for i in range(10)], partition=part)
+
+    seen = {}
+    lock = threading.Lock()
+    stop = {m: threading.Event() for m in range(3)}
+    assignments = {m: set() for m in range(3)}
+
+    def member(n):
+        c = consumer(node, g)
+
+        def on_assign(consumer_, parts):
+            with lock:
+                assignments[n] = {tp.partition for tp in parts}
+
+        def on_revoke(consumer_, parts):
+            with lock:
+                assignments[n] = set()
+
+        c.subscribe([t], on_assign=on_assign, on_revoke=on_revoke)
+        while not stop[n].is_set():
+            m = c.poll(0.2)
+            if m is None or m.error():
+                continue
+            with lock:
+                seen[(m.partition(), m.offset())] = m.value()
+            c.commit(message=m, asynchronous=False)
+        c.close()
+
+    threads = [threading.Thread(target=member, args=(n,)) for n in range(3)]
+    for th in threads:
+        th.start()
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        with lock:
+            sizes = sorted(len(a) for a in assignments.values())
+            if sizes == [2, 2, 2] and len(seen) == 60:
+                break
+        time.sleep(0.2)
+    with lock:
+        assert sorted(len(a) for a in assignments.values()) == [2, 2, 2], assignments
+        assert set().union(*assignments.values()) == set(range(6))
+        assert len(seen) == 60
+
+    # One member leaves: the other two take over all six partitions.
+    stop[0].set()
+    threads[0].join()
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        with lock:
+            if set().union(assignments[1], assignments[2]) == set(range(6)):
+                break
+        time.sleep(0.2)
+    with lock:
+        assert set().union(assignments[1], assignments[2]) == set(range(6)), assignments
+    for n in (1, 2):
+        stop[n].set()
+    for th in threads[1:]:
+        th.join()
+
+    # The node restarts; the group resumes at its committed offsets.
+    node.restart_after_kill()
+    p = producer(node)
+    for part in range(6):
+        produce_all(p, t, [f"after-{part}".encode()], partition=part)
+    c = consumer(node, g)
+    c.subscribe([t])
+    got = drain(c, 6, timeout=60)
+    extra = drain(c, 1, timeout=2)
+    c.close()
+    assert sorted((m.partition(), m.offset(), m.value()) for m in got) == [
+        (part, 10, f"after-{part}".encode()) for part in range(6)
+    ]
+    assert extra == []
+
+
+def test_admin_creates_grows_describes_and_deletes(node):
+    a = admin(node)
+    t = topic("cfk-admin")
+    create_topic(node, t, 2)
+    with pytest.raises(KafkaException) as exists:
+        a.create_topics([NewTopic(t, num_partitions=2, replication_factor=1)])[t].result(30)
+    assert "already exists" in str(exists.value).lower() or "TOPIC_ALREADY_EXISTS" in str(exists.value)
+
+    a.create_partitions([NewPartitions(t, 5)])[t].result(30)
+    meta = a.list_topics(t, timeout=10)
+    assert len(meta.topics[t].partitions) == 5
+
+    resource = ConfigResource(ConfigResource.Type.TOPIC, t)
+    configs = a.describe_configs([resource])[resource].result(30)
+    assert configs["retention.ms"].value == "-1"
+    assert configs["cleanup.policy"].value == "delete"
+
+    cluster = a.describe_cluster().result(30)
+    assert len(cluster.nodes) == 1 and cluster.controller.id == cluster.nodes[0].id
+
+    a.delete_topics([t])[t].result(30)
+    assert t not in a.list_topics(timeout=10).topics
+
+
+def test_offsets_for_times(node):
+    t = topic("cfk-time")
+    p = producer(node)
+    produce_all(p, t, [b"early-0", b"early-1"])
+    time.sleep(0.3)
+    middle = int(time.time() * 1000)
+    time.sleep(0.3)
+    produce_all(p, t, [b"late-2"])
+    c = consumer(node, f"g-{uuid.uuid4().hex[:6]}")
+    found = c.offsets_for_times([TopicPartition(t, 0, middle)], timeout=10)
+    assert found[0].offset == 2
+    beyond = c.offsets_for_times([TopicPartition(t, 0, middle + 3_600_000)], timeout=10)
+    assert beyond[0].offset == -1
+    low, high = c.get_watermark_offsets(TopicPartition(t, 0), timeout=10)
+    assert (low, high) == (0, 3)
+    c.close()
