@@ -118,6 +118,9 @@ pub trait Broker: Send + Sync + 'static {
 
     fn topic(&self, name: &str) -> Option<TopicView>;
 
+    /// The topic with Kafka topic id `id`.
+    fn topic_by_id(&self, id: [u8; 16]) -> Option<TopicView>;
+
     /// Creates a topic of `partitions` partitions.
     fn create_topic(
         &self,

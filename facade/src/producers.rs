@@ -10,10 +10,13 @@ use protocol::ResponseError;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+/// (producer id, topic, partition).
+type ProducerPartition = (i64, String, i32);
+
 #[derive(Default)]
 pub struct Sequences {
-    /// (producer id, topic, partition) → (epoch, the next sequence expected).
-    next: Mutex<HashMap<(i64, String, i32), (i16, i32)>>,
+    /// → (epoch, the next sequence expected).
+    next: Mutex<HashMap<ProducerPartition, (i16, i32)>>,
 }
 
 impl Sequences {

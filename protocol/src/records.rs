@@ -3,7 +3,8 @@
 //! as one message, and a fetch answers them as one uncompressed v2 batch per
 //! run of offsets.
 
-use bytes::{Bytes, BytesMut};
+use crate::decompress;
+use bytes::{Buf, Bytes, BytesMut};
 use kafka_protocol::indexmap::IndexMap;
 use kafka_protocol::protocol::StrBytes;
 pub use kafka_protocol::records::Compression;
@@ -42,9 +43,16 @@ pub enum RecordsError {
     Encode(String),
 }
 
-/// Decodes every batch of a produce request's record set.
-pub fn decode_produced(mut bytes: Bytes) -> Result<Vec<ProducedBatch>, RecordsError> {
-    let sets = RecordBatchDecoder::decode_all(&mut bytes).map_err(|e| RecordsError::Corrupt(e.to_string()))?;
+/// Decodes every batch of a produce request's record set; a compressed
+/// batch may expand to at most `max_uncompressed` bytes.
+pub fn decode_produced(mut bytes: Bytes, max_uncompressed: usize) -> Result<Vec<ProducedBatch>, RecordsError> {
+    let mut sets = Vec::new();
+    while bytes.has_remaining() {
+        let set =
+            RecordBatchDecoder::decode_with_custom_compression(&mut bytes, Some(decompress::bounded(max_uncompressed)))
+                .map_err(|e| RecordsError::Corrupt(format!("{e:#}")))?;
+        sets.push(set);
+    }
     let mut out = Vec::with_capacity(sets.len());
     for set in sets {
         if set.version != 2 {

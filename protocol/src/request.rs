@@ -4,9 +4,9 @@
 //! cannot be served can be answered.
 
 use crate::versions;
-use bytes::{Buf, Bytes};
+use bytes::{Buf, BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind};
-use kafka_protocol::protocol::Decodable;
+use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
 #[derive(Debug)]
 pub struct Request {
@@ -61,7 +61,7 @@ pub fn decode(frame: Bytes) -> Result<Request, DecodeError> {
     let correlation_id = fixed.get_i32();
     let api_key =
         ApiKey::try_from(raw_key).map_err(|_| DecodeError::UnknownApi { api_key: raw_key, version, correlation_id })?;
-    if !versions::is_supported(api_key, version) {
+    if !versions::is_supported(api_key, version) && !versions::is_refused(api_key, version) {
         return Err(DecodeError::UnsupportedVersion { api_key, version, correlation_id });
     }
     let malformed = |reason: String| DecodeError::Malformed { api_key, version, correlation_id, reason };
@@ -70,4 +70,21 @@ pub fn decode(frame: Bytes) -> Result<Request, DecodeError> {
         .map_err(|e| malformed(format!("header: {e}")))?;
     let body = RequestKind::decode(api_key, &mut buf, version).map_err(|e| malformed(e.to_string()))?;
     Ok(Request { api_key, version, header, body })
+}
+
+/// Encodes a request as a client sends it, size prefix included: what the
+/// suite's tests and benchmarks speak to a node.
+pub fn encode(api_key: ApiKey, version: i16, correlation_id: i32, body: &RequestKind) -> Result<Bytes, String> {
+    let header = RequestHeader::default()
+        .with_request_api_key(api_key as i16)
+        .with_request_api_version(version)
+        .with_correlation_id(correlation_id)
+        .with_client_id(Some(StrBytes::from_static_str("queen-test")));
+    let mut buf = BytesMut::new();
+    buf.put_i32(0);
+    header.encode(&mut buf, api_key.request_header_version(version)).map_err(|e| e.to_string())?;
+    body.encode(&mut buf, version).map_err(|e| e.to_string())?;
+    let size = (buf.len() - 4) as i32;
+    buf[..4].copy_from_slice(&size.to_be_bytes());
+    Ok(buf.freeze())
 }

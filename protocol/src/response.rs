@@ -4,7 +4,7 @@
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::api_versions_response::ApiVersionsResponse;
 use kafka_protocol::messages::{ApiKey, ResponseHeader, ResponseKind};
-use kafka_protocol::protocol::Encodable;
+use kafka_protocol::protocol::{Decodable, Encodable};
 use kafka_protocol::ResponseError;
 
 #[derive(Debug, thiserror::Error)]
@@ -37,4 +37,13 @@ pub fn unsupported_api_versions(correlation_id: i32) -> Bytes {
         .with_api_keys(crate::versions::api_versions());
     encode(correlation_id, ApiKey::ApiVersions, 0, &ResponseKind::ApiVersions(body))
         .expect("an ApiVersions v0 response always encodes")
+}
+
+/// Decodes a response frame (without its size prefix) as a client reads it:
+/// its correlation id and body.
+pub fn decode(api_key: ApiKey, version: i16, mut frame: Bytes) -> Result<(i32, ResponseKind), String> {
+    let header =
+        ResponseHeader::decode(&mut frame, api_key.response_header_version(version)).map_err(|e| e.to_string())?;
+    let body = ResponseKind::decode(api_key, &mut frame, version).map_err(|e| e.to_string())?;
+    Ok((header.correlation_id, body))
 }

@@ -9,7 +9,7 @@ use kafka_protocol::protocol::VersionRange;
 /// (API, lowest version, highest version).
 pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::Produce, 3, 11),
-    (ApiKey::Fetch, 4, 12),
+    (ApiKey::Fetch, 4, 16),
     (ApiKey::ListOffsets, 1, 7),
     (ApiKey::Metadata, 1, 12),
     (ApiKey::OffsetCommit, 2, 8),
@@ -36,6 +36,21 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeCluster, 0, 1),
 ];
 
+/// APIs Queen does not serve yet but answers, in their own layout, with
+/// UNSUPPORTED_VERSION: a client that sends one without asking ApiVersions
+/// first learns why instead of losing its connection. Not advertised.
+pub const REFUSED: &[(ApiKey, i16, i16)] = &[
+    (ApiKey::AddPartitionsToTxn, 0, 5),
+    (ApiKey::AddOffsetsToTxn, 0, 4),
+    (ApiKey::EndTxn, 0, 5),
+    (ApiKey::TxnOffsetCommit, 0, 5),
+    (ApiKey::ConsumerGroupHeartbeat, 0, 1),
+];
+
+pub fn is_refused(key: ApiKey, version: i16) -> bool {
+    REFUSED.iter().any(|(k, min, max)| *k == key && *min <= version && version <= *max)
+}
+
 /// The versions of `key` Queen serves, if it serves the API at all.
 pub fn supported(key: ApiKey) -> Option<VersionRange> {
     SUPPORTED.iter().find(|(k, _, _)| *k == key).map(|(_, min, max)| VersionRange { min: *min, max: *max })
@@ -61,7 +76,7 @@ mod tests {
 
     #[test]
     fn every_range_is_one_the_codec_can_decode() {
-        for (key, min, max) in SUPPORTED {
+        for (key, min, max) in SUPPORTED.iter().chain(REFUSED) {
             let codec = key.valid_versions();
             assert!(codec.min <= *min && *max <= codec.max, "{key:?} {min}..{max} outside {codec}");
         }

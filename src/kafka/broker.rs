@@ -87,6 +87,13 @@ impl facade::Broker for QueenBroker {
         view(&self.store(), name)
     }
 
+    fn topic_by_id(&self, id: [u8; 16]) -> Option<TopicView> {
+        let queue = u64::try_from(u128::from_be_bytes(id) ^ u128::from_be_bytes(topic_id(0))).ok()?;
+        let store = self.store();
+        let name = store.queue_name(queue)?.to_string();
+        view(&store, &name)
+    }
+
     async fn create_topic(&self, name: String, partitions: u32) -> Result<TopicView, BrokerError> {
         self.refuse_when_full()?;
         match self.propose(Command::CreateTopic { queue: name.clone(), partitions }).await? {

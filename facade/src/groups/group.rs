@@ -222,7 +222,7 @@ impl Group {
         self.members.retain(|_, m| m.join_waiter.is_some());
         self.generation += 1;
         if self.members.is_empty() {
-            self.to_empty();
+            self.become_empty();
             return true;
         }
         let mut order: Vec<&Member> = self.members.values().collect();
@@ -266,7 +266,7 @@ impl Group {
         true
     }
 
-    fn to_empty(&mut self) {
+    fn become_empty(&mut self) {
         self.state = State::Empty;
         self.leader = None;
         self.protocol = None;
@@ -409,7 +409,7 @@ impl Group {
             }
             _ if self.members.is_empty() => {
                 self.generation += 1;
-                self.to_empty();
+                self.become_empty();
             }
             _ => self.begin_rebalance(now, initial_delay),
         }

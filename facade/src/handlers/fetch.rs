@@ -38,13 +38,22 @@ async fn read_all<B: Broker>(
     let mut total = 0usize;
     let mut topics = Vec::with_capacity(req.topics.len());
     for topic in &req.topics {
-        let name = topic.topic.0.as_str();
+        // From v13 a fetch names topics by id only.
+        let name = if version >= 13 {
+            f.broker.topic_by_id(*topic.topic_id.as_bytes()).map(|t| t.name)
+        } else {
+            Some(topic.topic.0.as_str().to_string())
+        };
         let mut partitions = Vec::with_capacity(topic.partitions.len());
         for p in &topic.partitions {
             let budget = (p.partition_max_bytes.max(0) as usize).min(max_bytes.saturating_sub(total));
             let answer =
                 PartitionData::default().with_partition_index(p.partition).with_aborted_transactions(Some(vec![]));
-            let answer = match read_partition(f, name, p.partition, p.fetch_offset, budget).await {
+            let read = match &name {
+                Some(name) => read_partition(f, name, p.partition, p.fetch_offset, budget).await,
+                None => Err(ResponseError::UnknownTopicId),
+            };
+            let answer = match read {
                 Ok((offsets, records, size)) => {
                     total += size;
                     answer
@@ -57,7 +66,12 @@ async fn read_all<B: Broker>(
             };
             partitions.push(answer);
         }
-        topics.push(FetchableTopicResponse::default().with_topic(topic_name(name)).with_partitions(partitions));
+        let answer = FetchableTopicResponse::default().with_partitions(partitions);
+        topics.push(if version >= 13 {
+            answer.with_topic_id(topic.topic_id)
+        } else {
+            answer.with_topic(topic_name(name.as_deref().unwrap_or_default()))
+        });
     }
     (topics, total)
 }

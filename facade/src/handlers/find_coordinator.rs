@@ -11,7 +11,7 @@ use protocol::ResponseError;
 const GROUP: i8 = 0;
 
 pub fn handle<B: Broker>(f: &Facade<B>, req: FindCoordinatorRequest, version: i16) -> FindCoordinatorResponse {
-    let error = (req.key_type != GROUP).then_some(ResponseError::UnsupportedVersion.code()).unwrap_or(0);
+    let error = if req.key_type == GROUP { 0 } else { ResponseError::UnsupportedVersion.code() };
     let host = str_bytes(&f.config.advertised_host);
     let node = broker_id(f.config.node_id);
     if version >= 4 {

@@ -26,6 +26,7 @@ mod offset_delete;
 mod offset_fetch;
 mod offset_for_leader_epoch;
 mod produce;
+mod refused;
 mod sync_group;
 
 use crate::{Broker, Facade};
@@ -34,7 +35,7 @@ use protocol::request::Request;
 use std::net::SocketAddr;
 
 pub enum Reply {
-    Answer(ResponseKind),
+    Answer(Box<ResponseKind>),
     /// Produce with acks=0: the client expects no answer.
     Silent,
     /// A request the versions table admitted but no handler serves: a bug,
@@ -76,7 +77,10 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: Request, peer: SocketAddr) ->
             ResponseKind::IncrementalAlterConfigs(alter_configs::handle_incremental(f, r).await)
         }
         RequestKind::DescribeCluster(r) => ResponseKind::DescribeCluster(describe_cluster::handle(f, r)),
-        other => return Reply::Unhandled(format!("{other:?}").chars().take(60).collect()),
+        other => match refused::answer(&other, v) {
+            Some(answer) => answer,
+            None => return Reply::Unhandled(format!("{other:?}").chars().take(60).collect()),
+        },
     };
-    Reply::Answer(body)
+    Reply::Answer(Box::new(body))
 }

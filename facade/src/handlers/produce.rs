@@ -61,7 +61,7 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: ProduceRequest, version: i16)
             ),
         }
     }
-    Reply::Answer(ResponseKind::Produce(ProduceResponse::default().with_responses(responses)))
+    Reply::Answer(Box::new(ResponseKind::Produce(ProduceResponse::default().with_responses(responses))))
 }
 
 /// The partition's records as one batch to write, checked for idempotence.
@@ -74,7 +74,7 @@ fn batch_of<B: Broker>(
     records: Option<bytes::Bytes>,
 ) -> Result<PartitionBatch, ResponseError> {
     let Some(records) = records else { return Err(ResponseError::CorruptMessage) };
-    let decoded = decode_produced(records).map_err(|e| {
+    let decoded = decode_produced(records, f.config.max_request_bytes).map_err(|e| {
         tracing::debug!(topic, partition, error = %e, "produce refused");
         ResponseError::CorruptMessage
     })?;

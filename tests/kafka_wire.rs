@@ -1,0 +1,130 @@
+//! The Kafka listener at the byte level: bad frames and unsupported
+//! versions get the protocol's own answer or close only their connection;
+//! an idempotent producer's retry is deduplicated across a kill -9.
+
+mod common;
+
+use common::kafka::{batch, KafkaConn};
+use common::Node;
+use protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use protocol::messages::{
+    ApiKey, ApiVersionsRequest, EndTxnRequest, InitProducerIdRequest, ProduceRequest, ProducerId, RequestKind,
+    ResponseKind, TopicName, TransactionalId,
+};
+use protocol::{ResponseError, StrBytes};
+
+fn produce(topic: &str, partition: i32, records: bytes::Bytes) -> RequestKind {
+    let data = PartitionProduceData::default().with_index(partition).with_records(Some(records));
+    let topic = TopicProduceData::default()
+        .with_name(TopicName(StrBytes::from_string(topic.to_string())))
+        .with_partition_data(vec![data]);
+    RequestKind::Produce(ProduceRequest::default().with_acks(-1).with_timeout_ms(10_000).with_topic_data(vec![topic]))
+}
+
+/// (error code, base offset) of the one partition a produce answered.
+fn produced(answer: ResponseKind) -> (i16, i64) {
+    let ResponseKind::Produce(r) = answer else { panic!("not a produce answer: {answer:?}") };
+    let p = &r.responses[0].partition_responses[0];
+    (p.error_code, p.base_offset)
+}
+
+async fn api_versions_ok(port: u16) {
+    let mut conn = KafkaConn::connect(port).await;
+    let ResponseKind::ApiVersions(r) =
+        conn.call(ApiKey::ApiVersions, 3, RequestKind::ApiVersions(Default::default())).await
+    else {
+        panic!("not an ApiVersions answer")
+    };
+    assert_eq!(r.error_code, 0);
+    assert!(r.api_keys.iter().any(|k| k.api_key == ApiKey::Produce as i16));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unsupported_versions_and_bad_frames_get_answers_or_close_only_their_connection() {
+    let tmp = tempfile::tempdir().unwrap();
+    let node = Node::start(&tmp.path().join("data"), &[("QUEEN_KAFKA_MAX_REQUEST_BYTES", "4096")]).await;
+    let port = node.kafka_port;
+
+    // ApiVersions at a version nobody serves: v0's layout, error 35, the table.
+    let mut conn = KafkaConn::connect(port).await;
+    let request =
+        protocol::request::encode(ApiKey::ApiVersions, 3, 7, &RequestKind::ApiVersions(ApiVersionsRequest::default()))
+            .unwrap();
+    let mut bytes = request.to_vec();
+    bytes[6..8].copy_from_slice(&99i16.to_be_bytes());
+    conn.send_raw(&bytes).await;
+    let frame = conn.read_frame().await.expect("an answer");
+    let (correlation, answer) = protocol::response::decode(ApiKey::ApiVersions, 0, frame).unwrap();
+    let ResponseKind::ApiVersions(r) = answer else { panic!("not an ApiVersions answer") };
+    assert_eq!((correlation, r.error_code), (7, ResponseError::UnsupportedVersion.code()));
+    assert!(r.api_keys.iter().any(|k| k.api_key == ApiKey::Fetch as i16 && k.max_version == 16));
+
+    // A refused API (a Kafka transaction) answers UNSUPPORTED_VERSION in its own layout.
+    let end_txn = EndTxnRequest::default()
+        .with_transactional_id(TransactionalId(StrBytes::from_static_str("t")))
+        .with_producer_id(ProducerId(1));
+    let ResponseKind::EndTxn(r) = conn.call(ApiKey::EndTxn, 1, RequestKind::EndTxn(end_txn)).await else {
+        panic!("not an EndTxn answer")
+    };
+    assert_eq!(r.error_code, ResponseError::UnsupportedVersion.code());
+
+    // Frames no answer can be given to close their own connection, nothing else.
+    let unknown_api = [0, 0, 0, 10, 0x03, 0xe7, 0, 0, 0, 0, 0, 1, 0xff, 0xff];
+    let truncated_metadata = [0, 0, 0, 9, 0, 3, 0, 1, 0, 0, 0, 2, 0];
+    let oversized = [0, 0, 0x10, 0x01];
+    let too_short = [0, 0, 0, 2, 0, 3];
+    for bad in [&unknown_api[..], &truncated_metadata, &oversized, &too_short] {
+        let mut conn = KafkaConn::connect(port).await;
+        conn.send_raw(bad).await;
+        assert!(conn.read_frame().await.is_none(), "{bad:?} closes its connection");
+        api_versions_ok(port).await;
+    }
+    assert!(node.log_text().contains("kafka connection closed"), "each closing is logged");
+    let (status, _) =
+        node.post("/api/v1/push", &common::push_body(&[("q".into(), "p".into(), "t".into(), 1.into())])).await;
+    assert_eq!(status, 201, "HTTP keeps serving");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idempotent_retry_after_kill9_answers_the_original_offsets() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut node = Node::start(&tmp.path().join("data"), &[]).await;
+    let mut conn = KafkaConn::connect(node.kafka_port).await;
+    let init = InitProducerIdRequest::default()
+        .with_transactional_id(None)
+        .with_producer_id(ProducerId(-1))
+        .with_producer_epoch(-1);
+    let ResponseKind::InitProducerId(r) =
+        conn.call(ApiKey::InitProducerId, 4, RequestKind::InitProducerId(init.clone())).await
+    else {
+        panic!("not an InitProducerId answer")
+    };
+    assert_eq!(r.error_code, 0);
+    let pid = r.producer_id.0;
+
+    let first: Vec<String> = (0..5).map(|i| format!("a{i}")).collect();
+    assert_eq!(produced(conn.call(ApiKey::Produce, 9, produce("idem", 0, batch(pid, 0, 0, &first))).await), (0, 0));
+    let second: Vec<String> = (5..8).map(|i| format!("a{i}")).collect();
+    assert_eq!(produced(conn.call(ApiKey::Produce, 9, produce("idem", 0, batch(pid, 0, 5, &second))).await), (0, 5));
+    // A batch that skips sequences is refused.
+    let (code, _) = produced(conn.call(ApiKey::Produce, 9, produce("idem", 0, batch(pid, 0, 20, &second))).await);
+    assert_eq!(code, ResponseError::OutOfOrderSequenceNumber.code());
+
+    node.kill9();
+    let node = node.restart().await;
+    let mut conn = KafkaConn::connect(node.kafka_port).await;
+    // The retries of both batches land on their first offsets; nothing is written twice.
+    assert_eq!(produced(conn.call(ApiKey::Produce, 9, produce("idem", 0, batch(pid, 0, 0, &first))).await), (0, 0));
+    assert_eq!(produced(conn.call(ApiKey::Produce, 9, produce("idem", 0, batch(pid, 0, 5, &second))).await), (0, 5));
+    let read = node.read_all("idem", "0").await;
+    assert_eq!(read.high_watermark, 8);
+    let values: Vec<String> = read.records.iter().map(|(_, _, v)| v.as_str().unwrap_or_default().to_string()).collect();
+    assert_eq!(values, (0..8).map(|i| format!("a{i}")).collect::<Vec<_>>());
+
+    // A new producer id never repeats one handed out before the kill.
+    let ResponseKind::InitProducerId(r) = conn.call(ApiKey::InitProducerId, 4, RequestKind::InitProducerId(init)).await
+    else {
+        panic!("not an InitProducerId answer")
+    };
+    assert!(r.producer_id.0 > pid);
+}
