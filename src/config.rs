@@ -44,6 +44,14 @@ pub struct Settings {
     #[arg(long, env = "QUEEN_KAFKA_MAX_CONNECTIONS", default_value_t = 10_000)]
     pub kafka_max_connections: usize,
 
+    /// SASL mechanisms the Kafka listener requires, comma-separated (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512); empty leaves it open.
+    #[arg(long, env = "QUEEN_KAFKA_SASL_MECHANISMS", default_value = "")]
+    pub kafka_sasl_mechanisms: String,
+
+    /// The users SASL accepts, as user:password pairs separated by commas.
+    #[arg(long, env = "QUEEN_KAFKA_SASL_USERS", default_value = "", hide_env_values = true)]
+    pub kafka_sasl_users: String,
+
     /// How long a new consumer group waits for more members before its first assignment (Kafka's group.initial.rebalance.delay.ms).
     #[arg(long, env = "QUEEN_KAFKA_INITIAL_REBALANCE_DELAY_MS", default_value_t = 3000)]
     pub kafka_initial_rebalance_delay_ms: u64,

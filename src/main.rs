@@ -19,7 +19,9 @@ fn main() {
             Ok(listener) => listener,
             Err(e) => queen::fatal::exit(&format!("Kafka listener on {}: {e}", node.settings.kafka_addr)),
         };
-        tokio::spawn(queen::kafka::serve(node.clone(), kafka));
+        let bound = kafka.local_addr().unwrap_or(node.settings.kafka_addr);
+        let kafka_config = queen::kafka::config(&node.settings, bound).unwrap_or_else(|e| queen::fatal::exit(&e));
+        tokio::spawn(queen::kafka::serve(node.clone(), kafka, kafka_config));
         tokio::spawn(queen::timer_firing::run(node.clone()));
         queen::http::serve(node.clone()).await
     });

@@ -211,3 +211,20 @@ async fn jwt_enabled_without_a_key_is_refused() {
     let log = expect_refusal(&dir, &[("JWT_ENABLED", "true"), ("JWT_ALGORITHM", "HS256")]);
     assert!(log.contains("FATAL JWT_ENABLED=true with JWT_ALGORITHM=HS256: that algorithm needs JWT_SECRET"), "{log}");
 }
+
+#[tokio::test]
+async fn kafka_misconfiguration_is_refused_with_the_setting_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let log = expect_refusal(&dir, &[("QUEEN_KAFKA_SASL_MECHANISMS", "GSSAPI"), ("QUEEN_KAFKA_SASL_USERS", "a:b")]);
+    assert!(log.contains("FATAL QUEEN_KAFKA_SASL_MECHANISMS: unknown mechanism \"GSSAPI\""), "{log}");
+    let log = expect_refusal(&dir, &[("QUEEN_KAFKA_SASL_MECHANISMS", "PLAIN")]);
+    assert!(log.contains("FATAL QUEEN_KAFKA_SASL_MECHANISMS is set but QUEEN_KAFKA_SASL_USERS names no user"), "{log}");
+    let log = expect_refusal(&dir, &[("QUEEN_KAFKA_ADVERTISED", "no-port")]);
+    assert!(log.contains("FATAL QUEEN_KAFKA_ADVERTISED=\"no-port\" is not host:port"), "{log}");
+    // The Kafka port is taken: the FATAL line names the address.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let log = expect_refusal(&dir, &[("QUEEN_KAFKA_ADDR", addr.as_str())]);
+    assert!(log.contains(&format!("FATAL Kafka listener on {addr}")), "{log}");
+}

@@ -21,4 +21,6 @@ pub struct FacadeConfig {
     /// How long a new group waits for more members before its first
     /// assignment (Kafka's `group.initial.rebalance.delay.ms`).
     pub initial_rebalance_delay: Duration,
+    /// SASL mechanisms and users; none leaves the listener open.
+    pub sasl: Option<crate::sasl::SaslConfig>,
 }

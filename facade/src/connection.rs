@@ -2,6 +2,7 @@
 //! pipeline them) and answered strictly in order, one at a time, as a Kafka
 //! broker does.
 
+use crate::sasl::Session;
 use crate::{handlers, Broker, Facade};
 use bytes::BytesMut;
 use protocol::frame::split_frame;
@@ -14,6 +15,7 @@ use tokio::net::TcpStream;
 
 pub async fn serve<B: Broker>(facade: Arc<Facade<B>>, mut stream: TcpStream, peer: SocketAddr) {
     let mut buf = BytesMut::with_capacity(64 * 1024);
+    let mut session = Session::default();
     loop {
         let frame = match split_frame(&mut buf, facade.config.max_request_bytes) {
             Ok(Some(frame)) => frame,
@@ -33,7 +35,7 @@ pub async fn serve<B: Broker>(facade: Arc<Facade<B>>, mut stream: TcpStream, pee
         let answer = match request::decode(frame) {
             Ok(req) => {
                 let (api_key, version, correlation_id) = (req.api_key, req.version, req.correlation_id());
-                match handlers::handle(&facade, req, peer).await {
+                match handlers::handle(&facade, req, peer, &mut session).await {
                     handlers::Reply::Answer(body) => match response::encode(correlation_id, api_key, version, &body) {
                         Ok(bytes) => Some(bytes),
                         Err(e) => {
@@ -42,6 +44,10 @@ pub async fn serve<B: Broker>(facade: Arc<Facade<B>>, mut stream: TcpStream, pee
                         }
                     },
                     handlers::Reply::Silent => None,
+                    handlers::Reply::Refuse(why) => {
+                        tracing::warn!(%peer, reason = %why, "kafka connection closed: request refused");
+                        return;
+                    }
                     handlers::Reply::Unhandled(what) => {
                         tracing::error!(%peer, request = %what, "kafka connection closed: no handler");
                         return;

@@ -13,6 +13,7 @@ mod handlers;
 mod listener;
 mod names;
 mod producers;
+pub mod sasl;
 mod topics;
 
 pub use broker::Broker;

@@ -5,8 +5,12 @@
 pub mod broker;
 pub mod records;
 
+use crate::config::Settings;
 use crate::node::Node;
+use facade::sasl::{Mechanism, SaslConfig};
 use facade::{Facade, FacadeConfig};
+use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
@@ -17,22 +21,29 @@ pub async fn bind(node: &Node) -> std::io::Result<TcpListener> {
 }
 
 /// Serves Kafka clients on `listener` for the life of the process.
-pub async fn serve(node: Arc<Node>, listener: TcpListener) {
-    let config = facade_config(&node, &listener);
-    tracing::info!(addr = %node.settings.kafka_addr, advertised = %format!("{}:{}", config.advertised_host, config.advertised_port), "kafka listener ready");
+pub async fn serve(node: Arc<Node>, listener: TcpListener, config: FacadeConfig) {
+    tracing::info!(
+        addr = %node.settings.kafka_addr,
+        advertised = %format!("{}:{}", config.advertised_host, config.advertised_port),
+        sasl = config.sasl.is_some(),
+        "kafka listener ready"
+    );
     let facade = Facade::new(Arc::new(broker::QueenBroker::new(node)), config);
     facade::serve(listener, facade).await;
 }
 
-fn facade_config(node: &Node, listener: &TcpListener) -> FacadeConfig {
-    let s = &node.settings;
-    let bound = listener.local_addr().unwrap_or(s.kafka_addr);
-    let (host, port) = match s.kafka_advertised.as_deref().and_then(|a| a.rsplit_once(':')) {
-        Some((host, port)) => (host.to_string(), port.parse().unwrap_or(bound.port() as i32)),
+/// The listener's configuration from the settings, or the setting that is wrong.
+pub fn config(s: &Settings, bound: SocketAddr) -> Result<FacadeConfig, String> {
+    let (host, port) = match s.kafka_advertised.as_deref() {
+        Some(a) => {
+            let (host, port) = a.rsplit_once(':').ok_or(format!("QUEEN_KAFKA_ADVERTISED={a:?} is not host:port"))?;
+            let port = port.parse::<u16>().map_err(|_| format!("QUEEN_KAFKA_ADVERTISED={a:?} has no valid port"))?;
+            (host.to_string(), port as i32)
+        }
         None if bound.ip().is_unspecified() => ("127.0.0.1".to_string(), bound.port() as i32),
         None => (bound.ip().to_string(), bound.port() as i32),
     };
-    FacadeConfig {
+    Ok(FacadeConfig {
         node_id: 1,
         advertised_host: host,
         advertised_port: port,
@@ -42,5 +53,38 @@ fn facade_config(node: &Node, listener: &TcpListener) -> FacadeConfig {
         auto_create_topics: s.kafka_auto_create_topics,
         num_partitions: s.kafka_num_partitions,
         initial_rebalance_delay: Duration::from_millis(s.kafka_initial_rebalance_delay_ms),
+        sasl: sasl(&s.kafka_sasl_mechanisms, &s.kafka_sasl_users)?,
+    })
+}
+
+fn sasl(mechanisms: &str, users: &str) -> Result<Option<SaslConfig>, String> {
+    let names: Vec<&str> = mechanisms.split(',').map(str::trim).filter(|m| !m.is_empty()).collect();
+    let pairs: Vec<&str> = users.split(',').map(str::trim).filter(|u| !u.is_empty()).collect();
+    if names.is_empty() {
+        return match pairs.is_empty() {
+            true => Ok(None),
+            false => Err("QUEEN_KAFKA_SASL_USERS is set but QUEEN_KAFKA_SASL_MECHANISMS is empty".to_string()),
+        };
     }
+    let mechanisms = names
+        .iter()
+        .map(|n| {
+            Mechanism::parse(n).ok_or(format!(
+                "QUEEN_KAFKA_SASL_MECHANISMS: unknown mechanism {n:?} (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)"
+            ))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let users = pairs
+        .iter()
+        .map(|p| {
+            p.split_once(':')
+                .filter(|(u, pw)| !u.is_empty() && !pw.is_empty())
+                .map(|(u, pw)| (u.to_string(), pw.to_string()))
+                .ok_or("QUEEN_KAFKA_SASL_USERS: each entry is user:password".to_string())
+        })
+        .collect::<Result<HashMap<_, _>, _>>()?;
+    if users.is_empty() {
+        return Err("QUEEN_KAFKA_SASL_MECHANISMS is set but QUEEN_KAFKA_SASL_USERS names no user".to_string());
+    }
+    Ok(Some(SaslConfig { mechanisms, users }))
 }

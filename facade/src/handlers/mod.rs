@@ -27,9 +27,13 @@ mod offset_fetch;
 mod offset_for_leader_epoch;
 mod produce;
 mod refused;
+mod sasl_authenticate;
+mod sasl_handshake;
 mod sync_group;
 
+use crate::sasl::Session;
 use crate::{Broker, Facade};
+use protocol::messages::ApiKey;
 use protocol::messages::{RequestKind, ResponseKind};
 use protocol::request::Request;
 use std::net::SocketAddr;
@@ -41,10 +45,18 @@ pub enum Reply {
     /// A request the versions table admitted but no handler serves: a bug,
     /// reported and answered by closing the connection.
     Unhandled(String),
+    /// A request this connection may not make (before SASL authentication):
+    /// the connection is closed, as Kafka does.
+    Refuse(String),
 }
 
-pub async fn handle<B: Broker>(f: &Facade<B>, req: Request, peer: SocketAddr) -> Reply {
+pub async fn handle<B: Broker>(f: &Facade<B>, req: Request, peer: SocketAddr, session: &mut Session) -> Reply {
     let v = req.version;
+    let before_authentication =
+        matches!(req.api_key, ApiKey::ApiVersions | ApiKey::SaslHandshake | ApiKey::SaslAuthenticate);
+    if f.config.sasl.is_some() && !session.authenticated() && !before_authentication {
+        return Reply::Refuse(format!("{:?} before SASL authentication", req.api_key));
+    }
     let client = req.client_id().to_string();
     let body = match req.body {
         RequestKind::ApiVersions(r) => ResponseKind::ApiVersions(api_versions::handle(r, v)),
@@ -77,6 +89,8 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: Request, peer: SocketAddr) ->
             ResponseKind::IncrementalAlterConfigs(alter_configs::handle_incremental(f, r).await)
         }
         RequestKind::DescribeCluster(r) => ResponseKind::DescribeCluster(describe_cluster::handle(f, r)),
+        RequestKind::SaslHandshake(r) => ResponseKind::SaslHandshake(sasl_handshake::handle(f, r, session)),
+        RequestKind::SaslAuthenticate(r) => ResponseKind::SaslAuthenticate(sasl_authenticate::handle(f, r, session)),
         other => match refused::answer(&other, v) {
             Some(answer) => answer,
             None => return Reply::Unhandled(format!("{other:?}").chars().take(60).collect()),
