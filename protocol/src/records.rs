@@ -82,58 +82,71 @@ pub fn decode_produced(mut bytes: Bytes, max_uncompressed: usize) -> Result<Vec<
 /// Encodes records (with their offsets, ascending and gapless) as v2
 /// batches for a fetch answer.
 pub fn encode_fetched(records: &[(i64, PlainRecord)]) -> Result<Bytes, RecordsError> {
-    let records: Vec<Record> = records
-        .iter()
-        .map(|(offset, r)| Record {
-            transactional: false,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: 0,
-            producer_id: NO_PRODUCER_ID,
-            producer_epoch: NO_PRODUCER_EPOCH,
-            timestamp_type: TimestampType::Creation,
-            offset: *offset,
-            // The encoder starts a new batch wherever offset − sequence
-            // changes; a sequence that follows the offset keeps one batch.
-            sequence: *offset as i32,
-            timestamp: r.timestamp_ms,
-            key: r.key.clone(),
-            value: r.value.clone(),
-            headers: kafka_headers(&r.headers),
-        })
-        .collect();
-    let mut buf = BytesMut::new();
-    let options = RecordEncodeOptions { version: 2, compression: Compression::None };
-    RecordBatchEncoder::encode(&mut buf, &records, &options).map_err(|e| RecordsError::Encode(e.to_string()))?;
-    Ok(buf.freeze())
+    let broker = Writer {
+        producer_id: NO_PRODUCER_ID,
+        producer_epoch: NO_PRODUCER_EPOCH,
+        transactional: false,
+        leader_epoch: 0,
+    };
+    // The encoder starts a new batch wherever offset − sequence changes; a
+    // sequence that follows the offset keeps one batch.
+    let records: Vec<Record> = records.iter().map(|(offset, r)| broker.record(r, *offset, *offset as i32)).collect();
+    encode(&records, Compression::None)
 }
 
 /// Encodes records as one producer's batch, compressed: what a client sends.
 /// The suite's codec tests and the fuzz corpus use it.
 pub fn encode_produced(batch: &ProducedBatch, compression: Compression) -> Result<Bytes, RecordsError> {
+    let producer = Writer {
+        producer_id: batch.producer_id,
+        producer_epoch: batch.producer_epoch,
+        transactional: batch.transactional,
+        leader_epoch: -1,
+    };
     let records: Vec<Record> = batch
         .records
         .iter()
         .enumerate()
-        .map(|(i, r)| Record {
-            transactional: batch.transactional,
+        .map(|(i, r)| {
+            let sequence = if batch.base_sequence < 0 { i as i32 } else { batch.base_sequence.wrapping_add(i as i32) };
+            producer.record(r, i as i64, sequence)
+        })
+        .collect();
+    encode(&records, compression)
+}
+
+/// Who wrote a batch, as its header tells.
+struct Writer {
+    producer_id: i64,
+    producer_epoch: i16,
+    transactional: bool,
+    leader_epoch: i32,
+}
+
+impl Writer {
+    fn record(&self, r: &PlainRecord, offset: i64, sequence: i32) -> Record {
+        Record {
+            transactional: self.transactional,
             control: false,
             delete_horizon: false,
-            partition_leader_epoch: -1,
-            producer_id: batch.producer_id,
-            producer_epoch: batch.producer_epoch,
+            partition_leader_epoch: self.leader_epoch,
+            producer_id: self.producer_id,
+            producer_epoch: self.producer_epoch,
             timestamp_type: TimestampType::Creation,
-            offset: i as i64,
-            sequence: if batch.base_sequence < 0 { i as i32 } else { batch.base_sequence.wrapping_add(i as i32) },
+            offset,
+            sequence,
             timestamp: r.timestamp_ms,
             key: r.key.clone(),
             value: r.value.clone(),
             headers: kafka_headers(&r.headers),
-        })
-        .collect();
+        }
+    }
+}
+
+fn encode(records: &[Record], compression: Compression) -> Result<Bytes, RecordsError> {
     let mut buf = BytesMut::new();
     let options = RecordEncodeOptions { version: 2, compression };
-    RecordBatchEncoder::encode(&mut buf, &records, &options).map_err(|e| RecordsError::Encode(e.to_string()))?;
+    RecordBatchEncoder::encode(&mut buf, records, &options).map_err(|e| RecordsError::Encode(e.to_string()))?;
     Ok(buf.freeze())
 }
 

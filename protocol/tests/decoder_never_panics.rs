@@ -2,26 +2,12 @@
 //! and captured requests with random bytes flipped, never panic the decoder;
 //! every frame ends as a request or a named error.
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use proptest::prelude::*;
-use protocol::messages::RequestKind;
 
-fn feed(data: &[u8]) {
-    let mut buf = BytesMut::from(data);
-    while let Ok(Some(frame)) = protocol::frame::split_frame(&mut buf, 1 << 20) {
-        if let Ok(request) = protocol::request::decode(frame) {
-            if let RequestKind::Produce(p) = request.body {
-                for t in p.topic_data {
-                    for part in t.partition_data {
-                        if let Some(records) = part.records {
-                            let _ = protocol::records::decode_produced(records, 1 << 24);
-                        }
-                    }
-                }
-            }
-        }
-    }
-}
+#[path = "support/feed.rs"]
+mod support;
+use support::feed;
 
 fn captured() -> Vec<Bytes> {
     let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/captured");

@@ -11,7 +11,7 @@ use protocol::messages::incremental_alter_configs_response::AlterConfigsResource
 use protocol::messages::{
     AlterConfigsRequest, AlterConfigsResponse, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
 };
-use protocol::ResponseError;
+use protocol::{ResponseError, StrBytes};
 
 const RETENTION_MS: &str = "retention.ms";
 const SET: i8 = 0;
@@ -19,18 +19,22 @@ const SET: i8 = 0;
 /// One resource's change: (resource type, name, [(setting, value)]).
 type Change = (i8, String, Vec<(String, Option<String>)>);
 
+/// The change a resource asks for, from its (name, value) pairs.
+fn change<'a>(
+    kind: i8,
+    name: &StrBytes,
+    settings: impl Iterator<Item = (&'a StrBytes, &'a Option<StrBytes>)>,
+) -> Change {
+    let settings =
+        settings.map(|(k, v)| (k.as_str().to_string(), v.as_ref().map(|v| v.as_str().to_string()))).collect();
+    (kind, name.as_str().to_string(), settings)
+}
+
 pub async fn handle<B: Broker>(f: &Facade<B>, req: AlterConfigsRequest) -> AlterConfigsResponse {
     let mut responses = Vec::new();
     for r in &req.resources {
-        let change: Change = (
-            r.resource_type,
-            r.resource_name.as_str().to_string(),
-            r.configs
-                .iter()
-                .map(|c| (c.name.as_str().to_string(), c.value.as_ref().map(|v| v.as_str().to_string())))
-                .collect(),
-        );
-        let (code, message) = apply(f, change, req.validate_only).await;
+        let asked = change(r.resource_type, &r.resource_name, r.configs.iter().map(|c| (&c.name, &c.value)));
+        let (code, message) = apply(f, asked, req.validate_only).await;
         responses.push(
             AlterConfigsResourceResponse::default()
                 .with_resource_type(r.resource_type)
@@ -53,15 +57,8 @@ pub async fn handle_incremental<B: Broker>(
                 (ResponseError::InvalidConfig.code(), Some(format!("{}: only SET is supported", c.name.as_str())))
             }
             None => {
-                let change: Change = (
-                    r.resource_type,
-                    r.resource_name.as_str().to_string(),
-                    r.configs
-                        .iter()
-                        .map(|c| (c.name.as_str().to_string(), c.value.as_ref().map(|v| v.as_str().to_string())))
-                        .collect(),
-                );
-                apply(f, change, req.validate_only).await
+                let asked = change(r.resource_type, &r.resource_name, r.configs.iter().map(|c| (&c.name, &c.value)));
+                apply(f, asked, req.validate_only).await
             }
         };
         responses.push(

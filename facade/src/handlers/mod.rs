@@ -98,3 +98,16 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: Request, peer: SocketAddr, se
     };
     Reply::Answer(Box::new(body))
 }
+
+/// Per-partition answers grouped under their topics, topics in the order
+/// they first appear: the nesting every per-partition response has.
+fn by_topic<P>(answers: impl IntoIterator<Item = (String, P)>) -> Vec<(String, Vec<P>)> {
+    let mut topics: Vec<(String, Vec<P>)> = Vec::new();
+    for (topic, answer) in answers {
+        match topics.iter_mut().find(|(t, _)| *t == topic) {
+            Some((_, partitions)) => partitions.push(answer),
+            None => topics.push((topic, vec![answer])),
+        }
+    }
+    topics
+}

@@ -1,6 +1,7 @@
 //! OffsetCommit: a committed offset is the group's Queen cursor on the
 //! partition, so the group can continue over HTTP pop from there.
 
+use super::by_topic;
 use crate::broker::OffsetCommit;
 use crate::names::topic_name;
 use crate::{Broker, Facade};
@@ -36,14 +37,12 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: OffsetCommitRequest) -> Offse
                 .collect()
         }
     };
-    let mut topics: Vec<OffsetCommitResponseTopic> = Vec::new();
-    for ((topic, partition, _), code) in asked.into_iter().zip(codes) {
-        let answer = OffsetCommitResponsePartition::default().with_partition_index(partition).with_error_code(code);
-        match topics.iter_mut().find(|t| t.name.0.as_str() == topic) {
-            Some(t) => t.partitions.push(answer),
-            None => topics
-                .push(OffsetCommitResponseTopic::default().with_name(topic_name(&topic)).with_partitions(vec![answer])),
-        }
-    }
+    let answers = asked.into_iter().zip(codes).map(|((topic, partition, _), code)| {
+        (topic, OffsetCommitResponsePartition::default().with_partition_index(partition).with_error_code(code))
+    });
+    let topics = by_topic(answers)
+        .into_iter()
+        .map(|(t, ps)| OffsetCommitResponseTopic::default().with_name(topic_name(&t)).with_partitions(ps))
+        .collect();
     OffsetCommitResponse::default().with_topics(topics)
 }

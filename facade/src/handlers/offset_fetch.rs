@@ -1,6 +1,7 @@
 //! OffsetFetch: the group's cursors, for one group (v0-v7) or many (v8).
 //! A partition the group never consumed answers -1.
 
+use super::by_topic;
 use crate::names::topic_name;
 use crate::{Broker, Facade};
 use protocol::messages::offset_fetch_response::{
@@ -21,20 +22,19 @@ pub fn handle<B: Broker>(f: &Facade<B>, req: OffsetFetchRequest, version: i16) -
                 let asked = g.topics.as_ref().map(|ts| {
                     ts.iter().map(|t| (t.name.0.as_str().to_string(), t.partition_indexes.clone())).collect::<Vec<_>>()
                 });
-                let mut topics: Vec<OffsetFetchResponseTopics> = Vec::new();
-                for (topic, partition, offset, code) in rows(f, g.group_id.0.as_str(), asked) {
-                    let p = OffsetFetchResponsePartitions::default()
-                        .with_partition_index(partition)
-                        .with_committed_offset(offset)
-                        .with_metadata(Some(Default::default()))
-                        .with_error_code(code);
-                    match topics.iter_mut().find(|t| t.name.0.as_str() == topic) {
-                        Some(t) => t.partitions.push(p),
-                        None => topics.push(
-                            OffsetFetchResponseTopics::default().with_name(topic_name(&topic)).with_partitions(vec![p]),
-                        ),
-                    }
-                }
+                let answers =
+                    rows(f, g.group_id.0.as_str(), asked).into_iter().map(|(topic, partition, offset, code)| {
+                        let p = OffsetFetchResponsePartitions::default()
+                            .with_partition_index(partition)
+                            .with_committed_offset(offset)
+                            .with_metadata(Some(Default::default()))
+                            .with_error_code(code);
+                        (topic, p)
+                    });
+                let topics = by_topic(answers)
+                    .into_iter()
+                    .map(|(t, ps)| OffsetFetchResponseTopics::default().with_name(topic_name(&t)).with_partitions(ps))
+                    .collect();
                 OffsetFetchResponseGroup::default().with_group_id(g.group_id.clone()).with_topics(topics)
             })
             .collect();
@@ -44,20 +44,18 @@ pub fn handle<B: Broker>(f: &Facade<B>, req: OffsetFetchRequest, version: i16) -
         .topics
         .as_ref()
         .map(|ts| ts.iter().map(|t| (t.name.0.as_str().to_string(), t.partition_indexes.clone())).collect::<Vec<_>>());
-    let mut topics: Vec<OffsetFetchResponseTopic> = Vec::new();
-    for (topic, partition, offset, code) in rows(f, req.group_id.0.as_str(), asked) {
+    let answers = rows(f, req.group_id.0.as_str(), asked).into_iter().map(|(topic, partition, offset, code)| {
         let p = OffsetFetchResponsePartition::default()
             .with_partition_index(partition)
             .with_committed_offset(offset)
             .with_metadata(Some(Default::default()))
             .with_error_code(code);
-        match topics.iter_mut().find(|t| t.name.0.as_str() == topic) {
-            Some(t) => t.partitions.push(p),
-            None => {
-                topics.push(OffsetFetchResponseTopic::default().with_name(topic_name(&topic)).with_partitions(vec![p]))
-            }
-        }
-    }
+        (topic, p)
+    });
+    let topics = by_topic(answers)
+        .into_iter()
+        .map(|(t, ps)| OffsetFetchResponseTopic::default().with_name(topic_name(&t)).with_partitions(ps))
+        .collect();
     OffsetFetchResponse::default().with_topics(topics)
 }
 

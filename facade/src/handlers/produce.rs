@@ -2,7 +2,7 @@
 //! fsynced together; acks=1 and acks=-1 both answer once the push is durable
 //! (on one node they are the same promise), acks=0 answers nothing.
 
-use super::Reply;
+use super::{by_topic, Reply};
 use crate::broker::{BrokerError, PartitionBatch};
 use crate::names::topic_name;
 use crate::{topics, Broker, Facade};
@@ -46,21 +46,19 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: ProduceRequest, version: i16)
     if req.acks == 0 {
         return Reply::Silent;
     }
-    let mut responses: Vec<TopicProduceResponse> = Vec::new();
-    for (topic, partition, slot) in slots {
+    let answers = slots.into_iter().map(|(topic, partition, slot)| {
         let answer = PartitionProduceResponse::default().with_index(partition);
         let answer = match slot.and_then(|at| written[at].clone().map_err(|e: BrokerError| e.kafka())) {
             Ok(p) if version >= 5 => answer.with_base_offset(p.base_offset).with_log_start_offset(p.log_start),
             Ok(p) => answer.with_base_offset(p.base_offset),
             Err(e) => answer.with_error_code(e.code()).with_base_offset(-1),
         };
-        match responses.iter_mut().find(|t| t.name.0.as_str() == topic) {
-            Some(t) => t.partition_responses.push(answer),
-            None => responses.push(
-                TopicProduceResponse::default().with_name(topic_name(&topic)).with_partition_responses(vec![answer]),
-            ),
-        }
-    }
+        (topic, answer)
+    });
+    let responses = by_topic(answers)
+        .into_iter()
+        .map(|(t, ps)| TopicProduceResponse::default().with_name(topic_name(&t)).with_partition_responses(ps))
+        .collect();
     Reply::Answer(Box::new(ResponseKind::Produce(ProduceResponse::default().with_responses(responses))))
 }
 
