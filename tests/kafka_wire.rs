@@ -128,3 +128,30 @@ async fn an_idempotent_retry_after_kill9_answers_the_original_offsets() {
     };
     assert!(r.producer_id.0 > pid);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipelined_requests_are_answered_in_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    let node = Node::start(&tmp.path().join("data"), &[]).await;
+    let mut conn = KafkaConn::connect(node.kafka_port).await;
+    // Three requests in one write, before any answer: a produce, an
+    // ApiVersions and another produce; the answers come back in that order.
+    let mut wire = Vec::new();
+    let asks = [
+        (ApiKey::Produce, 9, produce("piped", 0, batch(-1, -1, -1, &["a".to_string()]))),
+        (ApiKey::ApiVersions, 3, RequestKind::ApiVersions(ApiVersionsRequest::default())),
+        (ApiKey::Produce, 9, produce("piped", 0, batch(-1, -1, -1, &["b".to_string(), "c".to_string()]))),
+    ];
+    for (i, (key, version, body)) in asks.iter().enumerate() {
+        wire.extend_from_slice(&protocol::request::encode(*key, *version, 100 + i as i32, body).unwrap());
+    }
+    conn.send_raw(&wire).await;
+    let mut answers = Vec::new();
+    for (key, version, _) in &asks {
+        let frame = conn.read_frame().await.expect("an answer");
+        answers.push(protocol::response::decode(*key, *version, frame).unwrap());
+    }
+    assert_eq!(answers.iter().map(|(c, _)| *c).collect::<Vec<_>>(), vec![100, 101, 102]);
+    assert_eq!(produced(answers.remove(0).1), (0, 0));
+    assert_eq!(produced(answers.remove(1).1), (0, 1));
+}

@@ -50,20 +50,31 @@ pub fn fdatasync_latency(path: &Path, n: usize) -> (Duration, Duration) {
     (lat[n / 2], lat[n * 99 / 100])
 }
 
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
 /// Starts the `queen` binary on `dir`; answers it, its HTTP port, and how
 /// long it took until the port accepted (the node binds it after recovery).
 pub fn spawn_queen(dir: &Path) -> (std::process::Child, u16, Duration) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let (child, port, _, took) = spawn_queen_with_kafka(dir, &[]);
+    (child, port, took)
+}
+
+/// As `spawn_queen`, with extra settings, answering the Kafka port too.
+pub fn spawn_queen_with_kafka(dir: &Path, env: &[(&str, &str)]) -> (std::process::Child, u16, u16, Duration) {
+    let (port, kafka_port) = (free_port(), free_port());
     let start = Instant::now();
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_queen"))
         .env("QUEEN_RAFT_DIR", dir)
         .env("QUEEN_HTTP_ADDR", format!("127.0.0.1:{port}"))
-        .env("QUEEN_KAFKA_ADDR", "127.0.0.1:0")
+        .env("QUEEN_KAFKA_ADDR", format!("127.0.0.1:{kafka_port}"))
+        .envs(env.iter().copied())
         .env("QUEEN_LOG", "warn")
         .spawn()
         .unwrap();
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         std::thread::sleep(Duration::from_millis(2));
     }
-    (child, port, start.elapsed())
+    (child, port, kafka_port, start.elapsed())
 }

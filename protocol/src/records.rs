@@ -64,19 +64,30 @@ pub fn decode_produced(mut bytes: Bytes, max_uncompressed: usize) -> Result<Vec<
             producer_epoch: first.producer_epoch,
             base_sequence: first.sequence,
             transactional: first.transactional,
-            records: set
-                .records
-                .into_iter()
-                .map(|r| PlainRecord {
-                    timestamp_ms: r.timestamp,
-                    key: r.key,
-                    value: r.value,
-                    headers: r.headers.into_iter().map(|(k, v)| (k.as_str().to_string(), v)).collect(),
-                })
-                .collect(),
+            records: set.records.into_iter().map(plain).collect(),
         });
     }
     Ok(out)
+}
+
+/// Decodes a fetch answer's record set, as a consumer does: each record
+/// with its offset.
+pub fn decode_fetched(mut bytes: Bytes) -> Result<Vec<(i64, PlainRecord)>, RecordsError> {
+    let mut out = Vec::new();
+    while bytes.has_remaining() {
+        let set = RecordBatchDecoder::decode(&mut bytes).map_err(|e| RecordsError::Corrupt(format!("{e:#}")))?;
+        out.extend(set.records.into_iter().map(|r| (r.offset, plain(r))));
+    }
+    Ok(out)
+}
+
+fn plain(r: Record) -> PlainRecord {
+    PlainRecord {
+        timestamp_ms: r.timestamp,
+        key: r.key,
+        value: r.value,
+        headers: r.headers.into_iter().map(|(k, v)| (k.as_str().to_string(), v)).collect(),
+    }
 }
 
 /// Encodes records (with their offsets, ascending and gapless) as v2
