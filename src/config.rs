@@ -104,6 +104,10 @@ pub struct Settings {
     #[arg(long, env = "QUEEN_STORAGE_FULL_PCT", default_value_t = 85.0)]
     pub storage_full_pct: f64,
 
+    /// How long a message trace event (POST /api/v1/traces) is kept, in seconds.
+    #[arg(long, env = "QUEEN_TRACE_RETENTION_S", default_value_t = 7 * 24 * 3600)]
+    pub trace_retention_s: u64,
+
     /// Log filter, as tracing's EnvFilter reads it.
     #[arg(long, env = "QUEEN_LOG", default_value = "info")]
     pub log: String,

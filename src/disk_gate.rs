@@ -48,7 +48,8 @@ impl DiskGate {
 pub fn grows_storage(method: &axum::http::Method, path: &str) -> bool {
     use axum::http::Method;
     (*method == Method::POST
-        && ["/api/v1/push", "/api/v1/transaction", "/api/v1/configure", "/api/v1/timers"].contains(&path))
+        && ["/api/v1/push", "/api/v1/transaction", "/api/v1/configure", "/api/v1/timers", "/api/v1/traces"]
+            .contains(&path))
         || (*method == Method::PUT && path.starts_with("/api/v1/kv/"))
 }
 

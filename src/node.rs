@@ -23,6 +23,10 @@ use std::time::Duration;
 
 pub const REPLICATOR_NAME: &str = "local";
 
+/// KV namespaces with this prefix hold Queen's own rows (ephemeral queue
+/// declarations, Kafka producer ids, traces); the KV API refuses them.
+pub const INTERNAL_KV_PREFIX: &str = "queen-";
+
 #[derive(Debug, thiserror::Error)]
 pub enum BootError {
     #[error("{path}: {source}")]

@@ -42,6 +42,12 @@ fn namespace(v: Option<&Value>) -> Result<String, ApiError> {
     if ns.is_empty() || !ok {
         return Err(bad("kv_bad_namespace", format!("namespace {ns:?} must match [a-z0-9][a-z0-9._-]{{0,63}}")));
     }
+    if ns.starts_with(crate::node::INTERNAL_KV_PREFIX) {
+        return Err(bad(
+            "kv_reserved_namespace",
+            format!("namespaces starting with {:?} hold Queen's own rows", crate::node::INTERNAL_KV_PREFIX),
+        ));
+    }
     Ok(ns.to_string())
 }
 

@@ -20,6 +20,7 @@ pub mod push_binary;
 pub mod queues;
 pub mod resources;
 pub mod timers;
+pub mod traces;
 pub mod transaction;
 
 use crate::node::Node;
@@ -72,6 +73,10 @@ pub fn router(node: Arc<Node>) -> Router {
         .route("/api/v1/timers/{queue}", get(timers::list))
         .route("/api/v1/timers/{queue}/{*key}", get(timers::peek).delete(timers::cancel))
         .route("/api/v1/kv/{ns}/{*key}", get(kv::get).put(kv::put).delete(kv::delete))
+        .route("/api/v1/traces", post(traces::record))
+        .route("/api/v1/traces/names", get(traces::names))
+        .route("/api/v1/traces/by-name/{name}", get(traces::by_name))
+        .route("/api/v1/traces/{partition}/{transaction}", get(traces::for_message))
         .route("/health", get(health::health))
         .route("/metrics", get(health::metrics))
         .fallback(unknown_route)
