@@ -84,3 +84,49 @@ async def test_a_timer_rides_in_a_transaction(client):
     assert [r["type"] for r in result["results"]] == ["push", "timer"]
     msgs = await client.queue(q).batch(5).wait(True).timeout_millis(5000).pop()
     assert [m["data"] for m in msgs] == [{"t": 1}]
+
+
+async def test_the_binary_transaction_body_commits_like_the_json_one(node, client):
+    """With binary_push and push_compression the client sends QTB1: the acks
+    and KV in a JSON head, the pushes as compressed frames."""
+    from queen import Queen
+
+    src, dst, ns = name("src"), name("dst"), f"tx-{uuid.uuid4().hex[:8]}"
+    await client.queue(src).push([{"data": {"order": 1}}])
+    msgs = await client.queue(src).batch(1).wait(False).pop()
+    binary = Queen(node.url, binary_push=True, push_compression=True)
+    try:
+        result = await (
+            binary.transaction()
+            .queue(dst).push([{"data": {"shipped": 1}, "transactionId": "ship-1"}, {"data": {"shipped": 2}}])
+            .ack(msgs[0])
+            .kv.incr(ns, "shipped", forever=True)
+            .commit()
+        )
+    finally:
+        await binary.close()
+    assert result["success"] is True, result
+    # The client puts the results back in the order the operations were added.
+    assert [r["type"] for r in result["results"]] == ["push", "push", "ack", "kv"]
+    assert result["results"][0]["transactionId"] == "ship-1"
+    assert await client.queue(src).batch(1).wait(False).pop() == []
+    got = await client.queue(dst).batch(5).wait(False).pop()
+    assert [m["data"] for m in got] == [{"shipped": 1}, {"shipped": 2}]
+    assert (await client.kv.get(ns, "shipped"))["value"] == 1
+
+
+async def test_a_counted_binary_transaction(node):
+    import httpx
+    from queen.http.push_binary import PushBatch, encode_transaction_frames
+
+    q, ns = name("counted"), f"tx-{uuid.uuid4().hex[:8]}"
+    head = b'{"kv": [{"op": "put", "ns": "' + ns.encode() + b'", "key": "k", "value": 1, "forever": true}]}'
+    batch = PushBatch(q, "p", [b'{"n": 1}', b'{"n": 2}'], ["same", "other"])
+    body = encode_transaction_frames(head, [batch], counts=True)
+    async with httpx.AsyncClient(base_url=node.url) as http:
+        headers = {"content-type": "application/x-queen-push"}
+        first = (await http.post("/api/v1/transaction", content=body, headers=headers)).json()
+        assert (first["success"], first["pushed"], first["duplicate"], first["acked"]) == (True, 2, 0, 0), first
+        assert [r["type"] for r in first["results"]] == ["kv"]
+        bad = await http.post("/api/v1/transaction", content=b"QTB1\x00\xff\xff\xff\xff", headers=headers)
+        assert bad.status_code == 400 and bad.json()["code"] == "invalid_binary_body"

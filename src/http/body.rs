@@ -7,9 +7,9 @@ use axum::extract::rejection::BytesRejection;
 use axum::http::StatusCode;
 use serde_json::{Map, Value};
 
-/// The body as a JSON object.
-pub fn json_object(body: Result<Bytes, BytesRejection>) -> Result<Map<String, Value>, ApiError> {
-    let bytes = body.map_err(|e| {
+/// The body's bytes, or why they could not be read.
+pub fn body_bytes(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
+    body.map_err(|e| {
         if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
             ApiError::new(
                 StatusCode::PAYLOAD_TOO_LARGE,
@@ -19,8 +19,17 @@ pub fn json_object(body: Result<Bytes, BytesRejection>) -> Result<Map<String, Va
         } else {
             ApiError::bad_request("unreadable_body", e.body_text())
         }
-    })?;
-    match serde_json::from_slice::<Value>(&bytes) {
+    })
+}
+
+/// The body as a JSON object.
+pub fn json_object(body: Result<Bytes, BytesRejection>) -> Result<Map<String, Value>, ApiError> {
+    json_map(&body_bytes(body)?)
+}
+
+/// Bytes that must be one JSON object.
+pub fn json_map(bytes: &[u8]) -> Result<Map<String, Value>, ApiError> {
+    match serde_json::from_slice::<Value>(bytes) {
         Ok(Value::Object(map)) => Ok(map),
         Ok(_) => Err(ApiError::bad_request("invalid_body", "the request body must be a JSON object")),
         Err(e) => Err(ApiError::bad_request("invalid_json", format!("the request body is not valid JSON: {e}"))),

@@ -3,7 +3,7 @@
 //! item; a transactionId the partition already holds answers `duplicate` with
 //! the original offset.
 
-use super::body::{json_object, objects, Fields};
+use super::body::{body_bytes, json_object, objects, Fields};
 use super::error::ApiError;
 use super::ids::{message_uuid, partition_uuid};
 use super::push_binary;
@@ -28,11 +28,7 @@ pub async fn push(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let binary = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with(push_binary::CONTENT_TYPE));
-    if binary {
+    if is_binary(&headers) {
         return push_binary_body(&node, body).await;
     }
     let body = json_object(body)?;
@@ -86,58 +82,24 @@ fn results_json(names: Vec<(String, String, String)>, outcomes: &[PushOutcome]) 
     )
 }
 
+/// Whether the request carries a binary body (`push_binary.rs`).
+pub fn is_binary(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with(push_binary::CONTENT_TYPE))
+}
+
 /// A push in the binary body of `push_binary.rs`.
 async fn push_binary_body(
     node: &Node,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let body = body.map_err(|_| {
-        ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "body_too_large",
-            "the request body is larger than QUEEN_HTTP_MAX_BODY_BYTES",
-        )
-    })?;
-    let (decoded, flags) = push_binary::decode(&body, node.settings.max_body_bytes)?;
+    let (decoded, flags) = push_binary::decode(&body_bytes(body)?, node.settings.max_body_bytes)?;
     if decoded.is_empty() {
         return Err(ApiError::bad_request("invalid_field", "a push carries at least one item"));
     }
-    if decoded.len() > node.settings.push_max_items {
-        let max = node.settings.push_max_items;
-        return Err(ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "too_many_items",
-            format!("a push carries at most {max} items (QUEEN_PUSH_MAX_ITEMS)"),
-        ));
-    }
-    let mut items = Vec::with_capacity(decoded.len());
-    for (i, d) in decoded.into_iter().enumerate() {
-        if d.payload.len() > node.settings.max_payload_bytes {
-            return Err(ApiError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "payload_too_large",
-                format!("item {i} is over QUEEN_MAX_PAYLOAD_BYTES"),
-            ));
-        }
-        for name in [&d.queue, &d.partition] {
-            if name.is_empty() || name.len() > MAX_NAME_BYTES {
-                return Err(ApiError::bad_request(
-                    "invalid_field",
-                    format!("item {i}: queue and partition names are 1 to 255 bytes"),
-                ));
-            }
-        }
-        let transaction_id = d.transaction_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-        let message = Message {
-            transaction_id,
-            trace_id: None,
-            key: None,
-            value: d.payload,
-            headers: vec![],
-            timestamp_ms: None,
-        };
-        items.push(PushItem::new(d.queue, d.partition, &message, node.settings.zstd_level));
-    }
+    let items = binary_items(node, decoded)?;
     let (names, outcomes) = propose(node, items).await?;
     if flags & push_binary::FLAG_COUNTS != 0 {
         let queued = outcomes.iter().filter(|o| o.status == PushStatus::Queued).count();
@@ -183,4 +145,46 @@ pub fn push_item(item: &Fields<'_>, settings: &Settings) -> Result<PushItem, Api
         timestamp_ms: None,
     };
     Ok(PushItem::new(queue.to_string(), partition.to_string(), &message, settings.zstd_level))
+}
+
+/// The decoded items of a binary body as push items, each checked as a JSON
+/// item would be.
+pub fn binary_items(node: &Node, decoded: Vec<push_binary::BinaryItem>) -> Result<Vec<PushItem>, ApiError> {
+    if decoded.len() > node.settings.push_max_items {
+        let max = node.settings.push_max_items;
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "too_many_items",
+            format!("a push carries at most {max} items (QUEEN_PUSH_MAX_ITEMS)"),
+        ));
+    }
+    let mut items = Vec::with_capacity(decoded.len());
+    for (i, d) in decoded.into_iter().enumerate() {
+        if d.payload.len() > node.settings.max_payload_bytes {
+            return Err(ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "payload_too_large",
+                format!("item {i} is over QUEEN_MAX_PAYLOAD_BYTES"),
+            ));
+        }
+        for name in [&d.queue, &d.partition] {
+            if name.is_empty() || name.len() > MAX_NAME_BYTES {
+                return Err(ApiError::bad_request(
+                    "invalid_field",
+                    format!("item {i}: queue and partition names are 1 to 255 bytes"),
+                ));
+            }
+        }
+        let transaction_id = d.transaction_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        let message = Message {
+            transaction_id,
+            trace_id: None,
+            key: None,
+            value: d.payload,
+            headers: vec![],
+            timestamp_ms: None,
+        };
+        items.push(PushItem::new(d.queue, d.partition, &message, node.settings.zstd_level));
+    }
+    Ok(items)
 }

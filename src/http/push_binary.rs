@@ -11,12 +11,22 @@
 //!
 //! Flags: 1 the body is one zstd frame, 2 answer with counts only, 4 every
 //! item carries a transactionId (empty: the broker mints one), 8 frames.
+//!
+//! The binary transaction body carries a transaction's pushes the same way:
+//!
+//! ```text
+//! "QTB1" | u8 flags | u32 len, head | u32 groups | groups, as with flag 8
+//! ```
+//!
+//! where head is the JSON transaction body without its pushes, and flag 2
+//! asks for counts in place of the pushes' and acks' results.
 
 use super::error::ApiError;
 use std::io::Read;
 
 pub const CONTENT_TYPE: &str = "application/x-queen-push";
 const MAGIC: &[u8; 4] = b"QPB1";
+const TXN_MAGIC: &[u8; 4] = b"QTB1";
 const FLAG_ZSTD: u8 = 1;
 pub const FLAG_COUNTS: u8 = 2;
 const FLAG_TXN: u8 = 4;
@@ -101,6 +111,27 @@ pub fn decode(body: &[u8], limit: usize) -> Result<(Vec<BinaryItem>, u8), ApiErr
     } else {
         r
     };
+    let items = groups(&mut r, flags, limit)?;
+    Ok((items, flags))
+}
+
+/// Decodes a binary transaction body (`QTB1`): the JSON head (the
+/// transaction without its pushes; empty for none), the pushes as frame
+/// groups, and the flags (2: answer with counts).
+pub fn decode_transaction(body: &[u8], limit: usize) -> Result<(Vec<u8>, Vec<BinaryItem>, u8), ApiError> {
+    let mut r = Reader { buf: body, pos: 0 };
+    if r.take(4, "magic")? != TXN_MAGIC {
+        return Err(malformed("a binary transaction starts with QTB1"));
+    }
+    let flags = r.take(1, "flags")?[0];
+    let head_len = r.u32("head length")?;
+    let head = r.take(head_len, "head")?.to_vec();
+    let items = groups(&mut r, FLAG_FRAMES, limit)?;
+    Ok((head, items, flags))
+}
+
+/// The groups of a body, to its end: `u32 groups | per group ...`.
+fn groups(r: &mut Reader<'_>, flags: u8, limit: usize) -> Result<Vec<BinaryItem>, ApiError> {
     let groups = r.u32("group count")?;
     let mut items = Vec::new();
     for _ in 0..groups {
@@ -148,5 +179,5 @@ pub fn decode(body: &[u8], limit: usize) -> Result<(Vec<BinaryItem>, u8), ApiErr
     if !r.done() {
         return Err(malformed("bytes follow the last group"));
     }
-    Ok((items, flags))
+    Ok(items)
 }

@@ -3,10 +3,10 @@
 //! committed bundle has one result per flat index (each push item, each ack,
 //! then each KV op); a rolled-back one says why and that it rolled back.
 
-use super::body::{json_object, objects, Fields};
+use super::body::{body_bytes, json_map, json_object, objects, Fields};
 use super::error::ApiError;
 use super::ids::{message_uuid, partition_uuid, payload_json};
-use super::{ack, kv, push, timers};
+use super::{ack, kv, push, push_binary, timers};
 use crate::node::Node;
 use crate::planner::command::{Answer, Command, PushStatus};
 use crate::planner::consume::REFUSED_UNKNOWN_MESSAGE;
@@ -14,6 +14,7 @@ use crate::planner::transaction::{Bundle, BundleAnswer, Refusal};
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
+use axum::http::HeaderMap;
 use axum::Json;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
@@ -39,9 +40,18 @@ fn rider<'a>(body: &'a Map<String, Value>, name: &str) -> Result<&'a [Value], Ap
 
 pub async fn commit(
     State(node): State<Arc<Node>>,
+    headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let body = json_object(body)?;
+    // The binary body (QTB1) is a JSON head and the pushes as frames; the
+    // pushes come after the head's operations.
+    let (body, binary_pushes, counts) = if push::is_binary(&headers) {
+        let (head, items, flags) = push_binary::decode_transaction(&body_bytes(body)?, node.settings.max_body_bytes)?;
+        let head = if head.is_empty() { Map::new() } else { json_map(&head)? };
+        (head, push::binary_items(&node, items)?, flags & push_binary::FLAG_COUNTS != 0)
+    } else {
+        (json_object(body)?, vec![], false)
+    };
     let top = Fields::new(&body, "");
     let mut bundle = Bundle { pushes: vec![], acks: vec![], required_leases: vec![], kv: vec![], timers: vec![] };
     let mut slots = Vec::new();
@@ -82,6 +92,10 @@ pub async fn commit(
             }
             None => return Err(op.missing("type")),
         }
+    }
+    for item in binary_pushes {
+        bundle.pushes.push(item);
+        slots.push(Slot::Push);
     }
     for lease in rider(&body, "requiredLeases")? {
         let lease = lease
@@ -161,7 +175,18 @@ pub async fn commit(
         v["opIndex"] = json!(j);
         results.push(v);
     }
-    Ok(Json(json!({"transactionId": uuid::Uuid::new_v4().to_string(), "success": true, "results": results})))
+    let mut answer = json!({"transactionId": uuid::Uuid::new_v4().to_string(), "success": true});
+    if counts {
+        // The pushes and acks counted; the riders' results stay.
+        let count = |kind: &str| results.iter().filter(|r| r["type"] == kind).count();
+        let duplicate = results.iter().filter(|r| r["type"] == "push" && r["duplicate"] == true).count();
+        answer["pushed"] = json!(count("push") - duplicate);
+        answer["duplicate"] = json!(duplicate);
+        answer["acked"] = json!(count("ack"));
+        results.retain(|r| r["type"] != "push" && r["type"] != "ack");
+    }
+    answer["results"] = json!(results);
+    Ok(Json(answer))
 }
 
 fn rolled_back(error: &str, reason: &str) -> Value {
