@@ -127,6 +127,7 @@ fn item(queue: String, n: u64, size: usize, zstd: i32) -> PushItem {
         value: payload(size, n),
         headers: vec![],
         timestamp_ms: None,
+        encrypted: false,
     };
     PushItem::new(queue, "Default".into(), &message, zstd)
 }

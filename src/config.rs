@@ -104,6 +104,10 @@ pub struct Settings {
     #[arg(long, env = "QUEEN_STORAGE_FULL_PCT", default_value_t = 85.0)]
     pub storage_full_pct: f64,
 
+    /// The AES-256-GCM key, 64 hex characters, for queues configured with encryptionEnabled.
+    #[arg(long, env = "QUEEN_ENCRYPTION_KEY", hide_env_values = true)]
+    pub encryption_key: Option<String>,
+
     /// How long a message trace event (POST /api/v1/traces) is kept, in seconds.
     #[arg(long, env = "QUEEN_TRACE_RETENTION_S", default_value_t = 7 * 24 * 3600)]
     pub trace_retention_s: u64,

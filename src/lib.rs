@@ -11,6 +11,7 @@
 pub mod codec;
 pub mod config;
 pub mod disk_gate;
+pub mod encryption;
 pub mod ephemeral;
 pub mod fatal;
 pub mod http;

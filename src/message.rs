@@ -17,6 +17,8 @@ pub struct Message {
     /// The producer's time (Kafka's CreateTime); none for an HTTP push,
     /// whose time is the append's.
     pub timestamp_ms: Option<i64>,
+    /// The value is sealed (`encryption.rs`): nonce, ciphertext and tag.
+    pub encrypted: bool,
 }
 
 impl Message {

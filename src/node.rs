@@ -3,9 +3,11 @@
 
 use crate::config::Settings;
 use crate::disk_gate::DiskGate;
+use crate::encryption::{Cipher, EncryptionError};
 use crate::ephemeral::{EphOptions, Ephemeral, DECLARATIONS_NS};
 use crate::http::auth::{Auth, AuthConfigError};
 use crate::metrics::Metrics;
+use crate::planner::queue_options::QueueOptions;
 use crate::planner::Planner;
 use crate::qlog::files::FileTable;
 use crate::qlog::layout::{Layout, LayoutError};
@@ -39,6 +41,10 @@ pub enum BootError {
     Recovery(#[from] RecoveryError),
     #[error(transparent)]
     Auth(#[from] AuthConfigError),
+    #[error(transparent)]
+    Encryption(#[from] EncryptionError),
+    #[error("queue {0:?} is configured with encryptionEnabled and QUEEN_ENCRYPTION_KEY is not set: its messages cannot be read")]
+    EncryptedQueueWithoutKey(String),
 }
 
 /// What the front ends share.
@@ -54,11 +60,14 @@ pub struct Node {
     /// Ephemeral queues: in this process's memory only.
     pub ephemeral: Ephemeral,
     pub disk_gate: DiskGate,
+    /// QUEEN_ENCRYPTION_KEY, for queues configured with encryptionEnabled.
+    pub cipher: Option<Cipher>,
 }
 
 impl Node {
     pub fn boot(settings: Settings) -> Result<Self, BootError> {
         let auth = Auth::from_settings(&settings)?;
+        let cipher = settings.encryption_key.as_deref().map(Cipher::from_hex).transpose()?;
         let disk_gate = DiskGate::new(settings.data_dir.clone(), settings.storage_full_pct);
         let dir = &settings.data_dir;
         std::fs::create_dir_all(dir).map_err(|source| BootError::Io { path: dir.clone(), source })?;
@@ -70,6 +79,12 @@ impl Node {
         let checkpoint = Arc::new(CheckpointFile::open(&dir.join("store"))?);
         let mut store = Store::from_rows(checkpoint.load()?, checkpoint.path())?;
         tracing::info!(applied = %store.applied, queues = store.queues.len(), "store reopened at its checkpoint");
+        if cipher.is_none() {
+            let sealed = store.queues.iter().find(|(_, row)| QueueOptions::parse(&row.options).encryption_enabled());
+            if let Some((name, _)) = sealed {
+                return Err(BootError::EncryptedQueueWithoutKey(name.clone()));
+            }
+        }
 
         let qlog_root = dir.join("qlog");
         let wanted =
@@ -119,6 +134,7 @@ impl Node {
             auth,
             ephemeral,
             disk_gate,
+            cipher,
         })
     }
 }

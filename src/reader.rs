@@ -1,6 +1,7 @@
 //! Reading stored messages back from the qlog, for every front end: the
 //! applied state says where they are, the files hold them.
 
+use crate::encryption::EncryptionError;
 use crate::message::Message;
 use crate::node::Node;
 use crate::qlog::files::ReadError;
@@ -14,6 +15,17 @@ pub enum ReaderError {
     Record(#[from] MessageRecordError),
     #[error("a stored message does not decode: {0}")]
     Message(#[from] bincode::Error),
+    #[error(transparent)]
+    Sealed(#[from] EncryptionError),
+}
+
+/// A stored message as a reader sees it: decoded, and opened if sealed.
+fn open(node: &Node, bytes: &[u8]) -> Result<Message, ReaderError> {
+    let mut message = Message::decode(bytes)?;
+    if message.encrypted {
+        node.cipher.as_ref().ok_or(EncryptionError::NoKey)?.open(&mut message)?;
+    }
+    Ok(message)
 }
 
 pub struct StoredMessage {
@@ -48,7 +60,7 @@ pub fn read_offsets(
             }
             wanted.next();
             if let Some(p) = o.checked_sub(span.first_offset).and_then(|i| record.payloads.get(i as usize)) {
-                let message = Message::decode(&p.to_raw()?)?;
+                let message = open(node, &p.to_raw()?)?;
                 out.push(StoredMessage { offset: o, timestamp_us: record.timestamp_us, message });
             }
         }
@@ -79,7 +91,7 @@ pub fn read_from(
                 return Ok((out, used));
             }
             used += payload.raw_len() as u64;
-            let message = Message::decode(&payload.to_raw()?)?;
+            let message = open(node, &payload.to_raw()?)?;
             out.push(StoredMessage { offset: at, timestamp_us: record.timestamp_us, message });
         }
     }

@@ -60,3 +60,9 @@ impl From<crate::replicate::ProposeError> for ApiError {
         Self::new(StatusCode::SERVICE_UNAVAILABLE, "retry", e.to_string())
     }
 }
+
+impl From<crate::encryption::EncryptionError> for ApiError {
+    fn from(e: crate::encryption::EncryptionError) -> Self {
+        Self::new(StatusCode::SERVICE_UNAVAILABLE, "encryption_unavailable", e.to_string())
+    }
+}

@@ -7,7 +7,7 @@ use super::body::{body_bytes, json_object, objects, Fields};
 use super::error::ApiError;
 use super::ids::{message_uuid, partition_uuid};
 use super::push_binary;
-use crate::config::Settings;
+use crate::encryption::Sealer;
 use crate::message::Message;
 use crate::node::Node;
 use crate::planner::command::{Answer, Command, PushItem, PushOutcome, PushStatus};
@@ -43,8 +43,9 @@ pub async fn push(
             format!("a push carries at most {} items (QUEEN_PUSH_MAX_ITEMS)", node.settings.push_max_items),
         ));
     }
+    let mut sealer = Sealer::new(&node);
     let items =
-        objects(items, "items")?.iter().map(|item| push_item(item, &node.settings)).collect::<Result<Vec<_>, _>>()?;
+        objects(items, "items")?.iter().map(|item| push_item(item, &mut sealer)).collect::<Result<Vec<_>, _>>()?;
     let (names, outcomes) = propose(&node, items).await?;
     Ok((StatusCode::CREATED, Json(results_json(names, &outcomes))))
 }
@@ -110,7 +111,9 @@ async fn push_binary_body(
     Ok((StatusCode::CREATED, Json(results_json(names, &outcomes))))
 }
 
-pub fn push_item(item: &Fields<'_>, settings: &Settings) -> Result<PushItem, ApiError> {
+/// One JSON push item, sealed when its queue is encrypted.
+pub fn push_item(item: &Fields<'_>, sealer: &mut Sealer<'_>) -> Result<PushItem, ApiError> {
+    let settings = &sealer.node().settings;
     let max_payload = settings.max_payload_bytes;
     let queue = item.name_str("queue")?;
     let partition = item.opt_str("partition")?.filter(|p| !p.is_empty()).unwrap_or(DEFAULT_PARTITION);
@@ -136,14 +139,16 @@ pub fn push_item(item: &Fields<'_>, settings: &Settings) -> Result<PushItem, Api
         Some(t) if !t.is_empty() => t.to_string(),
         _ => uuid::Uuid::new_v4().to_string(),
     };
-    let message = Message {
+    let mut message = Message {
         transaction_id,
         trace_id: item.opt_str("traceId")?.map(str::to_string),
         key: None,
         value,
         headers: vec![],
         timestamp_ms: None,
+        encrypted: false,
     };
+    sealer.seal(queue, &mut message)?;
     Ok(PushItem::new(queue.to_string(), partition.to_string(), &message, settings.zstd_level))
 }
 
@@ -159,6 +164,7 @@ pub fn binary_items(node: &Node, decoded: Vec<push_binary::BinaryItem>) -> Resul
         ));
     }
     let mut items = Vec::with_capacity(decoded.len());
+    let mut sealer = Sealer::new(node);
     for (i, d) in decoded.into_iter().enumerate() {
         if d.payload.len() > node.settings.max_payload_bytes {
             return Err(ApiError::new(
@@ -176,14 +182,16 @@ pub fn binary_items(node: &Node, decoded: Vec<push_binary::BinaryItem>) -> Resul
             }
         }
         let transaction_id = d.transaction_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-        let message = Message {
+        let mut message = Message {
             transaction_id,
             trace_id: None,
             key: None,
             value: d.payload,
             headers: vec![],
             timestamp_ms: None,
+            encrypted: false,
         };
+        sealer.seal(&d.queue, &mut message)?;
         items.push(PushItem::new(d.queue, d.partition, &message, node.settings.zstd_level));
     }
     Ok(items)

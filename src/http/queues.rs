@@ -4,6 +4,7 @@ use super::body::{json_object, Fields};
 use super::error::ApiError;
 use crate::node::Node;
 use crate::planner::command::{Answer, Command, ConfigureQueue};
+use crate::planner::queue_options::{self, QueueOptions};
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
@@ -26,6 +27,14 @@ pub async fn configure(
         Some(Value::Object(m)) => m.clone(),
         Some(_) => return Err(f.mistyped("options", "an object")),
     };
+    let sealed = QueueOptions::parse(&Value::Object(queue_options::merge(Default::default(), &options)).to_string())
+        .encryption_enabled();
+    if sealed && node.cipher.is_none() {
+        return Err(ApiError::bad_request(
+            "encryption_unavailable",
+            "encryptionEnabled needs QUEEN_ENCRYPTION_KEY set on the node (64 hex characters)",
+        ));
+    }
     let namespace = f.opt_str("namespace")?.map(str::to_string);
     let task = f.opt_str("task")?.map(str::to_string);
     let cmd = ConfigureQueue { queue: queue.clone(), namespace: namespace.clone(), task: task.clone(), options };

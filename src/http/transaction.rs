@@ -7,6 +7,7 @@ use super::body::{body_bytes, json_map, json_object, objects, Fields};
 use super::error::ApiError;
 use super::ids::{message_uuid, partition_uuid, payload_json};
 use super::{ack, kv, push, push_binary, timers};
+use crate::encryption::Sealer;
 use crate::node::Node;
 use crate::planner::command::{Answer, Command, PushStatus};
 use crate::planner::consume::REFUSED_UNKNOWN_MESSAGE;
@@ -55,6 +56,7 @@ pub async fn commit(
     let top = Fields::new(&body, "");
     let mut bundle = Bundle { pushes: vec![], acks: vec![], required_leases: vec![], kv: vec![], timers: vec![] };
     let mut slots = Vec::new();
+    let mut sealer = Sealer::new(&node);
     let operations = match body.get("operations") {
         None | Some(Value::Null) => vec![],
         Some(Value::Array(a)) => objects(a, "operations")?,
@@ -69,7 +71,7 @@ pub async fn commit(
                     None => vec![Fields::new(op.map, op.path.clone())],
                 };
                 for item in &items {
-                    bundle.pushes.push(push::push_item(item, &node.settings)?);
+                    bundle.pushes.push(push::push_item(item, &mut sealer)?);
                     slots.push(Slot::Push);
                 }
             }

@@ -4,6 +4,7 @@
 //! in creation order (partition ids only grow, so id order is that order).
 
 use super::records::{to_message, to_record, transaction_id};
+use crate::encryption::Sealer;
 use crate::node::Node;
 use crate::planner::command::{Answer, Command, ConfigureQueue, CursorCommit, PushItem};
 use crate::planner::kv::{Expiry, KvAnswer, KvKind, KvOp, KvResult};
@@ -123,6 +124,7 @@ impl facade::Broker for QueenBroker {
         // Per batch: its first item in `items` and its record count, or why not.
         let mut plan: Vec<Result<(usize, usize), BrokerError>> = Vec::with_capacity(batches.len());
         let mut items: Vec<PushItem> = Vec::new();
+        let mut sealer = Sealer::new(&self.node);
         for b in &batches {
             let located = {
                 let store = self.store();
@@ -135,18 +137,15 @@ impl facade::Broker for QueenBroker {
                     _ => Ok(name),
                 }
             });
-            plan.push(checked.map(|partition| {
+            plan.push(checked.and_then(|partition| {
                 let first = items.len();
                 for (i, record) in b.batch.records.iter().enumerate() {
-                    let message = to_message(record, transaction_id(&b.batch, i));
-                    items.push(PushItem::new(
-                        b.topic.clone(),
-                        partition.clone(),
-                        &message,
-                        self.node.settings.zstd_level,
-                    ));
+                    let mut message = to_message(record, transaction_id(&b.batch, i));
+                    sealer.seal(&b.topic, &mut message).map_err(|e| BrokerError::Internal(e.to_string()))?;
+                    let level = self.node.settings.zstd_level;
+                    items.push(PushItem::new(b.topic.clone(), partition.clone(), &message, level));
                 }
-                (first, b.batch.records.len())
+                Ok((first, b.batch.records.len()))
             }));
         }
         let outcomes = if items.is_empty() {

@@ -35,6 +35,7 @@ pub fn to_message(record: &PlainRecord, transaction_id: String) -> Message {
             .map(|(k, v)| (k.clone(), serde_bytes::ByteBuf::from(v.as_ref().map(|b| b.to_vec()).unwrap_or_default())))
             .collect(),
         timestamp_ms: Some(record.timestamp_ms),
+        encrypted: false,
     }
 }
 

@@ -92,6 +92,11 @@ impl QueueOptions {
         self.0.get("dlqAfterMaxRetries").and_then(Value::as_bool).unwrap_or(true)
     }
 
+    /// Whether payloads are sealed at rest (`encryption.rs`).
+    pub fn encryption_enabled(&self) -> bool {
+        self.0.get("encryptionEnabled").and_then(Value::as_bool).unwrap_or(false)
+    }
+
     /// How long messages are kept, in seconds; 0 keeps them for good.
     pub fn retention_seconds(&self) -> i64 {
         self.num("retentionSeconds", 0.0).max(0.0) as i64

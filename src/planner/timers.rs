@@ -126,6 +126,7 @@ pub fn plan_fire(
             value: row.payload.clone(),
             headers: vec![],
             timestamp_ms: None,
+            encrypted: false,
         };
         // Compression is the storing node's choice, which the planner does
         // not know: a fired payload is stored raw.
