@@ -25,9 +25,12 @@ use std::time::Duration;
 
 pub const REPLICATOR_NAME: &str = "local";
 
-/// KV namespaces with this prefix hold Queen's own rows (ephemeral queue
-/// declarations, Kafka producer ids, traces); the KV API refuses them.
-pub const INTERNAL_KV_PREFIX: &str = "queen-";
+/// KV namespaces that hold the broker's own rows (ephemeral queue
+/// declarations, Kafka producer ids, traces); the KV API refuses them, so no
+/// client can forge a producer id or a trace. (`queen-locks` and
+/// `queen-supervisor` are the client's own and stay open to it.)
+pub const INTERNAL_KV_NAMESPACES: &[&str] =
+    &[crate::ephemeral::DECLARATIONS_NS, crate::kafka::broker::PRODUCER_ID_NS, crate::http::traces::NS];
 
 #[derive(Debug, thiserror::Error)]
 pub enum BootError {

@@ -18,7 +18,7 @@ use facade::broker::{
 use std::sync::Arc;
 
 /// Where Kafka producer ids are drawn from: a KV counter, so no id repeats.
-const PRODUCER_ID_NS: &str = "queen-kafka";
+pub const PRODUCER_ID_NS: &str = "queen-kafka";
 const PRODUCER_ID_KEY: &str = "producer-id";
 
 pub struct QueenBroker {
