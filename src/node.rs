@@ -65,6 +65,8 @@ pub struct Node {
     pub disk_gate: DiskGate,
     /// QUEEN_ENCRYPTION_KEY, for queues configured with encryptionEnabled.
     pub cipher: Option<Cipher>,
+    /// When this process booted, for uptime and rates since then.
+    pub started_us: i64,
 }
 
 impl Node {
@@ -138,6 +140,7 @@ impl Node {
             ephemeral,
             disk_gate,
             cipher,
+            started_us: chrono::Utc::now().timestamp_micros(),
         })
     }
 }

@@ -19,6 +19,7 @@ pub mod push;
 pub mod push_binary;
 pub mod queues;
 pub mod resources;
+pub mod status;
 pub mod timers;
 pub mod traces;
 pub mod transaction;
@@ -73,6 +74,12 @@ pub fn router(node: Arc<Node>) -> Router {
         .route("/api/v1/timers/{queue}", get(timers::list))
         .route("/api/v1/timers/{queue}/{*key}", get(timers::peek).delete(timers::cancel))
         .route("/api/v1/kv/{ns}/{*key}", get(kv::get).put(kv::put).delete(kv::delete))
+        .route("/api/v1/status", get(status::status))
+        .route("/api/v1/status/queues", get(status::queues))
+        .route("/api/v1/status/queues/{queue}", get(status::queue))
+        .route("/api/v1/status/analytics", get(status::analytics))
+        .route("/api/v1/analytics/system-metrics", get(status::system_metrics))
+        .route("/api/v1/analytics/worker-metrics", get(status::worker_metrics))
         .route("/api/v1/traces", post(traces::record))
         .route("/api/v1/traces/names", get(traces::names))
         .route("/api/v1/traces/by-name/{name}", get(traces::by_name))

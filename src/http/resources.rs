@@ -20,12 +20,12 @@ use std::sync::Arc;
 type Params = Query<HashMap<String, String>>;
 
 /// Messages stored in a queue, over all its partitions.
-fn stored(store: &Store, queue: u64) -> u64 {
+pub fn stored(store: &Store, queue: u64) -> u64 {
     store.partitions.range((queue, 0)..=(queue, u64::MAX)).map(|(_, p)| p.next_offset - p.log_start).sum()
 }
 
 /// What a group has not finished in a partition.
-fn pending(store: &Store, queue: u64, partition: u64, group: &str) -> u64 {
+pub fn pending(store: &Store, queue: u64, partition: u64, group: &str) -> u64 {
     let Some(p) = store.partition(queue, partition) else { return 0 };
     match store.cursors.get(&(queue, partition, group.to_string())) {
         Some(c) => p.next_offset.saturating_sub(c.committed).saturating_sub(c.done_above.len() as u64),
@@ -33,7 +33,7 @@ fn pending(store: &Store, queue: u64, partition: u64, group: &str) -> u64 {
     }
 }
 
-fn partitions_json(store: &Store, queue: u64) -> Vec<Value> {
+pub fn partitions_json(store: &Store, queue: u64) -> Vec<Value> {
     store
         .partitions
         .range((queue, 0)..=(queue, u64::MAX))
@@ -107,7 +107,7 @@ pub async fn queues(State(node): State<Arc<Node>>, Query(q): Params) -> Result<J
     Ok(Json(json!({"queues": rows, "total": matching.len(), "limit": limit, "offset": skip})))
 }
 
-fn unknown_queue(name: &str) -> ApiError {
+pub fn unknown_queue(name: &str) -> ApiError {
     ApiError::new(StatusCode::NOT_FOUND, "unknown_queue", format!("no queue {name}"))
 }
 
