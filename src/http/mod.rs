@@ -14,6 +14,7 @@ pub mod ids;
 pub mod kv;
 pub mod lease;
 pub mod locks;
+pub mod messages;
 pub mod pop;
 pub mod push;
 pub mod push_binary;
@@ -74,6 +75,9 @@ pub fn router(node: Arc<Node>) -> Router {
         .route("/api/v1/timers/{queue}", get(timers::list))
         .route("/api/v1/timers/{queue}/{*key}", get(timers::peek).delete(timers::cancel))
         .route("/api/v1/kv/{ns}/{*key}", get(kv::get).put(kv::put).delete(kv::delete))
+        .route("/api/v1/messages", get(messages::list))
+        .route("/api/v1/messages/{partition}/{transaction}", get(messages::get).delete(messages::delete))
+        .route("/api/v1/messages/{partition}/{transaction}/retry", post(messages::retry))
         .route("/api/v1/status", get(status::status))
         .route("/api/v1/status/queues", get(status::queues))
         .route("/api/v1/status/queues/{queue}", get(status::queue))

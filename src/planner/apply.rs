@@ -60,6 +60,13 @@ pub fn apply(store: &mut Store, entry: &Entry, locations: &[Location]) -> bool {
                 let dlq = DlqRow { error: error.clone(), failures, moved_us: ts };
                 store.dlq.insert((*queue, *partition, group.clone(), *offset), dlq);
             }
+            Effect::Redeliver { queue, partition, group, offset } => {
+                let key: CursorKey = (*queue, *partition, group.clone());
+                let mut row = store.cursors.get(&key).cloned().unwrap_or_default();
+                cursor::apply(&mut row, effect);
+                store.set_cursor(key, row);
+                store.dlq.remove(&(*queue, *partition, group.clone(), *offset));
+            }
             Effect::Seek { queue, partition, group, offset } => {
                 store.set_cursor(
                     (*queue, *partition, group.clone()),

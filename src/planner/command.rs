@@ -56,6 +56,14 @@ pub enum Command {
     },
     /// Places consumer-group cursors (Kafka offset commits).
     CommitOffsets(Vec<CursorCommit>),
+    /// Sends a dead-lettered message back to its groups (all of them, or
+    /// the one named), to be delivered again.
+    Redeliver {
+        queue: u64,
+        partition: u64,
+        offset: u64,
+        group: Option<String>,
+    },
 }
 
 /// A group's cursor on a partition, set to `offset`: the next it consumes.

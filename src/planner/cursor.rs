@@ -23,6 +23,19 @@ pub fn mark_done(cursor: &mut CursorRow, offset: u64) {
     }
 }
 
+/// Makes a done offset deliverable again (a retry out of the dead-letter
+/// queue): the committed offset moves back to it and everything between
+/// stays done, so the next pop delivers it and then catches up at once.
+pub fn mark_undone(cursor: &mut CursorRow, offset: u64) {
+    cursor.failures.remove(&offset);
+    if offset < cursor.committed {
+        cursor.done_above.extend(offset + 1..cursor.committed);
+        cursor.committed = offset;
+    } else {
+        cursor.done_above.remove(&offset);
+    }
+}
+
 pub fn is_done(cursor: &CursorRow, offset: u64) -> bool {
     offset < cursor.committed || cursor.done_above.contains(&offset)
 }
@@ -52,6 +65,7 @@ pub fn apply(cursor: &mut CursorRow, effect: &Effect) {
     match effect {
         Effect::Ack { offset, .. } | Effect::DeadLetter { offset, .. } => mark_done(cursor, *offset),
         Effect::Fail { offset, not_before_us, .. } => fail(cursor, *offset, *not_before_us),
+        Effect::Redeliver { offset, .. } => mark_undone(cursor, *offset),
         Effect::LeaseExpired { .. } => {
             if let Some(l) = cursor.lease.take() {
                 let held: Vec<u64> = (l.first..=l.last).filter(|o| !is_done(cursor, *o)).collect();
@@ -82,6 +96,15 @@ pub fn undone(cursor: &CursorRow, end: u64, max: usize) -> Vec<u64> {
 mod tests {
     use super::*;
     use crate::store::rows::LeaseRow;
+
+    #[test]
+    fn a_redelivered_offset_comes_next_and_the_cursor_catches_up_after_its_ack() {
+        let mut c = CursorRow { committed: 10, ..Default::default() };
+        mark_undone(&mut c, 7);
+        assert_eq!(undone(&c, 12, 5), vec![7, 10, 11]);
+        mark_done(&mut c, 7);
+        assert_eq!((c.committed, c.done_above.len()), (10, 0));
+    }
 
     #[test]
     fn out_of_order_acks_commit_once_the_gap_closes_and_release_the_lease() {

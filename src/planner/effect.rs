@@ -94,6 +94,14 @@ pub enum Effect {
         group: String,
         offset: u64,
     },
+    /// A dead letter sent back: its row goes and the group's cursor delivers
+    /// the offset again.
+    Redeliver {
+        queue: u64,
+        partition: u64,
+        group: String,
+        offset: u64,
+    },
     /// Forgets a group on a queue: its cursors, and with `metadata` its subscription.
     DeleteGroup {
         queue: u64,
@@ -134,6 +142,7 @@ impl Effect {
             | Effect::DeadLetter { queue, .. }
             | Effect::ExtendLease { queue, .. }
             | Effect::Seek { queue, .. }
+            | Effect::Redeliver { queue, .. }
             | Effect::LeaseExpired { queue, .. }
             | Effect::DeleteGroup { queue, .. } => *queue,
         }

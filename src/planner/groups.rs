@@ -1,7 +1,9 @@
 //! Planning consumer-group administration: seek, delete, re-subscribe.
 
 use super::command::SeekTo;
+use super::cursor;
 use super::effect::Effect;
+use super::overlay::Overlay;
 use crate::store::Store;
 
 /// The queues (id) a group has a cursor or a subscription on.
@@ -59,4 +61,28 @@ pub fn plan_resubscribe(store: &Store, group: &str, from_us: i64) -> Vec<Effect>
         }
     }
     effects
+}
+
+/// Sends a dead letter back: every group (or `only`) that dead-lettered the
+/// offset gets it delivered again.
+pub fn plan_redeliver(
+    store: &Store,
+    overlay: &mut Overlay,
+    (queue, partition, offset): (u64, u64, u64),
+    only: Option<&str>,
+) -> Vec<Effect> {
+    let dead: Vec<String> = store
+        .dlq
+        .range((queue, partition, String::new(), 0)..)
+        .take_while(|((q, p, _, _), _)| (*q, *p) == (queue, partition))
+        .filter(|((_, _, g, o), _)| *o == offset && only.is_none_or(|want| want == g))
+        .map(|((_, _, g, _), _)| g.clone())
+        .collect();
+    dead.into_iter()
+        .map(|group| {
+            let key = (queue, partition, group.clone());
+            overlay.update_cursor(store, &key, |c| cursor::mark_undone(c, offset));
+            Effect::Redeliver { queue, partition, group, offset }
+        })
+        .collect()
 }

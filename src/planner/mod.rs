@@ -128,6 +128,11 @@ impl Planner {
                 let partitions = effects.len();
                 (effects, vec![], Answer::GroupChanged { partitions })
             }
+            Command::Redeliver { queue, partition, offset, group } => {
+                let effects = groups::plan_redeliver(store, overlay, (queue, partition, offset), group.as_deref());
+                let partitions = effects.len();
+                (effects, vec![], Answer::GroupChanged { partitions })
+            }
             Command::ExtendLease { lease_id } => {
                 let (effects, renewed, expires_us) = consume::plan_extend(store, overlay, timestamp_us, &lease_id);
                 (effects, vec![], Answer::Extended { renewed, expires_us })

@@ -1,0 +1,219 @@
+//! Browsing and retrying messages (`/api/v1/messages...`): list a queue's
+//! messages with where each consumer group stands on them, look one up by
+//! partition id and transactionId, and send a dead-lettered one back to be
+//! delivered again. Messages are immutable entries of the log: retention
+//! removes them, a request does not (`DELETE` is refused).
+
+use super::body::query_u64;
+use super::error::ApiError;
+use super::ids::{iso_time, message_uuid, parse_partition_uuid, partition_uuid, payload_json};
+use crate::message::transaction_hash;
+use crate::node::Node;
+use crate::planner::command::{Answer, Command, QUEUE_MODE};
+use crate::planner::cursor;
+use crate::reader::{self, StoredMessage};
+use crate::store::Store;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::Json;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// How far behind its group's cursor a dead letter may be sent back: the
+/// cursor remembers every offset in between as done.
+const MAX_RETRY_SPAN: u64 = 1_000_000;
+
+fn not_found(what: String) -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, "message_not_found", what)
+}
+
+/// Where a group stands on one message.
+fn status_of(store: &Store, (q, p, offset): (u64, u64, u64), group: &str, now_us: i64) -> (&'static str, u32) {
+    let key = (q, p, group.to_string());
+    if store.dlq.get(&(q, p, group.to_string(), offset)).is_some() {
+        return ("dead_letter", store.dlq.get(&(q, p, group.to_string(), offset)).map_or(0, |r| r.failures));
+    }
+    let Some(c) = store.cursors.get(&key) else { return ("pending", 0) };
+    let failures = c.failures.get(&offset).copied().unwrap_or(0);
+    if cursor::is_done(c, offset) {
+        ("completed", failures)
+    } else if c.lease.as_ref().is_some_and(|l| l.expires_us > now_us && l.first <= offset && offset <= l.last) {
+        ("processing", failures)
+    } else {
+        ("pending", failures)
+    }
+}
+
+fn message_json(store: &Store, q: u64, p: u64, m: &StoredMessage, groups: &[String], now_us: i64) -> Value {
+    let partition = store.partition(q, p).map(|r| r.name.clone()).unwrap_or_default();
+    let states: Vec<Value> = groups
+        .iter()
+        .map(|g| {
+            let (status, failures) = status_of(store, (q, p, m.offset), g, now_us);
+            json!({"consumerGroup": g, "status": status, "retryCount": failures})
+        })
+        .collect();
+    json!({
+        "id": message_uuid(p, m.offset), "transactionId": m.message.transaction_id, "traceId": m.message.trace_id,
+        "data": payload_json(&m.message.value), "createdAt": iso_time(m.timestamp_us),
+        "queue": store.queue_name(q), "partition": partition, "partitionId": partition_uuid(q, p), "offset": m.offset,
+        "consumerGroups": states,
+    })
+}
+
+/// The groups with a cursor on a partition, queue mode first.
+fn groups_of(store: &Store, q: u64, p: u64) -> Vec<String> {
+    let mut groups: Vec<String> = store
+        .cursors
+        .range((q, p, String::new())..)
+        .take_while(|((a, b, _), _)| (*a, *b) == (q, p))
+        .map(|(k, _)| k.2.clone())
+        .collect();
+    groups.sort_by_key(|g| (g != QUEUE_MODE, g.clone()));
+    if !groups.iter().any(|g| g == QUEUE_MODE) {
+        groups.insert(0, QUEUE_MODE.to_string());
+    }
+    groups
+}
+
+/// (queue, partition, offset) of a message named by partition id and transactionId.
+fn locate(node: &Node, partition_id: &str, transaction_id: &str) -> Result<(u64, u64, u64), ApiError> {
+    let (q, p) = parse_partition_uuid(partition_id).ok_or_else(|| {
+        ApiError::bad_request("invalid_partition_id", format!("{partition_id:?} is not a partition id"))
+    })?;
+    let store = node.state.read().expect("store lock");
+    let offset = store
+        .dedup
+        .get(&(q, p, transaction_hash(transaction_id)))
+        .map(|d| d.offset)
+        .ok_or_else(|| not_found(format!("no message {transaction_id:?} in partition {partition_id}")))?;
+    Ok((q, p, offset))
+}
+
+pub async fn get(
+    State(node): State<Arc<Node>>,
+    Path((partition_id, transaction_id)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    let (q, p, offset) = locate(&node, &partition_id, &transaction_id)?;
+    let read = node.clone();
+    let stored = tokio::task::spawn_blocking(move || reader::read_offsets(&read, q, p, &[offset]))
+        .await
+        .map_err(ApiError::storage)?
+        .map_err(ApiError::storage)?;
+    let m = stored
+        .into_iter()
+        .next()
+        .ok_or_else(|| not_found(format!("message {transaction_id:?} is no longer stored")))?;
+    let store = node.state.read().expect("store lock");
+    let now = chrono::Utc::now().timestamp_micros();
+    Ok(Json(message_json(&store, q, p, &m, &groups_of(&store, q, p), now)))
+}
+
+pub async fn list(
+    State(node): State<Arc<Node>>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Result<Json<Value>, ApiError> {
+    let queue = q
+        .get("queue")
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| ApiError::bad_request("missing_field", "queue is required"))?
+        .clone();
+    let limit = (query_u64(&q, "limit")?.unwrap_or(100) as usize).clamp(1, 1000);
+    let skip = query_u64(&q, "offset")?.unwrap_or(0) as usize;
+    let group = q.get("consumerGroup").filter(|g| !g.is_empty()).cloned().unwrap_or_else(|| QUEUE_MODE.to_string());
+    let wanted_status = q.get("status").filter(|s| !s.is_empty()).cloned();
+    let partitions: Vec<(u64, u64, u64, u64)> = {
+        let store = node.state.read().expect("store lock");
+        let Some(qid) = store.queue_id(&queue) else {
+            return Ok(Json(json!({"messages": [], "limit": limit, "offset": skip})));
+        };
+        store
+            .partitions
+            .range((qid, 0)..=(qid, u64::MAX))
+            .filter(|(_, r)| q.get("partition").is_none_or(|want| *want == r.name))
+            .map(|((a, b), r)| (*a, *b, r.log_start, r.next_offset))
+            .collect()
+    };
+    let read = node.clone();
+    let found = tokio::task::spawn_blocking(move || {
+        let mut out = Vec::new();
+        let mut skipped = 0usize;
+        let now = chrono::Utc::now().timestamp_micros();
+        'partitions: for (qid, p, start, end) in partitions {
+            let mut at = start;
+            while at < end {
+                let (batch, _) = reader::read_from(&read, qid, p, at, end, 1 << 20)?;
+                let Some(last) = batch.last().map(|m| m.offset) else { break };
+                let store = read.state.read().expect("store lock");
+                for m in &batch {
+                    let (status, _) = status_of(&store, (qid, p, m.offset), &group, now);
+                    if wanted_status.as_ref().is_some_and(|w| w != status) {
+                        continue;
+                    }
+                    if skipped < skip {
+                        skipped += 1;
+                        continue;
+                    }
+                    out.push(message_json(&store, qid, p, m, std::slice::from_ref(&group), now));
+                    if out.len() == limit {
+                        break 'partitions;
+                    }
+                }
+                at = last + 1;
+            }
+        }
+        Ok::<_, reader::ReaderError>(out)
+    })
+    .await
+    .map_err(ApiError::storage)?
+    .map_err(ApiError::storage)?;
+    Ok(Json(json!({"messages": found, "limit": limit, "offset": skip})))
+}
+
+pub async fn retry(
+    State(node): State<Arc<Node>>,
+    Path((partition_id, transaction_id)): Path<(String, String)>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Result<Json<Value>, ApiError> {
+    let (qid, p, offset) = locate(&node, &partition_id, &transaction_id)?;
+    let group = q.get("consumerGroup").filter(|g| !g.is_empty()).cloned();
+    {
+        let store = node.state.read().expect("store lock");
+        for ((_, _, g, o), _) in
+            store.dlq.range((qid, p, String::new(), 0)..).take_while(|((a, b, _, _), _)| (*a, *b) == (qid, p))
+        {
+            let committed = store.cursors.get(&(qid, p, g.clone())).map_or(0, |c| c.committed);
+            if *o == offset && committed.saturating_sub(offset) > MAX_RETRY_SPAN {
+                return Err(ApiError::new(
+                    StatusCode::CONFLICT,
+                    "retry_too_far",
+                    format!("group {g:?} is more than {MAX_RETRY_SPAN} messages past this one: seek the group instead"),
+                ));
+            }
+        }
+    }
+    let command = Command::Redeliver { queue: qid, partition: p, offset, group: group.clone() };
+    let Answer::GroupChanged { partitions: groups } = node.replicator.propose(command).await? else {
+        return Err(ApiError::mismatched_answer());
+    };
+    if groups == 0 {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "not_dead_lettered",
+            format!(
+                "message {transaction_id:?} is not in the dead-letter queue{}",
+                group.map(|g| format!(" of group {g:?}")).unwrap_or_default()
+            ),
+        ));
+    }
+    Ok(Json(json!({"success": true, "transactionId": transaction_id, "partitionId": partition_id, "retried": groups})))
+}
+
+pub async fn delete(Path((_partition_id, _transaction_id)): Path<(String, String)>) -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "message_delete_unsupported",
+        "messages are immutable entries of the log: acknowledge it for your group, or let retention remove it",
+    )
+}
