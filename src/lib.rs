@@ -17,6 +17,7 @@ pub mod fatal;
 pub mod http;
 pub mod iso_time;
 pub mod kafka;
+pub mod kv_sweep;
 pub mod log_id;
 pub mod message;
 pub mod metrics;

@@ -23,6 +23,7 @@ fn main() {
         let kafka_config = queen::kafka::config(&node.settings, bound).unwrap_or_else(|e| queen::fatal::exit(&e));
         tokio::spawn(queen::kafka::serve(node.clone(), kafka, kafka_config));
         tokio::spawn(queen::timer_firing::run(node.clone()));
+        tokio::spawn(queen::kv_sweep::run(node.clone()));
         queen::http::serve(node.clone()).await
     });
     if let Err(e) = served {

@@ -76,11 +76,9 @@ pub fn apply(store: &mut Store, entry: &Entry, locations: &[Location]) -> bool {
             Effect::DeleteGroup { queue, group, metadata } => store.remove_group(*queue, group, *metadata),
             Effect::KvPut { key, row } => {
                 store.next_kv_version = store.next_kv_version.max(row.version + 1);
-                store.kv.insert(key.clone(), row.clone());
+                store.put_kv(key.clone(), row.clone());
             }
-            Effect::KvDelete { key } => {
-                store.kv.remove(key);
-            }
+            Effect::KvDelete { key } => store.remove_kv(key),
             Effect::TimerSet { key, row } => store.set_timer(key.clone(), row.clone()),
             Effect::TimerDelete { key } => store.remove_timer(key),
             Effect::Ack { queue, partition, group, .. }

@@ -56,6 +56,9 @@ pub enum Command {
     },
     /// Places consumer-group cursors (Kafka offset commits).
     CommitOffsets(Vec<CursorCommit>),
+    /// Deletes KV rows whose time to live ran out, so expired keys stop
+    /// taking memory and checkpoint space.
+    SweepKv,
     /// Sends a dead-lettered message back to its groups (all of them, or
     /// the one named), to be delivered again.
     Redeliver {
@@ -217,6 +220,10 @@ pub enum Answer {
     },
     Locks(Vec<super::locks::LockResult>),
     Kv(super::kv::KvAnswer),
+    /// Expired KV rows deleted.
+    Swept {
+        rows: usize,
+    },
     /// A queue's partitions were created or grown; `existed` when the queue
     /// was there before.
     PartitionsCreated {

@@ -341,3 +341,19 @@ fn add(a: &serde_json::Number, b: &serde_json::Number) -> Option<serde_json::Num
         _ => serde_json::Number::from_f64(a.as_f64()? + b.as_f64()?),
     }
 }
+
+/// The most expired rows one sweep entry deletes.
+const MAX_SWEEP: usize = 1000;
+
+/// Deletes expired rows, skipping any this batch has written again.
+pub fn plan_sweep(store: &Store, overlay: &mut Overlay, now_us: i64) -> Vec<Effect> {
+    let mut effects = Vec::new();
+    for key in store.kv_expired(now_us, MAX_SWEEP) {
+        if overlay.kv_row(store, &key).is_some_and(|row| row.live(now_us)) {
+            continue;
+        }
+        overlay.put_kv(key.clone(), None);
+        effects.push(Effect::KvDelete { key });
+    }
+    effects
+}

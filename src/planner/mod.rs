@@ -128,6 +128,11 @@ impl Planner {
                 let partitions = effects.len();
                 (effects, vec![], Answer::GroupChanged { partitions })
             }
+            Command::SweepKv => {
+                let effects = kv::plan_sweep(store, overlay, timestamp_us);
+                let rows = effects.len();
+                (effects, vec![], Answer::Swept { rows })
+            }
             Command::Redeliver { queue, partition, offset, group } => {
                 let effects = groups::plan_redeliver(store, overlay, (queue, partition, offset), group.as_deref());
                 let partitions = effects.len();

@@ -44,6 +44,9 @@ pub struct Store {
     timers: Keyspace<String, TimerRow>,
     /// Derived at load and kept in step with `timers`: (due time, key).
     timers_due: BTreeSet<(i64, String)>,
+    /// Derived at load and kept in step with `kv`: (expiry time, key) of
+    /// every row with a TTL, for the sweep.
+    kv_expiring: BTreeSet<(i64, String)>,
     /// Derived at load and kept in step with `cursors`: lease id → the
     /// cursors that lease holds (one pop may claim several partitions).
     leases: HashMap<String, Vec<CursorKey>>,
@@ -80,6 +83,7 @@ impl Default for Store {
             kv: Keyspace::new("kv"),
             timers: Keyspace::new("timers"),
             timers_due: BTreeSet::new(),
+            kv_expiring: BTreeSet::new(),
             leases: HashMap::new(),
             queue_names: HashMap::new(),
             partition_ids: HashMap::new(),
@@ -134,6 +138,11 @@ impl Store {
         }
         for (key, row) in store.timers.iter() {
             store.timers_due.insert((row.deliver_at_us, key.clone()));
+        }
+        for (key, row) in store.kv.iter() {
+            if let Some(t) = row.expires_us {
+                store.kv_expiring.insert((t, key.clone()));
+            }
         }
         for (key, cursor) in store.cursors.iter() {
             if let Some(lease) = &cursor.lease {
@@ -224,6 +233,29 @@ impl Store {
         }
         self.timers_due.insert((row.deliver_at_us, key.clone()));
         self.timers.insert(key, row);
+    }
+
+    /// Writes a KV row; the KV keyspace changes only through here and
+    /// `remove_kv`, so the expiry index stays exact.
+    pub fn put_kv(&mut self, key: String, row: KvRow) {
+        if let Some(t) = self.kv.get(&key).and_then(|old| old.expires_us) {
+            self.kv_expiring.remove(&(t, key.clone()));
+        }
+        if let Some(t) = row.expires_us {
+            self.kv_expiring.insert((t, key.clone()));
+        }
+        self.kv.insert(key, row);
+    }
+
+    pub fn remove_kv(&mut self, key: &str) {
+        if let Some(t) = self.kv.remove(&key.to_string()).and_then(|old| old.expires_us) {
+            self.kv_expiring.remove(&(t, key.to_string()));
+        }
+    }
+
+    /// Keys of KV rows expired at `now_us`, earliest first.
+    pub fn kv_expired(&self, now_us: i64, max: usize) -> Vec<String> {
+        self.kv_expiring.iter().take_while(|(t, _)| *t <= now_us).take(max).map(|(_, k)| k.clone()).collect()
     }
 
     pub fn remove_timer(&mut self, key: &str) {
