@@ -53,3 +53,19 @@ async def test_a_dead_letter_retried_is_delivered_again_after_later_messages_wer
     with pytest.raises(httpx.HTTPStatusError) as refused:
         await client.admin.delete_message(pid, "bad-1")
     assert refused.value.response.status_code == 405
+
+
+async def test_the_dlq_filters_by_when_messages_were_moved(client):
+    import datetime
+
+    q = name("dlqtime")
+    await client.queue(q).config({"retryLimit": 0, "dlqAfterMaxRetries": True}).create()
+    await client.queue(q).push([{"data": "poison"}])
+    first = await client.queue(q).batch(1).wait(False).pop()
+    assert (await client.ack(first[0], False, {"error": "boom"}))["success"]
+    now = datetime.datetime.now(datetime.timezone.utc)
+    earlier = (now - datetime.timedelta(hours=1)).isoformat()
+    later = (now + datetime.timedelta(hours=1)).isoformat()
+    assert (await client.queue(q).dlq().limit(10).get())["total"] == 1
+    assert (await client.queue(q).dlq().from_(earlier).to(later).limit(10).get())["total"] == 1
+    assert (await client.queue(q).dlq().to(earlier).limit(10).get())["total"] == 0

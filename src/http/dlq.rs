@@ -4,6 +4,7 @@
 use super::body::query_u64;
 use super::error::ApiError;
 use super::ids::{iso_time, message_uuid, partition_uuid, payload_json};
+use crate::iso_time::parse_iso_time;
 use crate::node::Node;
 use crate::reader;
 use axum::extract::{Query, State};
@@ -22,6 +23,17 @@ pub async fn list(
         .ok_or_else(|| ApiError::bad_request("missing_field", "queue is required"))?;
     let (limit, skip) =
         ((query_u64(&q, "limit")?.unwrap_or(100) as usize).max(1), query_u64(&q, "offset")?.unwrap_or(0) as usize);
+    // `from` and `to` bound when a message was moved to the dead-letter queue.
+    let time = |name: &str| {
+        q.get(name)
+            .filter(|t| !t.is_empty())
+            .map(|t| {
+                parse_iso_time(t)
+                    .ok_or_else(|| ApiError::bad_request("invalid_query", format!("{name} is an ISO-8601 time")))
+            })
+            .transpose()
+    };
+    let (from, to) = (time("from")?.unwrap_or(i64::MIN), time("to")?.unwrap_or(i64::MAX));
     let rows: Vec<_> = {
         let store = node.state.read().expect("store lock");
         let Some(queue_id) = store.queue_id(queue) else {
@@ -37,10 +49,12 @@ pub async fn list(
         store
             .dlq
             .iter()
-            .filter(|((qid, p, g, _), _)| {
+            .filter(|((qid, p, g, _), row)| {
                 *qid == queue_id
                     && partition.is_none_or(|want| *p == want)
                     && q.get("consumerGroup").is_none_or(|want| want == g)
+                    && from <= row.moved_us
+                    && row.moved_us <= to
             })
             .map(|((_, p, g, o), row)| {
                 let name = store.partition(queue_id, *p).map(|r| r.name.clone()).unwrap_or_default();
