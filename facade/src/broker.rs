@@ -84,6 +84,8 @@ pub enum BrokerError {
     RecordTooLarge { size: usize, limit: usize },
     #[error("the volume is too full to take the write")]
     StorageFull,
+    #[error("{0}")]
+    QueueFull(String),
     #[error("the node is shutting down")]
     ShuttingDown,
     #[error("the broker failed to read or write: {0}")]
@@ -101,7 +103,7 @@ impl BrokerError {
             BrokerError::InvalidRequest(_) => ResponseError::InvalidRequest,
             BrokerError::CorruptRecords(_) => ResponseError::CorruptMessage,
             BrokerError::RecordTooLarge { .. } => ResponseError::MessageTooLarge,
-            BrokerError::StorageFull => ResponseError::KafkaStorageError,
+            BrokerError::StorageFull | BrokerError::QueueFull(_) => ResponseError::KafkaStorageError,
             BrokerError::ShuttingDown => ResponseError::NotLeaderOrFollower,
             BrokerError::Internal(_) => ResponseError::UnknownServerError,
         }

@@ -11,6 +11,7 @@ use crate::encryption::Sealer;
 use crate::message::Message;
 use crate::node::Node;
 use crate::planner::command::{Answer, Command, PushItem, PushOutcome, PushStatus};
+use crate::planner::push::QueueFull;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
@@ -55,10 +56,11 @@ pub async fn propose(
     items: Vec<PushItem>,
 ) -> Result<(Vec<(String, String, String)>, Vec<PushOutcome>), ApiError> {
     let names = items.iter().map(|i| (i.queue.clone(), i.partition.clone(), i.transaction_id.clone())).collect();
-    let Answer::Pushed(outcomes) = node.replicator.propose(Command::Push(items)).await? else {
-        return Err(ApiError::mismatched_answer());
-    };
-    Ok((names, outcomes))
+    match node.replicator.propose(Command::Push(items)).await? {
+        Answer::Pushed(outcomes) => Ok((names, outcomes)),
+        Answer::QueueFull(full) => Err(queue_full(&full)),
+        _ => Err(ApiError::mismatched_answer()),
+    }
 }
 
 fn results_json(names: Vec<(String, String, String)>, outcomes: &[PushOutcome]) -> Value {
@@ -195,4 +197,17 @@ pub fn binary_items(node: &Node, decoded: Vec<push_binary::BinaryItem>) -> Resul
         items.push(PushItem::new(d.queue, d.partition, &message, node.settings.zstd_level));
     }
     Ok(items)
+}
+
+pub fn queue_full_message(full: &QueueFull) -> String {
+    format!(
+        "queue {:?} holds {} unfinished messages and its maxSize is {}: the push would go past it",
+        full.queue, full.unfinished, full.max_size
+    )
+}
+
+/// A push refused because a queue is at its `maxSize`: 429, as an
+/// ephemeral queue that is full answers, so clients back off and retry.
+pub fn queue_full(full: &QueueFull) -> ApiError {
+    ApiError::new(StatusCode::TOO_MANY_REQUESTS, "queue_full", queue_full_message(full))
 }

@@ -217,5 +217,9 @@ fn refusal_json(refusal: Refusal, kv_base: usize, pushes: &[(String, String)], a
             v["value"] = row.as_ref().map_or(Value::Null, |r| payload_json(r.value.as_bytes()));
             v
         }
+        Refusal::QueueFull(full) => rolled_back(
+            &format!("QFULL {}; the transaction rolled back", super::push::queue_full_message(&full)),
+            "queue_full",
+        ),
     }
 }

@@ -153,6 +153,11 @@ impl facade::Broker for QueenBroker {
         } else {
             match self.propose(Command::Push(items)).await {
                 Ok(Answer::Pushed(outcomes)) => Ok(outcomes),
+                // A full queue is a condition the producer retries through.
+                Ok(Answer::QueueFull(full)) => Err(BrokerError::QueueFull(format!(
+                    "queue {:?} is at its maxSize of {}",
+                    full.queue, full.max_size
+                ))),
                 Ok(other) => Err(BrokerError::Internal(format!("a push answered {other:?}"))),
                 Err(e) => Err(e),
             }

@@ -220,6 +220,8 @@ pub enum Answer {
     },
     Locks(Vec<super::locks::LockResult>),
     Kv(super::kv::KvAnswer),
+    /// A push refused whole: it would take a queue past its `maxSize`.
+    QueueFull(super::push::QueueFull),
     /// Expired KV rows deleted.
     Swept {
         rows: usize,

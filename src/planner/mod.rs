@@ -53,10 +53,13 @@ impl Planner {
         let id = LogId::new(self.term, self.next_index);
         let overlay = &mut self.overlay;
         let (effects, messages, answer) = match command {
-            Command::Push(items) => {
-                let p = push::plan_push(store, overlay, id, timestamp_us, items);
-                (p.effects, p.messages, Answer::Pushed(p.outcomes))
-            }
+            Command::Push(items) => match push::check_max_size(store, overlay, &items) {
+                Ok(()) => {
+                    let p = push::plan_push(store, overlay, id, timestamp_us, items);
+                    (p.effects, p.messages, Answer::Pushed(p.outcomes))
+                }
+                Err(full) => (vec![], vec![], Answer::QueueFull(full)),
+            },
             Command::Configure(cmd) => {
                 let (effects, queue_id, options) = queues::plan_configure(store, overlay, &cmd);
                 (effects, vec![], Answer::Configured { queue_id, options })

@@ -53,6 +53,23 @@ impl Overlay {
         id
     }
 
+    /// Messages of the queue a group has not finished, as the batch leaves
+    /// them: over every partition, from the group's cursor (or the log
+    /// start) to the next offset.
+    pub fn unfinished(&self, store: &Store, queue: u64, group: &str) -> u64 {
+        store
+            .partitions
+            .range((queue, 0)..=(queue, u64::MAX))
+            .map(|((q, p), row)| {
+                let next = self.next_offsets.get(&(*q, *p)).copied().unwrap_or(row.next_offset);
+                match self.cursor(store, &(*q, *p, group.to_string())) {
+                    Some(c) => next.saturating_sub(c.committed).saturating_sub(c.done_above.len() as u64),
+                    None => next - row.log_start,
+                }
+            })
+            .sum()
+    }
+
     /// How many partitions the queue has, counting those this batch created.
     pub fn partition_count(&self, store: &Store, queue: u64) -> usize {
         store.partitions.range((queue, 0)..=(queue, u64::MAX)).count()

@@ -2,7 +2,7 @@
 //! messages whose transactionId the partition already holds, and give the
 //! rest gapless offsets.
 
-use super::command::{PushItem, PushOutcome, PushStatus};
+use super::command::{PushItem, PushOutcome, PushStatus, QUEUE_MODE};
 use super::effect::Effect;
 use super::overlay::Overlay;
 use crate::log_id::LogId;
@@ -15,6 +15,54 @@ pub struct PlannedPush {
     pub effects: Vec<Effect>,
     pub messages: Vec<MessageRecord>,
     pub outcomes: Vec<PushOutcome>,
+}
+
+/// A push refused whole: it would take `queue` past its `maxSize`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueFull {
+    pub queue: String,
+    pub max_size: u64,
+    pub unfinished: u64,
+}
+
+/// Whether the push fits every queue's `maxSize`: the messages it adds (new
+/// transactionIds only) plus what queue mode has not finished there. Looked
+/// at before anything is planned, so a refusal changes nothing.
+pub fn check_max_size(store: &Store, overlay: &Overlay, items: &[PushItem]) -> Result<(), QueueFull> {
+    let mut adding: BTreeMap<u64, (u64, u64, std::collections::HashSet<(u64, [u8; 16])>)> = BTreeMap::new();
+    for item in items {
+        let Some(queue) = overlay.queue_id(store, &item.queue) else { continue };
+        let slot = match adding.get_mut(&queue) {
+            Some(slot) => slot,
+            None => {
+                let max = store
+                    .queues
+                    .get(&item.queue)
+                    .map_or(0, |r| crate::planner::queue_options::QueueOptions::parse(&r.options).max_size());
+                adding.entry(queue).or_insert((max, 0, Default::default()))
+            }
+        };
+        if slot.0 == 0 {
+            continue;
+        }
+        let hash = transaction_hash(&item.transaction_id);
+        let partition = overlay.partition_id(store, queue, &item.partition);
+        let stored = partition.is_some_and(|p| overlay.dedup(store, queue, p, &hash).is_some());
+        if !stored && slot.2.insert((partition.unwrap_or(u64::MAX), hash)) {
+            slot.1 += 1;
+        }
+    }
+    for (queue, (max, new, _)) in adding {
+        if max == 0 || new == 0 {
+            continue;
+        }
+        let unfinished = overlay.unfinished(store, queue, QUEUE_MODE);
+        if unfinished + new > max {
+            let name = store.queue_name(queue).unwrap_or_default().to_string();
+            return Err(QueueFull { queue: name, max_size: max, unfinished });
+        }
+    }
+    Ok(())
 }
 
 pub fn plan_push(

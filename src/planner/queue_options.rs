@@ -92,6 +92,11 @@ impl QueueOptions {
         self.0.get("dlqAfterMaxRetries").and_then(Value::as_bool).unwrap_or(true)
     }
 
+    /// The most messages the queue holds unfinished in queue mode; 0: no limit.
+    pub fn max_size(&self) -> u64 {
+        self.num("maxSize", 0.0).max(0.0) as u64
+    }
+
     /// Whether payloads are sealed at rest (`encryption.rs`).
     pub fn encryption_enabled(&self) -> bool {
         self.0.get("encryptionEnabled").and_then(Value::as_bool).unwrap_or(false)

@@ -43,6 +43,8 @@ pub enum Refusal {
     LeaseGone { lease: String },
     /// A required KV operation lost.
     KvPrecondition { op: usize, reason: KvReason, row: Option<KvRow> },
+    /// The pushes would take a queue past its `maxSize`.
+    QueueFull(push::QueueFull),
 }
 
 pub struct Planned {
@@ -77,6 +79,7 @@ fn plan(store: &Store, overlay: &mut Overlay, id: LogId, now_us: i64, bundle: Bu
             return Err(Refusal::Duplicate { item, offset });
         }
     }
+    push::check_max_size(store, overlay, &bundle.pushes).map_err(Refusal::QueueFull)?;
     let pushed = push::plan_push(store, overlay, id, now_us, bundle.pushes);
     let mut effects = pushed.effects;
 
