@@ -5,11 +5,12 @@
 use super::command::{PushItem, PushOutcome, PushStatus, QUEUE_MODE};
 use super::effect::Effect;
 use super::overlay::Overlay;
+use super::queue_options::QueueOptions;
 use crate::log_id::LogId;
 use crate::message::transaction_hash;
 use crate::qlog::message_record::{MessageRecord, MessageSpan};
 use crate::store::Store;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 pub struct PlannedPush {
     pub effects: Vec<Effect>,
@@ -29,35 +30,33 @@ pub struct QueueFull {
 /// transactionIds only) plus what queue mode has not finished there. Looked
 /// at before anything is planned, so a refusal changes nothing.
 pub fn check_max_size(store: &Store, overlay: &Overlay, items: &[PushItem]) -> Result<(), QueueFull> {
-    let mut adding: BTreeMap<u64, (u64, u64, std::collections::HashSet<(u64, [u8; 16])>)> = BTreeMap::new();
+    /// Per queue: its bound, and the new messages the push brings.
+    struct Adding {
+        max: u64,
+        new: HashSet<(Option<u64>, [u8; 16])>,
+    }
+    let mut adding: BTreeMap<u64, Adding> = BTreeMap::new();
     for item in items {
         let Some(queue) = overlay.queue_id(store, &item.queue) else { continue };
-        let slot = match adding.get_mut(&queue) {
-            Some(slot) => slot,
-            None => {
-                let max = store
-                    .queues
-                    .get(&item.queue)
-                    .map_or(0, |r| crate::planner::queue_options::QueueOptions::parse(&r.options).max_size());
-                adding.entry(queue).or_insert((max, 0, Default::default()))
-            }
-        };
-        if slot.0 == 0 {
+        let slot = adding.entry(queue).or_insert_with(|| Adding {
+            max: store.queues.get(&item.queue).map_or(0, |r| QueueOptions::parse(&r.options).max_size()),
+            new: HashSet::new(),
+        });
+        if slot.max == 0 {
             continue;
         }
         let hash = transaction_hash(&item.transaction_id);
         let partition = overlay.partition_id(store, queue, &item.partition);
-        let stored = partition.is_some_and(|p| overlay.dedup(store, queue, p, &hash).is_some());
-        if !stored && slot.2.insert((partition.unwrap_or(u64::MAX), hash)) {
-            slot.1 += 1;
+        if !partition.is_some_and(|p| overlay.dedup(store, queue, p, &hash).is_some()) {
+            slot.new.insert((partition, hash));
         }
     }
-    for (queue, (max, new, _)) in adding {
-        if max == 0 || new == 0 {
+    for (queue, Adding { max, new }) in adding {
+        if max == 0 || new.is_empty() {
             continue;
         }
         let unfinished = overlay.unfinished(store, queue, QUEUE_MODE);
-        if unfinished + new > max {
+        if unfinished + new.len() as u64 > max {
             let name = store.queue_name(queue).unwrap_or_default().to_string();
             return Err(QueueFull { queue: name, max_size: max, unfinished });
         }
