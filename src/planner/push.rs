@@ -47,7 +47,7 @@ pub fn check_max_size(store: &Store, overlay: &Overlay, items: &[PushItem]) -> R
         }
         let hash = transaction_hash(&item.transaction_id);
         let partition = overlay.partition_id(store, queue, &item.partition);
-        if !partition.is_some_and(|p| overlay.dedup(store, queue, p, &hash).is_some()) {
+        if partition.is_none_or(|p| overlay.dedup(store, queue, p, &hash).is_none()) {
             slot.new.insert((partition, hash));
         }
     }
