@@ -18,6 +18,11 @@ fn file_bytes(dir: &std::path::Path) -> Vec<u8> {
     qlog_files(dir).values().flatten().flat_map(|p| std::fs::read(p).unwrap()).collect()
 }
 
+fn base64_of(bytes: &[u8]) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
 fn contains(haystack: &[u8], needle: &str) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle.as_bytes())
 }
@@ -60,8 +65,30 @@ async fn sealed_queues_keep_no_plaintext_on_disk() {
     };
     assert_eq!(r.responses[0].partition_responses[0].error_code, 0);
 
+    // A timer aimed at the sealed queue waits sealed and fires sealed.
+    let secret = base64_of(br#"{"card":"SECRET-4111-TIMER"}"#);
+    let (status, body) = node
+        .post(
+            "/api/v1/timers",
+            &json!({"operations": [{"op": "schedule", "queue": "vault", "timerKey": "t", "partition": "p", "delayMs": 300, "payload": secret}]}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let r = node.http.get(node.url("/api/v1/timers/vault/t")).send().await.unwrap();
+    let waiting: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(waiting["payload"], json!(secret), "a waiting timer reads back as scheduled: {waiting}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while node.read_all("vault", "p").await.records.len() < 2 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+
     node.terminate();
     let disk = file_bytes(&dir);
+    let store = std::fs::read(dir.join("store").join("data.mdb")).unwrap_or_default();
+    assert!(
+        !contains(&disk, "SECRET-4111-TIMER") && !contains(&store, "SECRET-4111-TIMER"),
+        "a timer's payload leaked"
+    );
     assert!(contains(&disk, "PLAIN-VISIBLE"), "the control: an open queue's payload is on disk as sent");
     assert!(!contains(&disk, "SECRET-4111-HTTP"), "a sealed HTTP payload reached the disk in plaintext");
     assert!(!contains(&disk, "SECRET-4111-KAFKA"), "a sealed Kafka record reached the disk in plaintext");
@@ -69,6 +96,7 @@ async fn sealed_queues_keep_no_plaintext_on_disk() {
     let node = node.restart().await;
     let read = node.read_all("vault", "p").await;
     assert_eq!(read.records[0].2, json!({"card": "SECRET-4111-HTTP"}));
+    assert_eq!(read.records[1].2, json!({"card": "SECRET-4111-TIMER"}), "the fired timer opens like any message");
     let read = node.read_all("vault-k", "0").await;
     assert_eq!(read.records[1].2, json!("SECRET-4111-KAFKA"));
     drop(node);

@@ -9,6 +9,8 @@ use super::body::operations;
 use super::error::ApiError;
 use super::ids::iso_time;
 use super::push::DEFAULT_PARTITION;
+use crate::encryption::Sealer;
+use crate::message::Message;
 use crate::node::Node;
 use crate::planner::command::{Answer, Command};
 use crate::planner::timers::{timer_key, TimerOp, TimerResult, TimerVerb};
@@ -76,7 +78,7 @@ pub fn parse_op(v: &Value) -> Result<TimerOp, ApiError> {
     };
     let txn = op.get("txn").and_then(Value::as_str).filter(|t| !t.is_empty()).map(str::to_string);
     if verb == TimerVerb::Cancel {
-        return Ok(TimerOp { verb, queue, key, partition, delay_ms: 0, txn, payload: vec![] });
+        return Ok(TimerOp { verb, queue, key, partition, delay_ms: 0, txn, payload: vec![], sealed: false });
     }
     let delay_ms =
         op.get("delayMs").and_then(Value::as_f64).ok_or_else(|| bad("timers_delay_required", "delayMs is a number"))?
@@ -113,7 +115,50 @@ pub fn parse_op(v: &Value) -> Result<TimerOp, ApiError> {
         delay_ms,
         txn: Some(txn.unwrap_or_else(|| uuid::Uuid::new_v4().to_string())),
         payload,
+        sealed: false,
     })
+}
+
+/// Seals the payloads of schedules aimed at encrypted queues, so a waiting
+/// timer keeps no plaintext either; the fired message carries the sealed
+/// payload as it is (its transactionId is the one it was sealed with).
+pub fn seal_ops(node: &Node, ops: &mut [TimerOp]) -> Result<(), ApiError> {
+    let mut sealer = Sealer::new(node);
+    for op in ops.iter_mut().filter(|op| matches!(op.verb, TimerVerb::Schedule | TimerVerb::Reschedule)) {
+        let mut message = Message {
+            transaction_id: op.txn.clone().expect("a parsed schedule names its transactionId"),
+            trace_id: None,
+            key: None,
+            value: std::mem::take(&mut op.payload),
+            headers: vec![],
+            timestamp_ms: None,
+            encrypted: false,
+        };
+        sealer.seal(&op.queue, &mut message)?;
+        op.payload = message.value;
+        op.sealed = message.encrypted;
+    }
+    Ok(())
+}
+
+/// A waiting timer's payload as the client reads it: opened if sealed.
+fn payload_of(node: &Node, row: &TimerRow) -> Vec<u8> {
+    if !row.sealed {
+        return row.payload.clone();
+    }
+    let mut message = Message {
+        transaction_id: row.txn.clone(),
+        trace_id: None,
+        key: None,
+        value: row.payload.clone(),
+        headers: vec![],
+        timestamp_ms: None,
+        encrypted: true,
+    };
+    match node.cipher.as_ref().map(|c| c.open(&mut message)) {
+        Some(Ok(())) => message.value,
+        _ => vec![],
+    }
 }
 
 pub fn result_json(op: &TimerOp, r: &TimerResult) -> Value {
@@ -150,7 +195,8 @@ pub async fn batch(
         "too_many_ops" => bad("timers_too_many_ops", message),
         _ => bad("timers_bad_body", message),
     })?;
-    let ops = ops.iter().map(parse_op).collect::<Result<Vec<_>, _>>()?;
+    let mut ops = ops.iter().map(parse_op).collect::<Result<Vec<_>, _>>()?;
+    seal_ops(&node, &mut ops)?;
     if ops.is_empty() {
         return Ok(Json(json!({"results": []})));
     }
@@ -170,15 +216,16 @@ pub async fn cancel(
         delay_ms: 0,
         txn: q.get("txn").cloned(),
         payload: vec![],
+        sealed: false,
     };
     let mut results = run(&node, vec![op]).await?;
     Ok(Json(results.pop().unwrap_or(Value::Null)))
 }
 
-fn row_json(queue: &str, key: &str, row: &TimerRow) -> Value {
+fn row_json(node: &Node, queue: &str, key: &str, row: &TimerRow) -> Value {
     json!({
         "queue": queue, "timerKey": key, "partition": row.partition, "deliverAt": iso_time(row.deliver_at_us),
-        "txn": row.txn, "messageId": row.message_id, "payload": base64::engine::general_purpose::STANDARD.encode(&row.payload),
+        "txn": row.txn, "messageId": row.message_id, "payload": base64::engine::general_purpose::STANDARD.encode(payload_of(node, row)),
         "payloadZstd": false, "encrypted": false, "attempts": 0, "lastError": null, "claimed": false,
         "createdAt": iso_time(row.created_us), "updatedAt": iso_time(row.updated_us),
     })
@@ -188,7 +235,7 @@ pub async fn peek(State(node): State<Arc<Node>>, Path((queue, key)): Path<(Strin
     let store = node.state.read().expect("store lock");
     Json(match store.timer(&timer_key(&queue, &key)) {
         Some(row) => {
-            let mut v = row_json(&queue, &key, row);
+            let mut v = row_json(&node, &queue, &key, row);
             v["found"] = json!(true);
             v
         }
@@ -208,7 +255,7 @@ pub async fn list(
     let mut rows: Vec<Value> = store
         .timers_from(&prefix, after.as_deref())
         .take(limit + 1)
-        .map(|(k, row)| row_json(&queue, &k[prefix.len()..], row))
+        .map(|(k, row)| row_json(&node, &queue, &k[prefix.len()..], row))
         .collect();
     let truncated = rows.len() > limit;
     rows.truncate(limit);

@@ -124,6 +124,7 @@ pub async fn commit(
     for op in rider(&body, "timers")? {
         bundle.timers.push(timers::parse_op(op)?);
     }
+    timers::seal_ops(&node, &mut bundle.timers)?;
     if slots.is_empty() && bundle.kv.is_empty() && bundle.timers.is_empty() {
         return Err(ApiError::bad_request("empty_transaction", "a transaction carries at least one operation"));
     }

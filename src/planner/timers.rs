@@ -32,6 +32,9 @@ pub struct TimerOp {
     /// timer it must be (none: whichever is pending).
     pub txn: Option<String>,
     pub payload: Vec<u8>,
+    /// The payload is sealed for an encrypted queue (`encryption.rs`), its
+    /// transactionId already chosen as `txn`.
+    pub sealed: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -74,6 +77,7 @@ pub fn plan_timers(
                     txn: txn.clone(),
                     message_id: uuid::Uuid::new_v4().to_string(),
                     payload: op.payload.clone(),
+                    sealed: op.sealed,
                     created_us: current.as_ref().map_or(now_us, |c| c.created_us),
                     updated_us: now_us,
                 };
@@ -126,7 +130,7 @@ pub fn plan_fire(
             value: row.payload.clone(),
             headers: vec![],
             timestamp_ms: None,
-            encrypted: false,
+            encrypted: row.sealed,
         };
         // Compression is the storing node's choice, which the planner does
         // not know: a fired payload is stored raw.

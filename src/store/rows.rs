@@ -96,6 +96,8 @@ pub struct TimerRow {
     /// The payload's bytes, as the fired message's value.
     #[serde(with = "serde_bytes")]
     pub payload: Vec<u8>,
+    /// The payload is sealed for an encrypted queue.
+    pub sealed: bool,
     pub created_us: i64,
     pub updated_us: i64,
 }
