@@ -10,6 +10,29 @@ use protocol::ResponseError;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+/// What the sequence check keeps of a batch once it is handed to the broker.
+pub struct Written {
+    pub topic: String,
+    pub partition: i32,
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub base_sequence: i32,
+    pub count: usize,
+}
+
+impl Written {
+    pub fn of(topic: &str, partition: i32, batch: &ProducedBatch) -> Self {
+        Written {
+            topic: topic.to_string(),
+            partition,
+            producer_id: batch.producer_id,
+            producer_epoch: batch.producer_epoch,
+            base_sequence: batch.base_sequence,
+            count: batch.records.len(),
+        }
+    }
+}
+
 /// (producer id, topic, partition).
 type ProducerPartition = (i64, String, i32);
 
@@ -40,15 +63,15 @@ impl Sequences {
     }
 
     /// Records a written batch.
-    pub fn written(&self, topic: &str, partition: i32, batch: &ProducedBatch) {
-        if batch.producer_id < 0 {
+    pub fn written(&self, w: &Written) {
+        if w.producer_id < 0 {
             return;
         }
-        let end = batch.base_sequence.wrapping_add(batch.records.len() as i32);
+        let end = w.base_sequence.wrapping_add(w.count as i32);
         let mut next = self.next.lock().expect("sequences lock");
-        let slot = next.entry((batch.producer_id, topic.to_string(), partition)).or_insert((batch.producer_epoch, end));
-        if batch.producer_epoch > slot.0 || (batch.producer_epoch == slot.0 && end > slot.1) {
-            *slot = (batch.producer_epoch, end);
+        let slot = next.entry((w.producer_id, w.topic.clone(), w.partition)).or_insert((w.producer_epoch, end));
+        if w.producer_epoch > slot.0 || (w.producer_epoch == slot.0 && end > slot.1) {
+            *slot = (w.producer_epoch, end);
         }
     }
 }

@@ -5,6 +5,7 @@
 use super::{by_topic, Reply};
 use crate::broker::{BrokerError, PartitionBatch};
 use crate::names::topic_name;
+use crate::producers::Written;
 use crate::{topics, Broker, Facade};
 use protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use protocol::messages::{ProduceRequest, ProduceResponse, ResponseKind};
@@ -34,15 +35,14 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: ProduceRequest, version: i16)
             slots.push((name.clone(), p.index, slot));
         }
     }
-    let sent: Vec<PartitionBatch> = batches.clone();
-    let mut results = f.broker.produce(batches).await.into_iter();
-    let mut written = Vec::with_capacity(sent.len());
-    for (b, r) in sent.iter().zip(&mut results) {
+    let sent: Vec<Written> = batches.iter().map(|b| Written::of(&b.topic, b.partition, &b.batch)).collect();
+    let results = f.broker.produce(batches).await;
+    for (w, r) in sent.iter().zip(&results) {
         if r.is_ok() {
-            f.producers.written(&b.topic, b.partition, &b.batch);
+            f.producers.written(w);
         }
-        written.push(r);
     }
+    let written = results;
     if req.acks == 0 {
         return Reply::Silent;
     }
