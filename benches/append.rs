@@ -120,15 +120,7 @@ fn settings(dir: &Path, shards: u32) -> Settings {
 }
 
 fn item(queue: String, n: u64, size: usize, zstd: i32) -> PushItem {
-    let message = Message {
-        transaction_id: format!("{n:020}"),
-        trace_id: None,
-        key: None,
-        value: payload(size, n),
-        headers: vec![],
-        timestamp_ms: None,
-        encrypted: false,
-    };
+    let message = Message::new(format!("{n:020}"), payload(size, n));
     PushItem::new(queue, "Default".into(), &message, zstd)
 }
 

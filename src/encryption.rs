@@ -97,15 +97,7 @@ mod tests {
     use super::*;
 
     fn message(value: &[u8]) -> Message {
-        Message {
-            transaction_id: "t1".into(),
-            trace_id: None,
-            key: None,
-            value: value.to_vec(),
-            headers: vec![],
-            timestamp_ms: None,
-            encrypted: false,
-        }
+        Message::new("t1".into(), value.to_vec())
     }
 
     #[test]

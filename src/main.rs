@@ -22,8 +22,8 @@ fn main() {
         let bound = kafka.local_addr().unwrap_or(node.settings.kafka_addr);
         let kafka_config = queen::kafka::config(&node.settings, bound).unwrap_or_else(|e| queen::fatal::exit(&e));
         tokio::spawn(queen::kafka::serve(node.clone(), kafka, kafka_config));
-        tokio::spawn(queen::timer_firing::run(node.clone()));
-        tokio::spawn(queen::kv_sweep::run(node.clone()));
+        tokio::spawn(queen::due_work::fire_timers(node.clone()));
+        tokio::spawn(queen::due_work::sweep_kv(node.clone()));
         queen::http::serve(node.clone()).await
     });
     if let Err(e) = served {

@@ -22,6 +22,12 @@ pub struct Message {
 }
 
 impl Message {
+    /// A message of a transactionId and a value and nothing else: no trace,
+    /// key, headers or producer time, not sealed.
+    pub fn new(transaction_id: String, value: Vec<u8>) -> Self {
+        Self { transaction_id, trace_id: None, key: None, value, headers: vec![], timestamp_ms: None, encrypted: false }
+    }
+
     pub fn encode(&self) -> Vec<u8> {
         crate::codec::to_bytes(self)
     }

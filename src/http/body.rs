@@ -156,3 +156,17 @@ pub fn query_u64(q: &std::collections::HashMap<String, String>, name: &str) -> R
         })
         .transpose()
 }
+
+/// A listing's `limit` (100 unless given, 1 to 1000) and `offset`.
+pub fn page(q: &std::collections::HashMap<String, String>) -> Result<(usize, usize), ApiError> {
+    let limit = (query_u64(q, "limit")?.unwrap_or(100) as usize).clamp(1, 1000);
+    Ok((limit, query_u64(q, "offset")?.unwrap_or(0) as usize))
+}
+
+/// A query parameter that must be present and not empty.
+pub fn required_query<'a>(q: &'a std::collections::HashMap<String, String>, name: &str) -> Result<&'a str, ApiError> {
+    q.get(name)
+        .map(String::as_str)
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| ApiError::bad_request("missing_field", format!("{name} is required")))
+}

@@ -1,7 +1,7 @@
 //! `GET /api/v1/dlq?queue=&consumerGroup=&partition=&limit=&offset=`: the
 //! dead-lettered messages of a queue, with why they were moved.
 
-use super::body::query_u64;
+use super::body::{page, required_query};
 use super::error::ApiError;
 use super::ids::{iso_time, message_uuid, partition_uuid, payload_json};
 use crate::iso_time::parse_iso_time;
@@ -17,12 +17,8 @@ pub async fn list(
     State(node): State<Arc<Node>>,
     Query(q): Query<HashMap<String, String>>,
 ) -> Result<Json<Value>, ApiError> {
-    let queue = q
-        .get("queue")
-        .filter(|s| !s.is_empty())
-        .ok_or_else(|| ApiError::bad_request("missing_field", "queue is required"))?;
-    let (limit, skip) =
-        ((query_u64(&q, "limit")?.unwrap_or(100) as usize).max(1), query_u64(&q, "offset")?.unwrap_or(0) as usize);
+    let queue = required_query(&q, "queue")?;
+    let (limit, skip) = page(&q)?;
     // `from` and `to` bound when a message was moved to the dead-letter queue.
     let time = |name: &str| {
         q.get(name)

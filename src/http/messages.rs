@@ -4,7 +4,7 @@
 //! delivered again. Messages are immutable entries of the log: retention
 //! removes them, a request does not (`DELETE` is refused).
 
-use super::body::query_u64;
+use super::body::{page, required_query};
 use super::error::ApiError;
 use super::ids::{iso_time, message_uuid, parse_partition_uuid, partition_uuid, payload_json};
 use crate::message::transaction_hash;
@@ -114,13 +114,8 @@ pub async fn list(
     State(node): State<Arc<Node>>,
     Query(q): Query<HashMap<String, String>>,
 ) -> Result<Json<Value>, ApiError> {
-    let queue = q
-        .get("queue")
-        .filter(|s| !s.is_empty())
-        .ok_or_else(|| ApiError::bad_request("missing_field", "queue is required"))?
-        .clone();
-    let limit = (query_u64(&q, "limit")?.unwrap_or(100) as usize).clamp(1, 1000);
-    let skip = query_u64(&q, "offset")?.unwrap_or(0) as usize;
+    let queue = required_query(&q, "queue")?.to_string();
+    let (limit, skip) = page(&q)?;
     let group = q.get("consumerGroup").filter(|g| !g.is_empty()).cloned().unwrap_or_else(|| QUEUE_MODE.to_string());
     let wanted_status = q.get("status").filter(|s| !s.is_empty()).cloned();
     let partitions: Vec<(u64, u64, u64, u64)> = {

@@ -141,15 +141,8 @@ pub fn push_item(item: &Fields<'_>, sealer: &mut Sealer<'_>) -> Result<PushItem,
         Some(t) if !t.is_empty() => t.to_string(),
         _ => uuid::Uuid::new_v4().to_string(),
     };
-    let mut message = Message {
-        transaction_id,
-        trace_id: item.opt_str("traceId")?.map(str::to_string),
-        key: None,
-        value,
-        headers: vec![],
-        timestamp_ms: None,
-        encrypted: false,
-    };
+    let mut message =
+        Message { trace_id: item.opt_str("traceId")?.map(str::to_string), ..Message::new(transaction_id, value) };
     sealer.seal(queue, &mut message)?;
     Ok(PushItem::new(queue.to_string(), partition.to_string(), &message, settings.zstd_level))
 }
@@ -184,15 +177,7 @@ pub fn binary_items(node: &Node, decoded: Vec<push_binary::BinaryItem>) -> Resul
             }
         }
         let transaction_id = d.transaction_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-        let mut message = Message {
-            transaction_id,
-            trace_id: None,
-            key: None,
-            value: d.payload,
-            headers: vec![],
-            timestamp_ms: None,
-            encrypted: false,
-        };
+        let mut message = Message::new(transaction_id, d.payload);
         sealer.seal(&d.queue, &mut message)?;
         items.push(PushItem::new(d.queue, d.partition, &message, node.settings.zstd_level));
     }

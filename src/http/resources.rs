@@ -2,7 +2,7 @@
 //! an overview, namespaces, tasks, queues (filtered and paged), one queue
 //! with its partitions, a queue's depth for a consumer group, and partitions.
 
-use super::body::query_u64;
+use super::body::page;
 use super::error::ApiError;
 use super::ids::{iso_time, partition_uuid};
 use crate::node::Node;
@@ -88,21 +88,18 @@ pub async fn tasks(State(node): State<Arc<Node>>) -> Json<Value> {
     tally(&node, |r| r.task.as_ref(), "task")
 }
 
+/// Whether a queue passes a listing's `search`, `namespace` and `task` filters.
+pub fn queue_matches(q: &HashMap<String, String>, name: &str, row: &QueueRow) -> bool {
+    q.get("search").is_none_or(|t| name.contains(t.as_str()))
+        && q.get("namespace").is_none_or(|n| row.namespace.as_ref() == Some(n))
+        && q.get("task").is_none_or(|t| row.task.as_ref() == Some(t))
+}
+
 pub async fn queues(State(node): State<Arc<Node>>, Query(q): Params) -> Result<Json<Value>, ApiError> {
-    let (limit, skip) = (
-        (query_u64(&q, "limit")?.unwrap_or(100) as usize).clamp(1, 1000),
-        query_u64(&q, "offset")?.unwrap_or(0) as usize,
-    );
+    let (limit, skip) = page(&q)?;
     let s = node.state.read().expect("store lock");
-    let matching: Vec<(&String, &QueueRow)> = s
-        .queues
-        .iter()
-        .filter(|(name, row)| {
-            q.get("search").is_none_or(|t| name.contains(t.as_str()))
-                && q.get("namespace").is_none_or(|n| row.namespace.as_ref() == Some(n))
-                && q.get("task").is_none_or(|t| row.task.as_ref() == Some(t))
-        })
-        .collect();
+    let matching: Vec<(&String, &QueueRow)> =
+        s.queues.iter().filter(|(name, row)| queue_matches(&q, name, row)).collect();
     let rows: Vec<Value> = matching.iter().skip(skip).take(limit).map(|(n, r)| queue_json(&s, n, r)).collect();
     Ok(Json(json!({"queues": rows, "total": matching.len(), "limit": limit, "offset": skip})))
 }

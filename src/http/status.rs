@@ -3,10 +3,10 @@
 //! counters since boot, and the process as Linux reports it. The node keeps
 //! no history of its own: a time series is Prometheus's job (`/metrics`).
 
-use super::body::query_u64;
+use super::body::page;
 use super::error::ApiError;
 use super::ids::iso_time;
-use super::resources::{partitions_json, pending, stored, unknown_queue};
+use super::resources::{partitions_json, pending, queue_matches, stored, unknown_queue};
 use crate::node::{Node, REPLICATOR_NAME};
 use crate::planner::command::QUEUE_MODE;
 use crate::store::Store;
@@ -90,20 +90,9 @@ pub async fn status(State(node): State<Arc<Node>>) -> Json<Value> {
 }
 
 pub async fn queues(State(node): State<Arc<Node>>, Query(q): Params) -> Result<Json<Value>, ApiError> {
-    let (limit, skip) = (
-        (query_u64(&q, "limit")?.unwrap_or(100) as usize).clamp(1, 1000),
-        query_u64(&q, "offset")?.unwrap_or(0) as usize,
-    );
+    let (limit, skip) = page(&q)?;
     let s = node.state.read().expect("store lock");
-    let matching: Vec<_> = s
-        .queues
-        .iter()
-        .filter(|(name, row)| {
-            q.get("search").is_none_or(|t| name.contains(t.as_str()))
-                && q.get("namespace").is_none_or(|n| row.namespace.as_ref() == Some(n))
-                && q.get("task").is_none_or(|t| row.task.as_ref() == Some(t))
-        })
-        .collect();
+    let matching: Vec<_> = s.queues.iter().filter(|(name, row)| queue_matches(&q, name, row)).collect();
     let rows: Vec<Value> = matching
         .iter()
         .skip(skip)

@@ -125,15 +125,8 @@ pub fn parse_op(v: &Value) -> Result<TimerOp, ApiError> {
 pub fn seal_ops(node: &Node, ops: &mut [TimerOp]) -> Result<(), ApiError> {
     let mut sealer = Sealer::new(node);
     for op in ops.iter_mut().filter(|op| matches!(op.verb, TimerVerb::Schedule | TimerVerb::Reschedule)) {
-        let mut message = Message {
-            transaction_id: op.txn.clone().expect("a parsed schedule names its transactionId"),
-            trace_id: None,
-            key: None,
-            value: std::mem::take(&mut op.payload),
-            headers: vec![],
-            timestamp_ms: None,
-            encrypted: false,
-        };
+        let txn = op.txn.clone().expect("a parsed schedule names its transactionId");
+        let mut message = Message::new(txn, std::mem::take(&mut op.payload));
         sealer.seal(&op.queue, &mut message)?;
         op.payload = message.value;
         op.sealed = message.encrypted;
@@ -146,15 +139,7 @@ fn payload_of(node: &Node, row: &TimerRow) -> Vec<u8> {
     if !row.sealed {
         return row.payload.clone();
     }
-    let mut message = Message {
-        transaction_id: row.txn.clone(),
-        trace_id: None,
-        key: None,
-        value: row.payload.clone(),
-        headers: vec![],
-        timestamp_ms: None,
-        encrypted: true,
-    };
+    let mut message = Message { encrypted: true, ..Message::new(row.txn.clone(), row.payload.clone()) };
     match node.cipher.as_ref().map(|c| c.open(&mut message)) {
         Some(Ok(())) => message.value,
         _ => vec![],

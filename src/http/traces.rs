@@ -11,7 +11,7 @@
 //! `<stamp>` is the time in microseconds (20 digits) and the event's id, so
 //! keys sort by time.
 
-use super::body::{json_object, query_u64, Fields};
+use super::body::{json_object, page, Fields};
 use super::error::ApiError;
 use crate::iso_time::{iso_time, parse_iso_time};
 use crate::node::Node;
@@ -29,8 +29,6 @@ pub const NS: &str = "queen-traces";
 /// The most names one event may carry.
 const MAX_NAMES: usize = 16;
 const MAX_NAME_BYTES: usize = 256;
-const DEFAULT_LIMIT: u64 = 100;
-const MAX_LIMIT: u64 = 1000;
 
 fn now_us() -> i64 {
     chrono::Utc::now().timestamp_micros()
@@ -113,11 +111,6 @@ pub async fn for_message(
     let traces: Vec<Value> =
         events(&node, &format!("m/{partition_id}/{transaction_id}/")).into_iter().map(|e| e.1).collect();
     Json(json!({"transactionId": transaction_id, "partitionId": partition_id, "traces": traces, "count": traces.len()}))
-}
-
-fn page(q: &HashMap<String, String>) -> Result<(usize, usize), ApiError> {
-    let limit = query_u64(q, "limit")?.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT) as usize;
-    Ok((limit, query_u64(q, "offset")?.unwrap_or(0) as usize))
 }
 
 fn time_param(q: &HashMap<String, String>, name: &'static str) -> Result<Option<i64>, ApiError> {

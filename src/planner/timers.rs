@@ -123,15 +123,7 @@ pub fn plan_fire(
     let mut effects = Vec::new();
     for (key, row) in &due {
         let queue = key.split('\0').next().unwrap_or_default().to_string();
-        let message = Message {
-            transaction_id: row.txn.clone(),
-            trace_id: None,
-            key: None,
-            value: row.payload.clone(),
-            headers: vec![],
-            timestamp_ms: None,
-            encrypted: row.sealed,
-        };
+        let message = Message { encrypted: row.sealed, ..Message::new(row.txn.clone(), row.payload.clone()) };
         // Compression is the storing node's choice, which the planner does
         // not know: a fired payload is stored raw.
         items.push(PushItem::new(queue, row.partition.clone(), &message, 0));
