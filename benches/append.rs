@@ -18,21 +18,17 @@ use queen::message::Message;
 use queen::node::Node;
 use queen::planner::command::{Command, PushItem};
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
 
 mod harness;
-use harness::{disk_bandwidth, fdatasync_latency, payload, spawn_queen};
+use harness::{disk_bandwidth, fdatasync_latency, payload, setup, spawn_queen};
 
 fn main() {
-    let root =
-        std::env::var("QUEEN_BENCH_DIR").map(PathBuf::from).unwrap_or_else(|_| PathBuf::from("target/bench-data"));
-    let seconds: u64 = std::env::var("QUEEN_BENCH_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(5);
-    let _ = std::fs::remove_dir_all(&root);
-    std::fs::create_dir_all(&root).unwrap();
+    let (root, length) = setup("target/bench-data");
     let rt = tokio::runtime::Runtime::new().unwrap();
 
     println!("## Disk ({})\n", root.display());
@@ -58,7 +54,6 @@ fn main() {
         ];
         for (writers, queues, shards, zstd) in runs {
             let dir = root.join(format!("append-{writers}-{queues}-{shards}-{zstd}"));
-            let length = Duration::from_secs(seconds);
             let r = rt.block_on(append_run(&dir, writers, queues, shards, zstd, length, 1024));
             let mbs = r.messages as f64 * 1024.0 / r.elapsed.as_secs_f64();
             let logs = if shards == 0 { queues.to_string() } else { shards.to_string() };
@@ -76,7 +71,7 @@ fn main() {
     if want("fanout") {
         println!("\n## qlog bytes per message: 1,000 single-partition queues, 5,000 messages/s\n");
         let dir = root.join("fanout");
-        let (messages, bytes, payload) = rt.block_on(fanout_run(&dir, 1000, 5000, Duration::from_secs(seconds.max(4))));
+        let (messages, bytes, payload) = rt.block_on(fanout_run(&dir, 1000, 5000, length.max(Duration::from_secs(4))));
         println!("| messages | payload per message | qlog bytes | qlog bytes per message | of which overhead |");
         println!("|---|---|---|---|---|");
         println!(

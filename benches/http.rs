@@ -8,9 +8,9 @@
 
 mod harness;
 
-use harness::{disk_bandwidth, payload, spawn_queen};
+use harness::{disk_bandwidth, payload, setup, spawn_queen};
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Child;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -20,12 +20,7 @@ const CLIENTS: usize = 64;
 const SIZE: usize = 1024;
 
 fn main() {
-    let root =
-        std::env::var("QUEEN_BENCH_DIR").map(PathBuf::from).unwrap_or_else(|_| PathBuf::from("target/bench-data-http"));
-    let seconds: u64 = std::env::var("QUEEN_BENCH_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(5);
-    let _ = std::fs::remove_dir_all(&root);
-    std::fs::create_dir_all(&root).unwrap();
-    let length = Duration::from_secs(seconds);
+    let (root, length) = setup("target/bench-data-http");
     let rt = tokio::runtime::Runtime::new().unwrap();
 
     let disk_bw = disk_bandwidth(&root.join("disk-bw"), 1 << 20, 256 << 20);

@@ -13,13 +13,12 @@ mod harness;
 #[path = "../tests/common/kafka.rs"]
 mod kafka_conn;
 
-use harness::{disk_bandwidth, payload, spawn_queen_with_kafka};
+use harness::{disk_bandwidth, payload, setup, spawn_queen_with_kafka};
 use kafka_conn::{batch, KafkaConn};
 use protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use protocol::messages::{ApiKey, FetchRequest, ProduceRequest, RequestKind, ResponseKind, TopicName};
 use protocol::StrBytes;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -30,13 +29,7 @@ const SIZE: usize = 1024;
 const TOPIC: &str = "bench";
 
 fn main() {
-    let root = std::env::var("QUEEN_BENCH_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| PathBuf::from("target/bench-data-kafka"));
-    let seconds: u64 = std::env::var("QUEEN_BENCH_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(5);
-    let _ = std::fs::remove_dir_all(&root);
-    std::fs::create_dir_all(&root).unwrap();
-    let length = Duration::from_secs(seconds);
+    let (root, length) = setup("target/bench-data-kafka");
     let rt = tokio::runtime::Runtime::new().unwrap();
 
     let disk_bw = disk_bandwidth(&root.join("disk-bw"), 1 << 20, 256 << 20);

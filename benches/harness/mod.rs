@@ -5,7 +5,7 @@
 
 use std::fs::OpenOptions;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// Incompressible bytes, so zstd stores them raw and the disk sees every byte.
@@ -77,4 +77,15 @@ pub fn spawn_queen_with_kafka(dir: &Path, env: &[(&str, &str)]) -> (std::process
         std::thread::sleep(Duration::from_millis(2));
     }
     (child, port, kafka_port, start.elapsed())
+}
+
+/// A bench's fresh working directory (QUEEN_BENCH_DIR, else `default`
+/// under the current directory) and the length of each run
+/// (QUEEN_BENCH_SECONDS, 5 by default).
+pub fn setup(default: &str) -> (PathBuf, Duration) {
+    let root = std::env::var("QUEEN_BENCH_DIR").map(PathBuf::from).unwrap_or_else(|_| PathBuf::from(default));
+    let seconds: u64 = std::env::var("QUEEN_BENCH_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(5);
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).unwrap();
+    (root, Duration::from_secs(seconds))
 }
