@@ -13,6 +13,10 @@ pub fn message_uuid(partition: u64, offset: u64) -> String {
 
 /// The (queue id, partition id) a `partitionId` names, if it is one of ours.
 pub fn parse_partition_uuid(text: &str) -> Option<(u64, u64)> {
+    // A framed pop answer names partitions by a packed number instead.
+    if let Ok(packed) = text.parse::<u64>() {
+        return Some(super::pop_frames::unpack_partition_id(packed));
+    }
     let parts: Vec<&str> = text.split('-').collect();
     let [high, low, "4000", "8000", partition] = parts.as_slice() else { return None };
     let queue = (u64::from_str_radix(high, 16).ok()? << 16) | u64::from_str_radix(low, 16).ok()?;

@@ -16,6 +16,7 @@ pub mod lease;
 pub mod locks;
 pub mod messages;
 pub mod pop;
+pub mod pop_frames;
 pub mod push;
 pub mod push_binary;
 pub mod queues;

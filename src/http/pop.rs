@@ -7,11 +7,12 @@
 use super::body::query_u64;
 use super::error::ApiError;
 use super::ids::{iso_time, kafka_fields, message_uuid, partition_uuid, payload_json};
+use super::pop_frames::{self, Delivered};
 use crate::node::Node;
 use crate::planner::command::{Answer, Claim, Command, PopRequest, Subscription, QUEUE_MODE};
 use crate::reader;
 use axum::extract::{Path, Query, State};
-use axum::http::StatusCode;
+use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Value};
@@ -93,6 +94,7 @@ async fn pop(
     let batch = query_u64(&q, "batch")?.map_or(AUTOPILOT_BATCH, |b| b.max(1) as usize);
     let partitions = query_u64(&q, "partitions")?.map_or(AUTOPILOT_PARTITIONS, |p| p.max(1) as usize);
     let wait = flag(&q, "wait")?;
+    let framed = flag(&q, "frames")?;
     let timeout = Duration::from_millis(query_u64(&q, "timeout")?.unwrap_or(30_000)).min(MAX_WAIT);
     let group = q.get("consumerGroup").filter(|g| !g.is_empty() && *g != "null").cloned();
     if group.as_ref().is_some_and(|g| g.len() > super::push::MAX_NAME_BYTES) {
@@ -118,7 +120,7 @@ async fn pop(
             return Err(ApiError::mismatched_answer());
         };
         if !claims.is_empty() {
-            return answer(&node, claims, group.as_deref(), batch, partitions).await;
+            return answer(&node, claims, group.as_deref(), (batch, partitions, framed)).await;
         }
         let now = Instant::now();
         if !wait || now >= deadline {
@@ -132,60 +134,75 @@ async fn answer(
     node: &Arc<Node>,
     claims: Vec<Claim>,
     group: Option<&str>,
-    batch: usize,
-    partitions: usize,
+    (batch, partitions, framed): (usize, usize, bool),
 ) -> Result<Response, ApiError> {
     let node = node.clone();
     let group = group.map(str::to_string);
-    let first = claims.first().map(|c| {
-        (c.queue.clone(), c.partition.clone(), partition_uuid(c.queue_id, c.partition_id), c.lease_id.clone())
-    });
-    let claimed = claims.len();
-    let messages = tokio::task::spawn_blocking(move || {
-        let mut out = Vec::new();
+    let own = json!({"autopilot": {"batch": batch, "partitions": partitions, "waitMs": 0}});
+    let answer = tokio::task::spawn_blocking(move || {
+        let mut delivered = Vec::with_capacity(claims.len());
         for c in &claims {
             let offsets: Vec<u64> = c.messages.iter().map(|m| m.0).collect();
             let stored =
                 reader::read_offsets(&node, c.queue_id, c.partition_id, &offsets).map_err(ApiError::storage)?;
-            for (m, (_, attempt)) in stored.into_iter().zip(&c.messages) {
-                let kafka = kafka_fields(&m.message);
-                let mut one = json!({
-                    "id": message_uuid(c.partition_id, m.offset),
-                    "transactionId": m.message.transaction_id,
-                    "traceId": m.message.trace_id,
-                    "data": payload_json(&m.message.value),
-                    "createdAt": iso_time(m.timestamp_us),
-                    "queue": c.queue,
-                    "partition": c.partition,
-                    "partitionId": partition_uuid(c.queue_id, c.partition_id),
-                    "leaseId": c.lease_id,
-                    "leaseExpiresAt": iso_time(c.lease_expires_us),
-                    "consumerGroup": group,
-                    "deliveryAttempt": attempt,
-                    "retryCount": attempt - 1,
-                    "offset": m.offset,
-                });
-                if let Some((name, fields)) = kafka {
-                    one[name] = fields;
-                }
-                out.push(one);
+            let attempts: HashMap<u64, u32> = c.messages.iter().copied().collect();
+            let messages =
+                stored.into_iter().map(|m| (attempts.get(&m.offset).copied().unwrap_or(1), m)).map(|(a, m)| (m, a));
+            delivered.push(Delivered { claim: c, messages: messages.collect() });
+        }
+        let group_name = group.as_deref().unwrap_or(QUEUE_MODE);
+        if framed {
+            if let Some(bytes) = pop_frames::encode(&own, group_name, &delivered) {
+                return Ok::<_, ApiError>(([(header::CONTENT_TYPE, pop_frames::CONTENT_TYPE)], bytes).into_response());
             }
         }
-        Ok::<_, ApiError>(out)
+        Ok(Json(json_answer(&delivered, group.as_deref(), own)).into_response())
     })
     .await
     .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))??;
-    let (queue, partition, partition_id, lease_id) = first.unwrap_or_default();
-    Ok(Json(json!({
+    Ok(answer)
+}
+
+fn json_answer(delivered: &[Delivered<'_>], group: Option<&str>, own: Value) -> Value {
+    let mut messages = Vec::new();
+    for d in delivered {
+        let c = d.claim;
+        for (m, attempt) in &d.messages {
+            let mut one = json!({
+                "id": message_uuid(c.partition_id, m.offset),
+                "transactionId": m.message.transaction_id,
+                "traceId": m.message.trace_id,
+                "data": payload_json(&m.message.value),
+                "createdAt": iso_time(m.timestamp_us),
+                "queue": c.queue,
+                "partition": c.partition,
+                "partitionId": partition_uuid(c.queue_id, c.partition_id),
+                "leaseId": c.lease_id,
+                "leaseExpiresAt": iso_time(c.lease_expires_us),
+                "consumerGroup": group,
+                "deliveryAttempt": attempt,
+                "retryCount": attempt - 1,
+                "offset": m.offset,
+            });
+            if let Some((name, fields)) = kafka_fields(&m.message) {
+                one[name] = fields;
+            }
+            messages.push(one);
+        }
+    }
+    let first = delivered.first().map(|d| d.claim);
+    let mut answer = json!({
         "success": true,
-        "queue": queue,
-        "partition": partition,
-        "partitionId": partition_id,
-        "leaseId": lease_id,
+        "queue": first.map(|c| c.queue.clone()).unwrap_or_default(),
+        "partition": first.map(|c| c.partition.clone()).unwrap_or_default(),
+        "partitionId": first.map(|c| partition_uuid(c.queue_id, c.partition_id)).unwrap_or_default(),
+        "leaseId": first.map(|c| c.lease_id.clone()).unwrap_or_default(),
         "consumerGroup": messages.first().map_or(Value::Null, |m| m["consumerGroup"].clone()),
-        "partitionsClaimed": claimed,
+        "partitionsClaimed": delivered.len(),
         "messages": messages,
-        "autopilot": {"batch": batch, "partitions": partitions, "waitMs": 0},
-    }))
-    .into_response())
+    });
+    if let (Value::Object(a), Value::Object(o)) = (&mut answer, own) {
+        a.extend(o);
+    }
+    answer
 }
