@@ -8,12 +8,12 @@ use kafka_protocol::protocol::VersionRange;
 
 /// (API, lowest version, highest version).
 pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
-    (ApiKey::Produce, 3, 11),
+    (ApiKey::Produce, 3, 12),
     (ApiKey::Fetch, 4, 16),
-    (ApiKey::ListOffsets, 1, 7),
-    (ApiKey::Metadata, 1, 12),
-    (ApiKey::OffsetCommit, 2, 8),
-    (ApiKey::OffsetFetch, 1, 8),
+    (ApiKey::ListOffsets, 1, 9),
+    (ApiKey::Metadata, 1, 13),
+    (ApiKey::OffsetCommit, 2, 9),
+    (ApiKey::OffsetFetch, 1, 9),
     (ApiKey::FindCoordinator, 0, 4),
     (ApiKey::JoinGroup, 0, 9),
     (ApiKey::Heartbeat, 0, 4),

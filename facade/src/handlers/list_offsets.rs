@@ -9,6 +9,10 @@ use protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 const LATEST: i64 = -1;
 const EARLIEST: i64 = -2;
 const MAX_TIMESTAMP: i64 = -3;
+/// Tiered storage's local log start (v8+): every record here is local.
+const EARLIEST_LOCAL: i64 = -4;
+/// Tiered storage's last tiered offset (v9+): nothing is tiered here, so the latest.
+const LATEST_TIERED: i64 = -5;
 
 pub fn handle<B: Broker>(f: &Facade<B>, req: ListOffsetsRequest, version: i16) -> ListOffsetsResponse {
     let topics = req
@@ -39,8 +43,8 @@ pub fn handle<B: Broker>(f: &Facade<B>, req: ListOffsetsRequest, version: i16) -
 fn lookup<B: Broker>(f: &Facade<B>, topic: &str, partition: i32, timestamp: i64) -> Result<(i64, i64), i16> {
     let offsets = f.broker.offsets(topic, partition).map_err(|e| e.code())?;
     let found = match timestamp {
-        LATEST => Some((offsets.high_watermark, -1)),
-        EARLIEST => Some((offsets.log_start, -1)),
+        LATEST | LATEST_TIERED => Some((offsets.high_watermark, -1)),
+        EARLIEST | EARLIEST_LOCAL => Some((offsets.log_start, -1)),
         MAX_TIMESTAMP => f.broker.max_timestamp(topic, partition).map_err(|e| e.code())?,
         t if t >= 0 => f.broker.offset_for_time(topic, partition, t).map_err(|e| e.code())?,
         _ => return Err(protocol::ResponseError::InvalidRequest.code()),
