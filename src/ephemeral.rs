@@ -13,6 +13,9 @@ pub const DECLARATIONS_NS: &str = "queen-ephemeral";
 pub const QUEUE_MODE: &str = "__QUEUE_MODE__";
 const DEFAULT_PARTITION: &str = "Default";
 
+/// The largest batch a window may wait for.
+const MAX_WINDOW_COUNT: u64 = 10_000;
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct EphOptions {
     pub max_bytes: u64,
@@ -21,6 +24,9 @@ pub struct EphOptions {
     pub ttl: Option<Duration>,
     pub lease: Duration,
     pub retry_limit: u32,
+    /// `windowBuffer: {ms, count}`: a waiting pop that finds fewer than
+    /// `count` messages waits up to `ms` for more, to answer a fuller batch.
+    pub window: Option<(Duration, usize)>,
 }
 
 impl Default for EphOptions {
@@ -32,6 +38,7 @@ impl Default for EphOptions {
             ttl: None,
             lease: Duration::from_secs(30),
             retry_limit: 5,
+            window: None,
         }
     }
 }
@@ -61,7 +68,17 @@ impl EphOptions {
                     o.lease = Duration::from_secs(Some(n()?).filter(|n| *n > 0).unwrap_or(30).min(86_400))
                 }
                 "retryLimit" => o.retry_limit = n()?.min(1000) as u32,
-                "windowBuffer" => {}
+                "windowBuffer" => {
+                    let field = |name: &str| v.get(name).and_then(Value::as_u64);
+                    o.window = match (v, field("ms"), field("count")) {
+                        (Value::Null, _, _) => None,
+                        (_, Some(ms), Some(count)) if ms > 0 && count > 1 => {
+                            Some((Duration::from_millis(ms.min(60_000)), count.min(MAX_WINDOW_COUNT) as usize))
+                        }
+                        (_, Some(_), Some(_)) => None,
+                        _ => return Err("windowBuffer is {\"ms\": n, \"count\": n}".into()),
+                    }
+                }
                 other => return Err(format!("unknown option {other}")),
             }
         }
@@ -74,6 +91,7 @@ impl EphOptions {
             "policy": if self.drop_oldest { "dropOldest" } else { "reject" },
             "ttlSeconds": self.ttl.map_or(0, |t| t.as_secs()), "leaseSeconds": self.lease.as_secs(),
             "retryLimit": self.retry_limit,
+            "windowBuffer": self.window.map(|(ms, count)| json!({"ms": ms.as_millis() as u64, "count": count})),
         })
     }
 }
@@ -254,6 +272,29 @@ impl Ephemeral {
         drop(queues);
         self.changed.notify_waiters();
         Ok(add_n as usize)
+    }
+
+    /// The queue's `windowBuffer`, if it has one.
+    pub fn window(&self, name: &str) -> Option<(Duration, usize)> {
+        self.queues.lock().expect("ephemeral lock").get(name).and_then(|q| q.options.window)
+    }
+
+    /// About how many messages a pop by `group` would find now (leases that
+    /// ran out are counted when the pop settles them, not here).
+    pub fn waiting(&self, name: &str, partition: Option<&str>, group: &str) -> usize {
+        let queues = self.queues.lock().expect("ephemeral lock");
+        let Some(q) = queues.get(name) else { return 0 };
+        q.rings
+            .iter()
+            .filter(|(p, _)| partition.is_none_or(|want| want == *p))
+            .map(|(_, ring)| {
+                let head = ring.messages.front().map_or(ring.next_seq, |m| m.seq);
+                match ring.cursors.get(group) {
+                    Some(c) => (ring.next_seq - c.next.max(head)) as usize + c.redeliver.len(),
+                    None => (ring.next_seq - head) as usize,
+                }
+            })
+            .sum()
     }
 
     /// Delivers up to `batch` messages to `group`, redeliveries first.

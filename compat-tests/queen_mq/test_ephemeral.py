@@ -88,3 +88,20 @@ async def test_declaration_survives_a_restart_and_contents_do_not():
         await client.close()
     finally:
         node.stop()
+
+
+async def test_a_window_buffer_lets_a_waiting_pop_gather_a_fuller_batch(client):
+    q = name("eph-window")
+    answer = await client.ephemeral.configure(q, window_buffer={"ms": 1500, "count": 3})
+    assert answer["options"]["windowBuffer"] == {"ms": 1500, "count": 3}
+
+    async def trickle():
+        await asyncio.sleep(0.2)
+        await client.ephemeral.push(q, [{"n": 1}])
+        await asyncio.sleep(0.3)
+        await client.ephemeral.push(q, [{"n": 2}, {"n": 3}])
+
+    pushing = asyncio.create_task(trickle())
+    got = await client.ephemeral.pop(q, batch=10, wait=True, timeout_millis=5000)
+    await pushing
+    assert [m["payload"] for m in got["messages"]] == [{"n": 1}, {"n": 2}, {"n": 3}], "one batch, not the first alone"

@@ -125,10 +125,25 @@ pub async fn pop(
     let group = q.get("group").filter(|g| !g.is_empty()).cloned().unwrap_or_else(|| QUEUE_MODE.to_string());
     let auto_ack = q.get("autoAck").is_some_and(|a| a == "true");
     let deadline = Instant::now() + timeout;
+    // With a windowBuffer, a waiting pop that finds some messages gives more
+    // of them until the window closes before it takes a batch.
+    let window = if wait { node.ephemeral.window(&queue) } else { None };
+    let mut window_closes: Option<Instant> = None;
     loop {
         let changed = node.ephemeral.changed.notified();
         tokio::pin!(changed);
         changed.as_mut().enable();
+        if let Some((span, count)) = window {
+            let found = node.ephemeral.waiting(&queue, partition.as_deref(), &group);
+            let now = Instant::now();
+            if found > 0 && found < count.min(batch) {
+                let closes = *window_closes.get_or_insert_with(|| (now + span).min(deadline));
+                if now < closes {
+                    let _ = tokio::time::timeout(TICK.min(closes - now), changed).await;
+                    continue;
+                }
+            }
+        }
         let messages = node.ephemeral.pop(&queue, partition.as_deref(), &group, batch, auto_ack);
         let now = Instant::now();
         if !messages.is_empty() || !wait || now >= deadline {
