@@ -88,9 +88,7 @@ async fn pop(
     partition: Option<String>,
     q: HashMap<String, String>,
 ) -> Result<Response, ApiError> {
-    if flag(&q, "conflation")? {
-        return Err(ApiError::bad_request("conflation_unsupported", "this broker does not conflate pops yet"));
-    }
+    let conflation = flag(&q, "conflation")?;
     let batch = query_u64(&q, "batch")?.map_or(AUTOPILOT_BATCH, |b| b.max(1) as usize);
     let partitions = query_u64(&q, "partitions")?.map_or(AUTOPILOT_PARTITIONS, |p| p.max(1) as usize);
     let wait = flag(&q, "wait")?;
@@ -100,6 +98,19 @@ async fn pop(
     if group.as_ref().is_some_and(|g| g.len() > super::push::MAX_NAME_BYTES) {
         return Err(ApiError::bad_request("invalid_field", "consumerGroup must be at most 255 bytes long"));
     }
+    let auto_ack = flag(&q, "autoAck")?;
+    if conflation && group.is_none() {
+        return Err(ApiError::bad_request(
+            "conflation_requires_group",
+            "conflation is a consumer group's policy: name the group",
+        ));
+    }
+    if conflation && auto_ack {
+        return Err(ApiError::bad_request(
+            "conflation_with_commit_on_delivery",
+            "conflation retires what it skips under a lease; it does not combine with autoAck",
+        ));
+    }
     let req = PopRequest {
         queue,
         partition,
@@ -108,8 +119,9 @@ async fn pop(
         group: group.clone().unwrap_or_else(|| QUEUE_MODE.to_string()),
         batch,
         partitions,
-        auto_ack: flag(&q, "autoAck")?,
+        auto_ack,
         subscription: subscription(&q)?,
+        conflation,
     };
     let deadline = Instant::now() + timeout;
     loop {
@@ -119,26 +131,51 @@ async fn pop(
         let Answer::Popped(claims) = node.replicator.propose(Command::Pop(req.clone())).await? else {
             return Err(ApiError::mismatched_answer());
         };
+        // The group's stored policy answers, echoed even on an empty pop so
+        // the client can tell a conflating broker from one that ignored it.
+        let mut own = json!({"autopilot": {"batch": batch, "partitions": partitions, "waitMs": 0}});
+        let stored = stored_conflation(&node, &req);
+        if stored {
+            own["conflation"] = json!(true);
+        } else if conflation {
+            own["conflationConflict"] = json!(true);
+        }
         if !claims.is_empty() {
-            return answer(&node, claims, group.as_deref(), (batch, partitions, framed)).await;
+            return answer(&node, claims, group.as_deref(), framed, own).await;
         }
         let now = Instant::now();
         if !wait || now >= deadline {
+            if conflation || stored {
+                let mut empty = json!({"success": true, "messages": []});
+                if let (Value::Object(a), Value::Object(o)) = (&mut empty, own) {
+                    a.extend(o);
+                }
+                return Ok(Json(empty).into_response());
+            }
             return Ok(StatusCode::NO_CONTENT.into_response());
         }
         let _ = tokio::time::timeout(TICK.min(deadline - now), applied).await;
     }
 }
 
+/// The conflation policy in force for the popping group: the stored one,
+/// or, for a group not registered on the queue yet, the one it asks for.
+fn stored_conflation(node: &Node, req: &PopRequest) -> bool {
+    let Some(queue) = req.queue.as_deref() else { return req.conflation };
+    let store = node.state.read().expect("store lock");
+    let stored = store.queue_id(queue).and_then(|q| store.groups.get(&(q, req.group.clone()))).map(|g| g.conflate);
+    stored.unwrap_or(req.conflation)
+}
+
 async fn answer(
     node: &Arc<Node>,
     claims: Vec<Claim>,
     group: Option<&str>,
-    (batch, partitions, framed): (usize, usize, bool),
+    framed: bool,
+    own: Value,
 ) -> Result<Response, ApiError> {
     let node = node.clone();
     let group = group.map(str::to_string);
-    let own = json!({"autopilot": {"batch": batch, "partitions": partitions, "waitMs": 0}});
     let answer = tokio::task::spawn_blocking(move || {
         let mut delivered = Vec::with_capacity(claims.len());
         for c in &claims {

@@ -41,8 +41,9 @@ pub fn apply(store: &mut Store, entry: &Entry, locations: &[Location]) -> bool {
                 store.insert_queue(name.clone(), row);
             }
             Effect::DeleteQueue { id } => store.remove_queue(*id),
-            Effect::Subscribe { queue, group, from_us } => {
-                store.groups.insert((*queue, group.clone()), GroupRow { from_us: *from_us, created_us: ts })
+            Effect::Subscribe { queue, group, from_us, conflate } => {
+                let row = GroupRow { from_us: *from_us, created_us: ts, conflate: *conflate };
+                store.groups.insert((*queue, group.clone()), row)
             }
             Effect::Deliver { queue, partition, group, start, .. } => {
                 let key: CursorKey = (*queue, *partition, group.clone());

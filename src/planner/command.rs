@@ -110,6 +110,8 @@ pub struct PopRequest {
     /// Where a group new to the queue starts: at its first pop (`new`),
     /// from a time, or from the beginning.
     pub subscription: Subscription,
+    /// Ask for last-value delivery (a group's first pop fixes its policy).
+    pub conflation: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

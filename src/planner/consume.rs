@@ -52,18 +52,19 @@ pub fn plan_pop(
     for (queue, queue_name) in pop_queues(store, req) {
         let options = store.queues.get(&queue_name).map(|r| QueueOptions::parse(&r.options));
         let Some(options) = options else { continue };
-        let from_us = match overlay.group(store, queue, &req.group) {
-            Some(g) => g.from_us,
-            None if req.group == QUEUE_MODE => 0,
+        let (from_us, conflate) = match overlay.group(store, queue, &req.group) {
+            Some(g) => (g.from_us, g.conflate),
+            None if req.group == QUEUE_MODE => (0, false),
             None => {
                 let from_us = match req.subscription {
                     Subscription::All => 0,
                     Subscription::New => now_us,
                     Subscription::From(t) => t,
                 };
-                overlay.put_group(queue, &req.group, GroupRow { from_us, created_us: now_us });
-                effects.push(Effect::Subscribe { queue, group: req.group.clone(), from_us });
-                from_us
+                let conflate = req.conflation;
+                overlay.put_group(queue, &req.group, GroupRow { from_us, created_us: now_us, conflate });
+                effects.push(Effect::Subscribe { queue, group: req.group.clone(), from_us, conflate });
+                (from_us, conflate)
             }
         };
         let mut partitions: Vec<u64> = match &req.partition {
@@ -99,12 +100,21 @@ pub fn plan_pop(
                 overlay.put_cursor(key.clone(), cur.clone());
             }
             let delay = options.delayed_processing_us();
-            let offsets: Vec<u64> = cursor::undone(&cur, row.next_offset, budget)
-                .into_iter()
-                .take_while(|o| {
-                    delay == 0 || store.locator.timestamp_of(queue, partition, *o).is_some_and(|t| t + delay <= now_us)
-                })
-                .collect();
+            let visible = |o: u64| {
+                delay == 0 || store.locator.timestamp_of(queue, partition, o).is_some_and(|t| t + delay <= now_us)
+            };
+            let offsets: Vec<u64> = if conflate {
+                // The newest visible message; everything behind it is retired.
+                let newest = (cur.committed..row.next_offset).rev().find(|o| !cursor::is_done(&cur, *o) && visible(*o));
+                if let Some(newest) = newest.filter(|n| *n > cur.committed) {
+                    effects.push(Effect::Seek { queue, partition, group: req.group.clone(), offset: newest });
+                    cur = CursorRow { committed: newest, ..Default::default() };
+                    overlay.put_cursor(key.clone(), cur.clone());
+                }
+                newest.into_iter().collect()
+            } else {
+                cursor::undone(&cur, row.next_offset, budget).into_iter().take_while(|o| visible(*o)).collect()
+            };
             let (Some(&first), Some(&last)) = (offsets.first(), offsets.last()) else { continue };
             let lease = LeaseRow { id: lease_id.clone(), expires_us: now_us + options.lease_time_us(), first, last };
             let messages = offsets.iter().map(|o| (*o, cur.failures.get(o).copied().unwrap_or(0) + 1)).collect();

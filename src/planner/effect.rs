@@ -41,6 +41,7 @@ pub enum Effect {
         queue: u64,
         group: String,
         from_us: i64,
+        conflate: bool,
     },
     /// A pop's claim on a partition. `start` places a cursor the group does
     /// not have yet; with `auto_ack` the offsets are done at delivery.

@@ -54,7 +54,8 @@ pub fn plan_delete(store: &Store, queue: Option<&str>, group: &str, metadata: bo
 pub fn plan_resubscribe(store: &Store, group: &str, from_us: i64) -> Vec<Effect> {
     let mut effects = Vec::new();
     for q in queues_of(store, group) {
-        effects.push(Effect::Subscribe { queue: q, group: group.to_string(), from_us });
+        let conflate = store.groups.get(&(q, group.to_string())).is_some_and(|g| g.conflate);
+        effects.push(Effect::Subscribe { queue: q, group: group.to_string(), from_us, conflate });
         for ((_, p), row) in store.partitions.range((q, 0)..=(q, u64::MAX)) {
             let offset = store.locator.first_at_or_after(q, *p, from_us).unwrap_or(row.next_offset);
             effects.push(Effect::Seek { queue: q, partition: *p, group: group.to_string(), offset });

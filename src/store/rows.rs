@@ -65,6 +65,9 @@ pub struct GroupRow {
     /// this time (0: from the beginning).
     pub from_us: i64,
     pub created_us: i64,
+    /// Last-value delivery: a pop delivers a partition's newest message and
+    /// retires everything behind it. Fixed when the group first registers.
+    pub conflate: bool,
 }
 
 /// `kv`: "namespace\0key" → a live or expired value.
