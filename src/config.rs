@@ -108,6 +108,10 @@ pub struct Settings {
     #[arg(long, env = "QUEEN_ENCRYPTION_KEY", hide_env_values = true)]
     pub encryption_key: Option<String>,
 
+    /// An ephemeral queue created implicitly (never configured) is dropped once it has been empty and unused this long, in seconds.
+    #[arg(long, env = "QUEEN_EPHEMERAL_IDLE_S", default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
+    pub ephemeral_idle_s: u64,
+
     /// How long a message trace event (POST /api/v1/traces) is kept, in seconds.
     #[arg(long, env = "QUEEN_TRACE_RETENTION_S", default_value_t = 7 * 24 * 3600)]
     pub trace_retention_s: u64,

@@ -1,5 +1,6 @@
 //! Work the node proposes to itself when the applied state says it is due:
-//! firing timers and sweeping expired KV rows. Each loop only notices; the
+//! firing timers and sweeping expired KV rows; and, in memory only,
+//! collecting idle ephemeral queues. Each loop only notices; the
 //! planner decides what the entry does, so a concurrent write always wins
 //! or loses cleanly.
 
@@ -33,4 +34,18 @@ pub async fn fire_timers(node: Arc<Node>) {
 /// Expired KV rows (TTLs, lapsed locks, old traces): looked for once a second.
 pub async fn sweep_kv(node: Arc<Node>) {
     run(node, Duration::from_secs(1), |store, now| !store.kv_expired(now, 1).is_empty(), || Command::SweepKv).await
+}
+
+/// Idle implicit ephemeral queues (`QUEEN_EPHEMERAL_IDLE_S`), looked for
+/// every few seconds. In memory only: nothing to propose.
+pub async fn collect_idle_ephemeral(node: Arc<Node>) {
+    let idle = Duration::from_secs(node.settings.ephemeral_idle_s);
+    let mut interval = tokio::time::interval(idle.clamp(Duration::from_secs(1), Duration::from_secs(10)));
+    loop {
+        interval.tick().await;
+        let gone = node.ephemeral.collect_idle(idle);
+        if gone > 0 {
+            tracing::debug!(queues = gone, "idle ephemeral queues collected");
+        }
+    }
 }

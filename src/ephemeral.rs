@@ -128,6 +128,8 @@ struct Queue {
     options: EphOptions,
     declared: bool,
     rings: BTreeMap<String, Ring>,
+    /// The last push, pop or ack: an implicit queue idle for long, and empty, is collected.
+    last_used: Option<Instant>,
 }
 
 /// Why a push was refused.
@@ -238,6 +240,22 @@ impl Ephemeral {
     }
 
     /// Removes the queue; answers (whether it existed, whether it was declared).
+    /// Drops the implicit queues (created by a push or pop, never declared)
+    /// that hold no message and no lease and were not used for `idle`;
+    /// answers how many went. A declared queue stays until it is deleted.
+    pub fn collect_idle(&self, idle: Duration) -> usize {
+        let now = Instant::now();
+        let mut queues = self.queues.lock().expect("ephemeral lock");
+        let before = queues.len();
+        queues.retain(|_, q| {
+            let quiet = q.last_used.is_none_or(|t| now.duration_since(t) >= idle);
+            let empty =
+                q.rings.values().all(|r| r.messages.is_empty() && r.cursors.values().all(|c| c.leased.is_empty()));
+            q.declared || !quiet || !empty
+        });
+        before - queues.len()
+    }
+
     pub fn delete(&self, name: &str) -> (bool, bool) {
         match self.queues.lock().expect("ephemeral lock").remove(name) {
             Some(q) => (true, q.declared),
@@ -249,6 +267,7 @@ impl Ephemeral {
         let now = Instant::now();
         let mut queues = self.queues.lock().expect("ephemeral lock");
         let q = queues.entry(name.to_string()).or_default();
+        q.last_used = Some(now);
         let options = q.options.clone();
         let ring = q.rings.entry(partition.unwrap_or(DEFAULT_PARTITION).to_string()).or_default();
         ring.settle(now, &options);
@@ -302,6 +321,7 @@ impl Ephemeral {
         let now = Instant::now();
         let mut queues = self.queues.lock().expect("ephemeral lock");
         let q = queues.entry(name.to_string()).or_default();
+        q.last_used = Some(now);
         let options = q.options.clone();
         if let Some(p) = partition {
             q.rings.entry(p.to_string()).or_default();
@@ -349,6 +369,7 @@ impl Ephemeral {
         let Ok(seq) = seq.parse::<u64>() else { return AckOutcome::Unknown };
         let mut queues = self.queues.lock().expect("ephemeral lock");
         let Some(q) = queues.get_mut(name) else { return AckOutcome::Stale };
+        q.last_used = Some(Instant::now());
         let retry_limit = q.options.retry_limit;
         let Some(ring) = q.rings.get_mut(partition) else { return AckOutcome::Unknown };
         let Some(cursor) = ring.cursors.get_mut(group) else { return AckOutcome::Unknown };

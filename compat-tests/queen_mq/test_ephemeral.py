@@ -105,3 +105,25 @@ async def test_a_window_buffer_lets_a_waiting_pop_gather_a_fuller_batch(client):
     got = await client.ephemeral.pop(q, batch=10, wait=True, timeout_millis=5000)
     await pushing
     assert [m["payload"] for m in got["messages"]] == [{"n": 1}, {"n": 2}, {"n": 3}], "one batch, not the first alone"
+
+
+async def test_idle_implicit_queues_are_collected_and_declared_ones_stay():
+    from queen import Queen
+
+    n = Node(env={"QUEEN_EPHEMERAL_IDLE_S": "1"})
+    q = Queen(n.url)
+    try:
+        implicit, declared, busy = name("eph-idle"), name("eph-kept"), name("eph-busy")
+        await q.ephemeral.configure(declared, {"maxLength": 5})
+        await q.ephemeral.push(implicit, [{"n": 1}])
+        got = await q.ephemeral.pop(implicit, batch=5)
+        await q.ephemeral.ack(implicit, got["messages"])
+        await q.ephemeral.push(busy, [{"n": 1}])  # still holds a message
+        await asyncio.sleep(3)
+        listed = await q.ephemeral.queues()
+        names = {e["queue"] for e in listed["queues"]}
+        assert declared in names and busy in names
+        assert implicit not in names, "an empty implicit queue idle past QUEEN_EPHEMERAL_IDLE_S is collected"
+    finally:
+        await q.close()
+        n.stop()
