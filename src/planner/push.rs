@@ -5,7 +5,6 @@
 use super::command::{PushItem, PushOutcome, PushStatus, QUEUE_MODE};
 use super::effect::Effect;
 use super::overlay::Overlay;
-use super::queue_options::QueueOptions;
 use crate::log_id::LogId;
 use crate::message::transaction_hash;
 use crate::qlog::message_record::{MessageRecord, MessageSpan};
@@ -38,10 +37,7 @@ pub fn check_max_size(store: &Store, overlay: &Overlay, items: &[PushItem]) -> R
     let mut adding: BTreeMap<u64, Adding> = BTreeMap::new();
     for item in items {
         let Some(queue) = overlay.queue_id(store, &item.queue) else { continue };
-        let slot = adding.entry(queue).or_insert_with(|| Adding {
-            max: store.queues.get(&item.queue).map_or(0, |r| QueueOptions::parse(&r.options).max_size()),
-            new: HashSet::new(),
-        });
+        let slot = adding.entry(queue).or_insert_with(|| Adding { max: store.max_size(queue), new: HashSet::new() });
         if slot.max == 0 {
             continue;
         }

@@ -10,6 +10,7 @@ pub mod rows;
 pub mod scrub;
 
 use crate::log_id::LogId;
+use crate::planner::queue_options::QueueOptions;
 use checkpoint::{CheckpointError, LoadedRows};
 use keyspace::{EncodeChanges, Keyspace};
 use locator::Locator;
@@ -53,6 +54,10 @@ pub struct Store {
     /// Derived at load and kept in step by apply: queue id → name, and
     /// (queue id, partition name) → partition id.
     queue_names: HashMap<u64, String>,
+    /// Derived from the queues' options and kept in step with them: the
+    /// `maxSize` of every bounded queue, so a push checks it without parsing
+    /// options on the sequencer's thread.
+    max_sizes: HashMap<u64, u64>,
     partition_ids: HashMap<(u64, String), u64>,
     /// Where every stored message sits in the qlog (RAM only).
     pub locator: Locator,
@@ -86,6 +91,7 @@ impl Default for Store {
             kv_expiring: BTreeSet::new(),
             leases: HashMap::new(),
             queue_names: HashMap::new(),
+            max_sizes: HashMap::new(),
             partition_ids: HashMap::new(),
             locator: Locator::default(),
         }
@@ -132,6 +138,10 @@ impl Store {
         }
         for (name, row) in store.queues.iter() {
             store.queue_names.insert(row.id, name.clone());
+            let max = QueueOptions::parse(&row.options).max_size();
+            if max > 0 {
+                store.max_sizes.insert(row.id, max);
+            }
         }
         for ((q, p), row) in store.partitions.iter() {
             store.partition_ids.insert((*q, row.name.clone()), *p);
@@ -170,6 +180,10 @@ impl Store {
 
     pub fn insert_queue(&mut self, name: String, row: QueueRow) {
         self.queue_names.insert(row.id, name.clone());
+        match QueueOptions::parse(&row.options).max_size() {
+            0 => self.max_sizes.remove(&row.id),
+            max => self.max_sizes.insert(row.id, max),
+        };
         self.next_queue_id = self.next_queue_id.max(row.id + 1);
         self.queues.insert(name, row);
     }
@@ -280,7 +294,13 @@ impl Store {
 
     /// Removes a queue and every row that belongs to it. Its messages stay in
     /// the qlog until reclaim (not built yet) frees them.
+    /// The queue's `maxSize`; 0 for an unbounded queue.
+    pub fn max_size(&self, queue: u64) -> u64 {
+        self.max_sizes.get(&queue).copied().unwrap_or(0)
+    }
+
     pub fn remove_queue(&mut self, id: u64) {
+        self.max_sizes.remove(&id);
         let Some(name) = self.queue_names.remove(&id) else {
             return;
         };
