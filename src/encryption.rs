@@ -8,7 +8,6 @@
 
 use crate::message::Message;
 use crate::node::Node;
-use crate::planner::queue_options::QueueOptions;
 use aes_gcm::aead::{Aead, AeadCore, KeyInit, OsRng, Payload};
 use aes_gcm::{Aes256Gcm, Nonce};
 use std::collections::HashMap;
@@ -47,10 +46,7 @@ impl<'a> Sealer<'a> {
     pub fn seal(&mut self, queue: &str, message: &mut Message) -> Result<(), EncryptionError> {
         let wanted = *self.encrypted.entry(queue.to_string()).or_insert_with(|| {
             let store = self.node.state.read().expect("store lock");
-            store
-                .queues
-                .get(&queue.to_string())
-                .is_some_and(|row| QueueOptions::parse(&row.options).encryption_enabled())
+            store.queue_id(queue).is_some_and(|q| store.traits(q).encrypted)
         });
         if wanted {
             self.node.cipher.as_ref().ok_or(EncryptionError::NoKey)?.seal(message);

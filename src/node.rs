@@ -7,7 +7,6 @@ use crate::encryption::{Cipher, EncryptionError};
 use crate::ephemeral::{EphOptions, Ephemeral, DECLARATIONS_NS};
 use crate::http::auth::{Auth, AuthConfigError};
 use crate::metrics::Metrics;
-use crate::planner::queue_options::QueueOptions;
 use crate::planner::Planner;
 use crate::qlog::files::FileTable;
 use crate::qlog::layout::{Layout, LayoutError};
@@ -85,7 +84,7 @@ impl Node {
         let mut store = Store::from_rows(checkpoint.load()?, checkpoint.path())?;
         tracing::info!(applied = %store.applied, queues = store.queues.len(), "store reopened at its checkpoint");
         if cipher.is_none() {
-            let sealed = store.queues.iter().find(|(_, row)| QueueOptions::parse(&row.options).encryption_enabled());
+            let sealed = store.queues.iter().find(|(_, row)| store.traits(row.id).encrypted);
             if let Some((name, _)) = sealed {
                 return Err(BootError::EncryptedQueueWithoutKey(name.clone()));
             }

@@ -31,8 +31,8 @@ fn not_found(what: String) -> ApiError {
 /// Where a group stands on one message.
 fn status_of(store: &Store, (q, p, offset): (u64, u64, u64), group: &str, now_us: i64) -> (&'static str, u32) {
     let key = (q, p, group.to_string());
-    if store.dlq.get(&(q, p, group.to_string(), offset)).is_some() {
-        return ("dead_letter", store.dlq.get(&(q, p, group.to_string(), offset)).map_or(0, |r| r.failures));
+    if let Some(dead) = store.dlq.get(&(q, p, group.to_string(), offset)) {
+        return ("dead_letter", dead.failures);
     }
     let Some(c) = store.cursors.get(&key) else { return ("pending", 0) };
     let failures = c.failures.get(&offset).copied().unwrap_or(0);

@@ -37,7 +37,8 @@ pub fn check_max_size(store: &Store, overlay: &Overlay, items: &[PushItem]) -> R
     let mut adding: BTreeMap<u64, Adding> = BTreeMap::new();
     for item in items {
         let Some(queue) = overlay.queue_id(store, &item.queue) else { continue };
-        let slot = adding.entry(queue).or_insert_with(|| Adding { max: store.max_size(queue), new: HashSet::new() });
+        let slot =
+            adding.entry(queue).or_insert_with(|| Adding { max: store.traits(queue).max_size, new: HashSet::new() });
         if slot.max == 0 {
             continue;
         }

@@ -54,13 +54,22 @@ pub struct Store {
     /// Derived at load and kept in step by apply: queue id → name, and
     /// (queue id, partition name) → partition id.
     queue_names: HashMap<u64, String>,
-    /// Derived from the queues' options and kept in step with them: the
-    /// `maxSize` of every bounded queue, so a push checks it without parsing
-    /// options on the sequencer's thread.
-    max_sizes: HashMap<u64, u64>,
+    /// Derived from the queues' options and kept in step with them: what a
+    /// push must know of its queue (bound, sealing), so no push parses
+    /// options. Only queues with a non-default trait have an entry.
+    traits: HashMap<u64, QueueTraits>,
     partition_ids: HashMap<(u64, String), u64>,
     /// Where every stored message sits in the qlog (RAM only).
     pub locator: Locator,
+}
+
+/// What a push must know of its queue, derived from its options.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueueTraits {
+    /// `maxSize`; 0 for an unbounded queue.
+    pub max_size: u64,
+    /// `encryptionEnabled`.
+    pub encrypted: bool,
 }
 
 /// What the checkpointer writes: the rows changed since the last checkpoint
@@ -91,7 +100,7 @@ impl Default for Store {
             kv_expiring: BTreeSet::new(),
             leases: HashMap::new(),
             queue_names: HashMap::new(),
-            max_sizes: HashMap::new(),
+            traits: HashMap::new(),
             partition_ids: HashMap::new(),
             locator: Locator::default(),
         }
@@ -136,12 +145,11 @@ impl Store {
                 loaded.map_err(|reason| CheckpointError::Undecodable { path: path.to_path_buf(), keyspace, reason })?;
             }
         }
-        for (name, row) in store.queues.iter() {
-            store.queue_names.insert(row.id, name.clone());
-            let max = QueueOptions::parse(&row.options).max_size();
-            if max > 0 {
-                store.max_sizes.insert(row.id, max);
-            }
+        let queues: Vec<(String, u64, String)> =
+            store.queues.iter().map(|(name, row)| (name.clone(), row.id, row.options.clone())).collect();
+        for (name, id, options) in queues {
+            store.queue_names.insert(id, name);
+            store.set_traits(id, &options);
         }
         for ((q, p), row) in store.partitions.iter() {
             store.partition_ids.insert((*q, row.name.clone()), *p);
@@ -180,10 +188,7 @@ impl Store {
 
     pub fn insert_queue(&mut self, name: String, row: QueueRow) {
         self.queue_names.insert(row.id, name.clone());
-        match QueueOptions::parse(&row.options).max_size() {
-            0 => self.max_sizes.remove(&row.id),
-            max => self.max_sizes.insert(row.id, max),
-        };
+        self.set_traits(row.id, &row.options);
         self.next_queue_id = self.next_queue_id.max(row.id + 1);
         self.queues.insert(name, row);
     }
@@ -294,13 +299,23 @@ impl Store {
 
     /// Removes a queue and every row that belongs to it. Its messages stay in
     /// the qlog until reclaim (not built yet) frees them.
-    /// The queue's `maxSize`; 0 for an unbounded queue.
-    pub fn max_size(&self, queue: u64) -> u64 {
-        self.max_sizes.get(&queue).copied().unwrap_or(0)
+    fn set_traits(&mut self, queue: u64, options: &str) {
+        let parsed = QueueOptions::parse(options);
+        let traits = QueueTraits { max_size: parsed.max_size(), encrypted: parsed.encryption_enabled() };
+        if traits == QueueTraits::default() {
+            self.traits.remove(&queue);
+        } else {
+            self.traits.insert(queue, traits);
+        }
+    }
+
+    /// The queue's bound and sealing; the defaults for an unknown queue.
+    pub fn traits(&self, queue: u64) -> QueueTraits {
+        self.traits.get(&queue).copied().unwrap_or_default()
     }
 
     pub fn remove_queue(&mut self, id: u64) {
-        self.max_sizes.remove(&id);
+        self.traits.remove(&id);
         let Some(name) = self.queue_names.remove(&id) else {
             return;
         };

@@ -29,9 +29,7 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: MetadataRequest, version: i16
                 Some(name) => topics::resolve(f, name, allow_create).await,
                 None => f
                     .broker
-                    .topics()
-                    .into_iter()
-                    .find(|t| uuid(t.id) == asked.topic_id)
+                    .topic_by_id(*asked.topic_id.as_bytes())
                     .ok_or(crate::broker::BrokerError::UnknownTopicOrPartition),
             };
             topics.push(match found {
