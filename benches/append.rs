@@ -163,6 +163,7 @@ async fn append_run(
         lat.extend(t.await.unwrap());
     }
     let elapsed = start.elapsed();
+    eprintln!("DEBUG commits {} entries {}", node.metrics.group_commits.get(), node.metrics.entries_applied.get());
     node.replicator.stop();
     lat.sort();
     Run { messages: lat.len() as u64, elapsed, p50: lat[lat.len() / 2], p99: lat[lat.len() * 99 / 100] }

@@ -13,7 +13,7 @@ use crate::qlog::layout::{Layout, LayoutError};
 use crate::qlog::sync_ledger::SyncLedger;
 use crate::qlog::writer::QlogWriter;
 use crate::recovery::{recover, RecoveryError};
-use crate::replicate::local::{LocalReplicator, Sequencer};
+use crate::replicate::local::{LocalReplicator, Pipeline};
 use crate::replicate::Replicator;
 use crate::store::checkpoint::{CheckpointError, CheckpointFile};
 use crate::store::checkpointer::Checkpointer;
@@ -103,8 +103,7 @@ impl Node {
 
         let metrics = Arc::new(Metrics::default());
         metrics.applied_index.set(store.applied.index as i64);
-        let writer =
-            QlogWriter::new(qlog_root, layout, recovered.logs, files.clone(), settings.segment_bytes, ledger.clone());
+        let writer = QlogWriter::new(qlog_root, layout, recovered.logs, settings.segment_bytes);
         // Batches planned from now on are later than anything applied.
         store.applied_us = store.applied_us.max(chrono::Utc::now().timestamp_micros());
         let ephemeral = Ephemeral::default();
@@ -118,9 +117,11 @@ impl Node {
         let state = Arc::new(RwLock::new(store));
         let applied = Arc::new(tokio::sync::Notify::new());
         scrub::start(checkpoint.clone(), Duration::from_secs(settings.scrub_every_s), settings.scrub_rows_per_s);
-        let replicator = LocalReplicator::start(Sequencer {
+        let replicator = LocalReplicator::start(Pipeline {
             planner: Planner::new(1, recovered.last),
             writer,
+            files: files.clone(),
+            ledger: ledger.clone(),
             state: state.clone(),
             checkpointer: Checkpointer::start(checkpoint, ledger),
             durable_every: Duration::from_millis(settings.durable_every_ms),

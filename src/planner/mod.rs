@@ -153,8 +153,14 @@ impl Planner {
         Planned { entry: Some(Entry { id, body: EntryBody { timestamp_us, effects }, messages }), answer }
     }
 
-    /// The batch in flight is applied: the store now holds what the overlay did.
-    pub fn batch_applied(&mut self) {
-        self.overlay.clear();
+    /// What is planned from now on belongs to batch `number`.
+    pub fn open_batch(&mut self, number: u64) {
+        self.overlay.open_batch(number);
+    }
+
+    /// The store holds every batch up to `applied`, so the planner reads
+    /// their decisions from it and forgets its own copy.
+    pub fn batches_applied(&mut self, applied: u64) {
+        self.overlay.forget_through(applied);
     }
 }

@@ -1,33 +1,115 @@
-//! What the entries of the batch being written have decided but not yet
-//! applied: names, ids, offsets and dedup rows that the next command of the
-//! same batch must see. Cleared once the batch is applied.
+//! What the entries planned but not yet applied have decided: names, ids,
+//! offsets and dedup rows that the next command must see. The replicator
+//! plans a batch while earlier ones are still being written, so every
+//! decision is stamped with the batch that made it, and is dropped once the
+//! store holds that batch.
 
 use crate::store::rows::{CursorRow, GroupRow, KvRow, TimerRow};
 use crate::store::{CursorKey, Store};
+use std::borrow::Borrow;
 use std::collections::HashMap;
+use std::hash::Hash;
+
+/// Decisions keyed by `K`, each stamped with the batch that made it.
+#[derive(Clone)]
+struct Layer<K, V>(HashMap<K, (u64, V)>);
+
+impl<K, V> Default for Layer<K, V> {
+    fn default() -> Self {
+        Self(HashMap::new())
+    }
+}
+
+impl<K: Hash + Eq, V> Layer<K, V> {
+    fn get<Q: Hash + Eq + ?Sized>(&self, key: &Q) -> Option<&V>
+    where
+        K: Borrow<Q>,
+    {
+        self.0.get(key).map(|(_, v)| v)
+    }
+
+    fn insert(&mut self, batch: u64, key: K, value: V) {
+        self.0.insert(key, (batch, value));
+    }
+
+    /// The decision for `key`, made now: `init` gives its value as it stands.
+    fn update(&mut self, batch: u64, key: K, init: impl FnOnce() -> V) -> &mut V {
+        let slot = self.0.entry(key).or_insert_with(|| (batch, init()));
+        slot.0 = batch;
+        &mut slot.1
+    }
+
+    fn keys(&self) -> impl Iterator<Item = &K> {
+        self.0.keys()
+    }
+
+    fn forget_through(&mut self, applied: u64) {
+        self.0.retain(|_, (batch, _)| *batch > applied);
+    }
+}
+
+/// A counter the planner advanced, stamped like a layer's rows.
+#[derive(Default, Clone, Copy)]
+struct Next(Option<(u64, u64)>);
+
+impl Next {
+    fn get(&self) -> Option<u64> {
+        self.0.map(|(_, v)| v)
+    }
+
+    fn set(&mut self, batch: u64, value: u64) {
+        self.0 = Some((batch, value));
+    }
+
+    fn forget_through(&mut self, applied: u64) {
+        if self.0.is_some_and(|(batch, _)| batch <= applied) {
+            self.0 = None;
+        }
+    }
+}
 
 #[derive(Default, Clone)]
 pub struct Overlay {
-    queues: HashMap<String, u64>,
-    partitions: HashMap<(u64, String), u64>,
-    next_offsets: HashMap<(u64, u64), u64>,
-    dedup: HashMap<(u64, u64, [u8; 16]), u64>,
-    next_queue_id: Option<u64>,
-    next_partition_id: Option<u64>,
-    cursors: HashMap<CursorKey, CursorRow>,
-    groups: HashMap<(u64, String), GroupRow>,
-    /// Leases granted by this batch: lease id → cursors.
-    leases: HashMap<String, Vec<CursorKey>>,
-    /// KV rows written (`None`: deleted) by this batch.
-    kv: HashMap<String, Option<KvRow>>,
-    next_kv_version: Option<u64>,
-    /// Timers scheduled (`Some`) or removed by this batch.
-    timers: HashMap<String, Option<TimerRow>>,
+    /// The batch being planned: what stamps new decisions.
+    batch: u64,
+    queues: Layer<String, u64>,
+    partitions: Layer<(u64, String), u64>,
+    next_offsets: Layer<(u64, u64), u64>,
+    dedup: Layer<(u64, u64, [u8; 16]), u64>,
+    next_queue_id: Next,
+    next_partition_id: Next,
+    cursors: Layer<CursorKey, CursorRow>,
+    groups: Layer<(u64, String), GroupRow>,
+    /// Leases granted by unapplied batches: lease id → cursors.
+    leases: Layer<String, Vec<CursorKey>>,
+    /// KV rows written (`None`: deleted) by unapplied batches.
+    kv: Layer<String, Option<KvRow>>,
+    next_kv_version: Next,
+    /// Timers scheduled (`Some`) or removed by unapplied batches.
+    timers: Layer<String, Option<TimerRow>>,
 }
 
 impl Overlay {
-    pub fn clear(&mut self) {
-        *self = Self::default();
+    /// Decisions from now on belong to batch `number`.
+    pub fn open_batch(&mut self, number: u64) {
+        self.batch = number;
+    }
+
+    /// The store holds every batch up to `applied`: their decisions are
+    /// its rows now.
+    pub fn forget_through(&mut self, applied: u64) {
+        self.queues.forget_through(applied);
+        self.partitions.forget_through(applied);
+        self.next_offsets.forget_through(applied);
+        self.dedup.forget_through(applied);
+        self.next_queue_id.forget_through(applied);
+        self.next_partition_id.forget_through(applied);
+        self.cursors.forget_through(applied);
+        self.groups.forget_through(applied);
+        self.leases.forget_through(applied);
+        self.kv.forget_through(applied);
+        self.next_kv_version.forget_through(applied);
+        self.timers.forget_through(applied);
     }
 
     pub fn queue_id(&self, store: &Store, name: &str) -> Option<u64> {
@@ -35,9 +117,9 @@ impl Overlay {
     }
 
     pub fn create_queue(&mut self, store: &Store, name: &str) -> u64 {
-        let id = self.next_queue_id.unwrap_or(store.next_queue_id);
-        self.next_queue_id = Some(id + 1);
-        self.queues.insert(name.to_string(), id);
+        let id = self.next_queue_id.get().unwrap_or(store.next_queue_id);
+        self.next_queue_id.set(self.batch, id + 1);
+        self.queues.insert(self.batch, name.to_string(), id);
         id
     }
 
@@ -46,10 +128,10 @@ impl Overlay {
     }
 
     pub fn create_partition(&mut self, store: &Store, queue: u64, name: &str) -> u64 {
-        let id = self.next_partition_id.unwrap_or(store.next_partition_id);
-        self.next_partition_id = Some(id + 1);
-        self.partitions.insert((queue, name.to_string()), id);
-        self.next_offsets.insert((queue, id), 0);
+        let id = self.next_partition_id.get().unwrap_or(store.next_partition_id);
+        self.next_partition_id.set(self.batch, id + 1);
+        self.partitions.insert(self.batch, (queue, name.to_string()), id);
+        self.next_offsets.insert(self.batch, (queue, id), 0);
         id
     }
 
@@ -84,15 +166,14 @@ impl Overlay {
     }
 
     pub fn record_dedup(&mut self, queue: u64, partition: u64, hash: [u8; 16], offset: u64) {
-        self.dedup.insert((queue, partition, hash), offset);
+        self.dedup.insert(self.batch, (queue, partition, hash), offset);
     }
 
     /// The next offset of the partition, reserved for one message.
     pub fn take_offset(&mut self, store: &Store, queue: u64, partition: u64) -> u64 {
         let next = self
             .next_offsets
-            .entry((queue, partition))
-            .or_insert_with(|| store.partition(queue, partition).map_or(0, |p| p.next_offset));
+            .update(self.batch, (queue, partition), || store.partition(queue, partition).map_or(0, |p| p.next_offset));
         let offset = *next;
         *next += 1;
         offset
@@ -105,12 +186,12 @@ impl Overlay {
 
     pub fn put_cursor(&mut self, key: CursorKey, row: CursorRow) {
         if let Some(lease) = &row.lease {
-            let holders = self.leases.entry(lease.id.clone()).or_default();
+            let holders = self.leases.update(self.batch, lease.id.clone(), Vec::new);
             if !holders.contains(&key) {
                 holders.push(key.clone());
             }
         }
-        self.cursors.insert(key, row);
+        self.cursors.insert(self.batch, key, row);
     }
 
     /// Changes a cursor with one of `cursor`'s moves.
@@ -141,7 +222,7 @@ impl Overlay {
     }
 
     pub fn put_group(&mut self, queue: u64, group: &str, row: GroupRow) {
-        self.groups.insert((queue, group.to_string()), row);
+        self.groups.insert(self.batch, (queue, group.to_string()), row);
     }
 
     /// A KV row as the batch left it, expired or not.
@@ -157,15 +238,15 @@ impl Overlay {
     }
 
     pub fn put_kv(&mut self, key: String, row: Option<KvRow>) {
-        self.kv.insert(key, row);
+        self.kv.insert(self.batch, key, row);
     }
 
     pub fn next_kv_version(&self, store: &Store) -> u64 {
-        self.next_kv_version.unwrap_or(store.next_kv_version)
+        self.next_kv_version.get().unwrap_or(store.next_kv_version)
     }
 
     pub fn set_next_kv_version(&mut self, next: u64) {
-        self.next_kv_version = Some(next);
+        self.next_kv_version.set(self.batch, next);
     }
 
     pub fn timer(&self, store: &Store, key: &str) -> Option<TimerRow> {
@@ -176,6 +257,6 @@ impl Overlay {
     }
 
     pub fn put_timer(&mut self, key: String, row: Option<TimerRow>) {
-        self.timers.insert(key, row);
+        self.timers.insert(self.batch, key, row);
     }
 }

@@ -36,15 +36,13 @@ impl FileTable {
         self.files.write().expect("file table lock").insert((log, segment), file);
     }
 
+    pub fn get(&self, log: u64, segment: u32) -> Option<Arc<File>> {
+        self.files.read().expect("file table lock").get(&(log, segment)).cloned()
+    }
+
     /// The verified body of the record at `loc`.
     pub fn read_body(&self, loc: Location) -> Result<Vec<u8>, ReadError> {
-        let file = self
-            .files
-            .read()
-            .expect("file table lock")
-            .get(&(loc.log, loc.segment))
-            .cloned()
-            .ok_or(ReadError::NotOpen { log: loc.log, segment: loc.segment })?;
+        let file = self.get(loc.log, loc.segment).ok_or(ReadError::NotOpen { log: loc.log, segment: loc.segment })?;
         let mut frame = vec![0u8; loc.frame_len as usize];
         file.read_exact_at(&mut frame, loc.pos)?;
         match read_frame(&frame, 0) {

@@ -39,11 +39,39 @@ thread_local! {
     static COMPRESSOR: RefCell<Option<(i32, Compressor<'static>)>> = const { RefCell::new(None) };
 }
 
+/// The bytes of a payload that the incompressibility test looks at.
+const SAMPLE_BYTES: usize = 1024;
+
+/// `c · log2(c)` for every count a sample can hold, so the test costs table
+/// lookups rather than logarithms.
+static C_LOG2_C: std::sync::LazyLock<Vec<f64>> = std::sync::LazyLock::new(|| {
+    (0..=SAMPLE_BYTES).map(|c| if c == 0 { 0.0 } else { c as f64 * (c as f64).log2() }).collect()
+});
+
+/// Whether trying zstd would be wasted: the bytes of an evenly spread sample
+/// carry more than 7.2 bits of order-0 entropy each, so no entropy coder
+/// saves a tenth. Encrypted, already compressed and random payloads are then
+/// stored raw without the attempt, which costs more than the test. A payload
+/// whose only redundancy is long repeats of high-entropy bytes is missed,
+/// and stored raw.
+fn looks_incompressible(raw: &[u8]) -> bool {
+    let mut counts = [0u16; 256];
+    let step = (raw.len() / SAMPLE_BYTES).max(1);
+    let mut n = 0usize;
+    for b in raw.iter().step_by(step).take(SAMPLE_BYTES) {
+        counts[*b as usize] += 1;
+        n += 1;
+    }
+    // H = log2(n) - Σ c·log2(c) / n
+    let sum: f64 = counts.iter().map(|c| C_LOG2_C[*c as usize]).sum();
+    (n as f64).log2() - sum / n as f64 > 7.2
+}
+
 impl StoredPayload {
     /// Compresses a payload of at least 512 bytes at `level` (0 = off)
     /// unless that saves less than a tenth.
     pub fn prepare(raw: Vec<u8>, level: i32) -> Self {
-        if level == 0 || raw.len() < COMPRESS_MIN_BYTES {
+        if level == 0 || raw.len() < COMPRESS_MIN_BYTES || looks_incompressible(&raw) {
             return Self::Raw(raw);
         }
         let z = COMPRESSOR.with_borrow_mut(|slot| {
@@ -212,6 +240,25 @@ mod tests {
             })
             .collect();
         assert!(matches!(StoredPayload::prepare(noise, 1), StoredPayload::Raw(_)));
+    }
+
+    #[test]
+    fn text_is_worth_trying_and_noise_is_not() {
+        let json: Vec<u8> =
+            (0..40).flat_map(|i| format!(r#"{{"order":{i},"sku":"A-{}","qty":3}},"#, i * 37).into_bytes()).collect();
+        assert!(!looks_incompressible(&json));
+        assert!(matches!(StoredPayload::prepare(json, 1), StoredPayload::Zstd { .. }));
+        let mut x = 0x9E3779B97F4A7C15u64;
+        let noise: Vec<u8> = (0..4096)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x >> 24) as u8
+            })
+            .collect();
+        assert!(looks_incompressible(&noise[..512]));
+        assert!(looks_incompressible(&noise));
     }
 
     #[test]

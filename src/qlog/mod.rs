@@ -8,6 +8,7 @@ pub mod files;
 pub mod index_file;
 pub mod layout;
 pub mod message_record;
+pub mod pending_sync;
 pub mod queue_log;
 pub mod record;
 pub mod segment;

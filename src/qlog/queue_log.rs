@@ -1,16 +1,16 @@
-//! One log directory (`q<id>/`): its rolling files and the bytes staged for
-//! the next group commit.
+//! One log directory (`q<id>/`) as the planner's thread sees it: where the
+//! next record will sit, the index of the active file, and the bytes and
+//! file-system steps staged for the next group commit. The steps themselves
+//! run later, on the thread that syncs (`pending_sync.rs`).
 
-use super::durable_fs::{datasync, sync_dir};
 use super::files::{FileTable, Location};
 use super::index_file;
+use super::pending_sync::{LogWrite, Prepare};
 use super::record::{frame_into, RecordKind};
-use super::segment::{index_path, segment_path, IndexRow};
-use super::sync_ledger::SyncLedger;
+use super::segment::{segment_path, IndexRow};
 use crate::log_id::LogId;
 use crate::qlog::message_record::MessageSpan;
-use std::fs::{File, OpenOptions};
-use std::os::unix::fs::FileExt;
+use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -22,22 +22,27 @@ pub struct QueueLog {
     pub id: u64,
     dir: PathBuf,
     active_no: u32,
-    active: Arc<File>,
-    /// Bytes of the active file that are written and synced.
-    active_len: u64,
+    /// Where the active file ends once every write handed off has landed.
+    end: u64,
     /// The index of the active file, kept in RAM until it is sealed.
     active_rows: Vec<IndexRow>,
     staged: Vec<u8>,
+    /// What the next write must do to the file system before its bytes.
+    prepare: Vec<Prepare>,
 }
 
 impl QueueLog {
-    /// Creates `q<id>/` with its first, empty file, durably.
-    pub fn create(root: &Path, id: u64, files: &FileTable, ledger: Option<&SyncLedger>) -> std::io::Result<Self> {
-        let dir = log_dir(root, id);
-        std::fs::create_dir_all(&dir)?;
-        sync_dir(root)?;
-        let log = Self::start_segment(id, dir, 1, files, ledger)?;
-        Ok(log)
+    /// A new log: its directory and first file are made by its first write.
+    pub fn create(root: &Path, id: u64) -> Self {
+        Self {
+            id,
+            dir: log_dir(root, id),
+            active_no: 1,
+            end: 0,
+            active_rows: Vec::new(),
+            staged: Vec::new(),
+            prepare: vec![Prepare::CreateDir, Prepare::CreateSegment(1)],
+        }
     }
 
     /// Continues an existing log whose active file recovery has verified.
@@ -50,70 +55,47 @@ impl QueueLog {
         files: &FileTable,
     ) -> std::io::Result<Self> {
         let file = Arc::new(OpenOptions::new().read(true).write(true).open(segment_path(&dir, active_no))?);
-        files.insert(id, active_no, file.clone());
-        Ok(Self { id, dir, active_no, active: file, active_len, active_rows, staged: Vec::new() })
+        files.insert(id, active_no, file);
+        Ok(Self { id, dir, active_no, end: active_len, active_rows, staged: Vec::new(), prepare: Vec::new() })
     }
 
-    fn start_segment(
-        id: u64,
-        dir: PathBuf,
-        no: u32,
-        files: &FileTable,
-        ledger: Option<&SyncLedger>,
-    ) -> std::io::Result<Self> {
-        let path = segment_path(&dir, no);
-        let file = Arc::new(OpenOptions::new().read(true).write(true).create_new(true).open(&path)?);
-        sync_dir(&dir)?;
-        if let Some(l) = ledger {
-            l.record(&path, 0);
+    /// Seals the active file once it has reached `segment_bytes` and starts
+    /// the next one. Called before the first record of a group commit, so
+    /// the sealed file ends with the last write already handed off.
+    pub fn roll_if_full(&mut self, segment_bytes: u64) {
+        if !self.staged.is_empty() || self.end < segment_bytes {
+            return;
         }
-        files.insert(id, no, file.clone());
-        Ok(Self { id, dir, active_no: no, active: file, active_len: 0, active_rows: Vec::new(), staged: Vec::new() })
-    }
-
-    /// Seals the active file once it has reached `segment_bytes` and starts the
-    /// next one. Called only between group commits, when nothing is staged.
-    pub fn roll_if_full(
-        &mut self,
-        segment_bytes: u64,
-        files: &FileTable,
-        ledger: Option<&SyncLedger>,
-    ) -> std::io::Result<()> {
-        if !self.staged.is_empty() || self.active_len < segment_bytes {
-            return Ok(());
-        }
-        let qidx = index_file::encode(self.active_len, &self.active_rows);
-        std::fs::write(index_path(&self.dir, self.active_no), qidx)?;
-        *self = Self::start_segment(self.id, self.dir.clone(), self.active_no + 1, files, ledger)?;
-        Ok(())
+        let qidx = index_file::encode(self.end, &self.active_rows);
+        self.prepare.push(Prepare::Seal { segment: self.active_no, qidx });
+        self.active_no += 1;
+        self.prepare.push(Prepare::CreateSegment(self.active_no));
+        self.end = 0;
+        self.active_rows.clear();
     }
 
     /// Adds one framed record to the next write and says where it will sit.
     pub fn stage(&mut self, body: &[u8], id: LogId, span: Option<MessageSpan>, timestamp_us: i64) -> Location {
-        let pos = self.active_len + self.staged.len() as u64;
+        let pos = self.end + self.staged.len() as u64;
         frame_into(body, &mut self.staged);
-        let frame_len = (self.active_len + self.staged.len() as u64 - pos) as u32;
+        let frame_len = (self.end + self.staged.len() as u64 - pos) as u32;
         let kind = RecordKind::from_byte(body[0]).expect("the writer stages known record kinds");
         self.active_rows.push(IndexRow { pos, frame_len, kind, id, span, timestamp_us });
         Location { log: self.id, segment: self.active_no, pos, frame_len }
     }
 
-    pub fn staged_len(&self) -> usize {
-        self.staged.len()
-    }
-
-    /// Writes what is staged and fdatasyncs the file once.
-    pub fn write_and_sync(&mut self, ledger: Option<&SyncLedger>) -> std::io::Result<()> {
-        if self.staged.is_empty() {
-            return Ok(());
-        }
-        self.active.write_all_at(&self.staged, self.active_len)?;
-        datasync(&self.active)?;
-        self.active_len += self.staged.len() as u64;
-        self.staged.clear();
-        if let Some(l) = ledger {
-            l.record(&segment_path(&self.dir, self.active_no), self.active_len);
-        }
-        Ok(())
+    /// Hands what is staged to a write of its own; the log's end moves past it.
+    pub fn take_write(&mut self) -> LogWrite {
+        let bytes = std::mem::take(&mut self.staged);
+        let write = LogWrite {
+            log: self.id,
+            dir: self.dir.clone(),
+            segment: self.active_no,
+            at: self.end,
+            prepare: std::mem::take(&mut self.prepare),
+            bytes,
+        };
+        self.end += write.bytes.len() as u64;
+        write
     }
 }

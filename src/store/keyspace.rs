@@ -1,8 +1,8 @@
-//! A keyspace: one sorted map in RAM that remembers which of its rows changed
-//! since the last checkpoint.
+//! A keyspace: one sorted map in RAM that logs each change to its rows until
+//! the next checkpoint takes them.
 
 use serde::{de::DeserializeOwned, Serialize};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 /// A key as the checkpoint stores it: bytes that sort like the key.
 pub trait RowKey: Ord + Clone {
@@ -99,12 +99,15 @@ pub struct RowChange {
 pub struct Keyspace<K, V> {
     pub name: &'static str,
     map: BTreeMap<K, V>,
-    dirty: BTreeSet<K>,
+    /// Every change since the last checkpoint, in order, a row possibly
+    /// more than once: appending costs less on the apply path than keeping
+    /// a set, and taking them under the store's lock is a swap.
+    changes: Vec<(K, Option<V>)>,
 }
 
-impl<K: RowKey, V: Serialize + DeserializeOwned> Keyspace<K, V> {
+impl<K: RowKey, V: Serialize + DeserializeOwned + Clone> Keyspace<K, V> {
     pub fn new(name: &'static str) -> Self {
-        Self { name, map: BTreeMap::new(), dirty: BTreeSet::new() }
+        Self { name, map: BTreeMap::new(), changes: Vec::new() }
     }
 
     /// Loads a row read from the checkpoint; it is not dirty.
@@ -122,7 +125,7 @@ impl<K: RowKey, V: Serialize + DeserializeOwned> Keyspace<K, V> {
     pub fn remove(&mut self, key: &K) -> Option<V> {
         let old = self.map.remove(key);
         if old.is_some() {
-            self.dirty.insert(key.clone());
+            self.changes.push((key.clone(), None));
         }
         old
     }
@@ -133,7 +136,7 @@ impl<K: RowKey, V: Serialize + DeserializeOwned> Keyspace<K, V> {
     }
 
     pub fn insert(&mut self, key: K, value: V) {
-        self.dirty.insert(key.clone());
+        self.changes.push((key.clone(), Some(value.clone())));
         self.map.insert(key, value);
     }
 
@@ -142,7 +145,7 @@ impl<K: RowKey, V: Serialize + DeserializeOwned> Keyspace<K, V> {
         match self.map.get_mut(key) {
             Some(v) => {
                 f(v);
-                self.dirty.insert(key.clone());
+                self.changes.push((key.clone(), Some(v.clone())));
                 true
             }
             None => false,
@@ -161,41 +164,51 @@ impl<K: RowKey, V: Serialize + DeserializeOwned> Keyspace<K, V> {
         self.map.is_empty()
     }
 
-    /// The rows changed since the last call, copied out so that encoding
-    /// them happens on the checkpointer's thread, not under the store lock.
-    pub fn take_changes(&mut self) -> ChangedRows<K, V>
-    where
-        V: Clone,
-    {
-        let rows = std::mem::take(&mut self.dirty).into_iter().map(|k| (self.map.get(&k).cloned(), k)).collect();
-        ChangedRows { keyspace: self.name, rows }
+    /// The changes since the last call, moved out so that sorting and
+    /// encoding them happen on the checkpointer's thread.
+    pub fn take_changes(&mut self) -> ChangedRows<K, V> {
+        ChangedRows { keyspace: self.name, changes: std::mem::take(&mut self.changes) }
     }
 }
 
-/// Changed rows of one keyspace, not yet encoded.
+/// Changes to one keyspace, in the order they were made, not yet encoded.
 pub struct ChangedRows<K, V> {
     keyspace: &'static str,
-    rows: Vec<(Option<V>, K)>,
+    changes: Vec<(K, Option<V>)>,
+}
+
+impl<K: Ord, V> ChangedRows<K, V> {
+    /// Each changed row once, as its last change left it, in key order.
+    fn last_per_row(mut self) -> Vec<(K, Option<V>)> {
+        // A stable sort keeps a row's changes in order; the last one wins.
+        self.changes.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut rows: Vec<(K, Option<V>)> = Vec::with_capacity(self.changes.len());
+        for change in self.changes {
+            match rows.last_mut() {
+                Some(last) if last.0 == change.0 => *last = change,
+                _ => rows.push(change),
+            }
+        }
+        rows
+    }
 }
 
 /// Changed rows of any keyspace, ready to be encoded for the checkpoint.
 pub trait EncodeChanges: Send {
+    /// How many changes it holds: a row changed twice counts twice.
     fn rows(&self) -> usize;
     fn encode_into(self: Box<Self>, out: &mut Vec<RowChange>);
 }
 
 impl<K: RowKey + Send, V: Serialize + Send> EncodeChanges for ChangedRows<K, V> {
     fn rows(&self) -> usize {
-        self.rows.len()
+        self.changes.len()
     }
 
     fn encode_into(self: Box<Self>, out: &mut Vec<RowChange>) {
-        for (value, key) in self.rows {
-            out.push(RowChange {
-                keyspace: self.keyspace,
-                key: key.encode(),
-                value: value.map(|v| crate::codec::to_bytes(&v)),
-            });
+        let keyspace = self.keyspace;
+        for (key, value) in self.last_per_row() {
+            out.push(RowChange { keyspace, key: key.encode(), value: value.map(|v| crate::codec::to_bytes(&v)) });
         }
     }
 }

@@ -1,0 +1,137 @@
+//! The single-node replicator: a pipeline of three threads, so that the disk
+//! is kept busy while the CPU plans and applies.
+//!
+//! - the sequencer plans every command that arrives into the open batch and
+//!   stages its records, and hands the batch on as soon as the syncer is
+//!   free, so whatever arrives during one fsync shares the next (group
+//!   commit);
+//! - the syncer writes a batch into every log it touches and fdatasyncs each
+//!   of them once;
+//! - the applier applies the batch, answers its commands, and checkpoints.
+//!
+//! No answer leaves before its batch, and every batch before it, is durable
+//! and applied: the batches pass through each stage in order.
+
+mod applier;
+mod sequencer;
+mod syncer;
+
+use super::{Proposal, ProposeError, Replicator};
+use crate::metrics::Metrics;
+use crate::planner::command::{Answer, Command};
+use crate::planner::{Planned, Planner};
+use crate::qlog::files::{FileTable, Location};
+use crate::qlog::pending_sync::PendingSync;
+use crate::qlog::sync_ledger::SyncLedger;
+use crate::qlog::writer::QlogWriter;
+use crate::store::checkpointer::Checkpointer;
+use crate::store::Store;
+use std::sync::atomic::AtomicU64;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, RwLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+use tokio::sync::oneshot;
+
+type Reply = oneshot::Sender<Result<Answer, ProposeError>>;
+
+/// What reaches the sequencer.
+enum Msg {
+    Propose(Command, Reply),
+    /// The syncer finished a batch and can take the next.
+    Synced,
+    Stop,
+}
+
+/// One group commit on its way through the pipeline.
+struct Batch {
+    number: u64,
+    started: Instant,
+    planned: Vec<(Planned, Reply)>,
+    /// Per planned entry, in order: where its message records sit.
+    locations: Vec<Vec<Location>>,
+    pending: PendingSync,
+    /// The qlog bytes the batch wrote.
+    bytes: u64,
+}
+
+/// What the pipeline's threads own between them.
+pub struct Pipeline {
+    pub planner: Planner,
+    pub writer: QlogWriter,
+    pub files: Arc<FileTable>,
+    pub ledger: Option<Arc<SyncLedger>>,
+    pub state: Arc<RwLock<Store>>,
+    pub checkpointer: Checkpointer,
+    pub durable_every: Duration,
+    pub durable_every_bytes: u64,
+    pub metrics: Arc<Metrics>,
+    /// Woken after every apply, for readers that wait for new data.
+    pub applied: Arc<tokio::sync::Notify>,
+}
+
+pub struct LocalReplicator {
+    tx: Mutex<Option<mpsc::Sender<Msg>>>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> JoinHandle<()> {
+    std::thread::Builder::new().name(name.into()).spawn(f).unwrap_or_else(|e| panic!("spawn the {name} thread: {e}"))
+}
+
+impl LocalReplicator {
+    pub fn start(p: Pipeline) -> Self {
+        let (tx, rx) = mpsc::channel();
+        let (to_applier, applier_rx) = mpsc::channel();
+        let (to_syncer, syncer_rx) = mpsc::channel();
+        // The last batch the store holds; written under the store's lock.
+        let applied_batch = Arc::new(AtomicU64::new(0));
+        let applier = applier::Applier {
+            state: p.state.clone(),
+            applied_batch: applied_batch.clone(),
+            checkpointer: p.checkpointer,
+            durable_every: p.durable_every,
+            durable_every_bytes: p.durable_every_bytes,
+            metrics: p.metrics,
+            applied: p.applied,
+        };
+        let applier = spawn("applier", move || applier.run(applier_rx));
+        let syncer = syncer::Syncer { files: p.files, ledger: p.ledger, synced: tx.clone(), next: to_applier };
+        let syncer = spawn("syncer", move || syncer.run(syncer_rx));
+        let sequencer = sequencer::Sequencer {
+            planner: p.planner,
+            writer: p.writer,
+            state: p.state,
+            applied_batch,
+            to_syncer,
+            threads: vec![syncer, applier],
+        };
+        let thread = spawn("sequencer", move || sequencer.run(rx));
+        Self { tx: Mutex::new(Some(tx)), thread: Mutex::new(Some(thread)) }
+    }
+}
+
+impl Replicator for LocalReplicator {
+    fn propose(&self, command: Command) -> Proposal<'_> {
+        let (reply, answer) = oneshot::channel();
+        let sent = match self.tx.lock().expect("replicator lock").as_ref() {
+            Some(tx) => tx.send(Msg::Propose(command, reply)).is_ok(),
+            None => false,
+        };
+        Box::pin(async move {
+            if !sent {
+                return Err(ProposeError::ShuttingDown);
+            }
+            answer.await.unwrap_or(Err(ProposeError::ShuttingDown))
+        })
+    }
+
+    fn stop(&self) {
+        if let Some(tx) = self.tx.lock().expect("replicator lock").take() {
+            let _ = tx.send(Msg::Stop);
+        }
+        if let Some(t) = self.thread.lock().expect("replicator lock").take() {
+            let _ = t.join();
+        }
+    }
+}

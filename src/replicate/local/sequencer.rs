@@ -1,0 +1,111 @@
+//! The pipeline's first stage: plans commands into the open batch, stages
+//! their records in the qlog writer, and hands the batch to the syncer as
+//! soon as it is free.
+
+use super::{Batch, Msg, Reply};
+use crate::planner::command::Command;
+use crate::planner::Planner;
+use crate::qlog::pending_sync::PendingSync;
+use crate::qlog::writer::{EntryWrite, QlogWriter};
+use crate::store::Store;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, RwLock};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+/// The most commands planned under one hold of the store's lock.
+const MAX_CHUNK: usize = 8192;
+
+pub(super) struct Sequencer {
+    pub planner: Planner,
+    pub writer: QlogWriter,
+    pub state: Arc<RwLock<Store>>,
+    pub applied_batch: Arc<AtomicU64>,
+    pub to_syncer: mpsc::Sender<Batch>,
+    /// The later stages, joined once they have drained.
+    pub threads: Vec<JoinHandle<()>>,
+}
+
+impl Sequencer {
+    pub fn run(mut self, rx: mpsc::Receiver<Msg>) {
+        let mut open: Option<Batch> = None;
+        let mut next_number = 1;
+        let mut syncer_free = true;
+        let mut last_ts = 0i64;
+        loop {
+            let mut inbox = vec![rx.recv().unwrap_or(Msg::Stop)];
+            while inbox.len() < MAX_CHUNK {
+                match rx.try_recv() {
+                    Ok(msg) => inbox.push(msg),
+                    Err(_) => break,
+                }
+            }
+            let mut stop = false;
+            let mut commands = Vec::with_capacity(inbox.len());
+            for msg in inbox {
+                match msg {
+                    Msg::Propose(c, r) => commands.push((c, r)),
+                    Msg::Synced => syncer_free = true,
+                    Msg::Stop => stop = true,
+                }
+            }
+            if !commands.is_empty() {
+                // The planner's clock moves forward with every chunk, so what
+                // is planned later is always later than what is applied.
+                last_ts = (last_ts + 1).max(chrono::Utc::now().timestamp_micros());
+                let batch = open.get_or_insert_with(|| {
+                    next_number += 1;
+                    Batch {
+                        number: next_number - 1,
+                        started: Instant::now(),
+                        planned: Vec::new(),
+                        locations: Vec::new(),
+                        pending: PendingSync::default(),
+                        bytes: 0,
+                    }
+                });
+                self.plan(batch, commands, last_ts);
+            }
+            if syncer_free || stop {
+                if let Some(mut batch) = open.take() {
+                    batch.pending = self.writer.take_pending();
+                    syncer_free = false;
+                    if self.to_syncer.send(batch).is_err() {
+                        stop = true;
+                    }
+                }
+            }
+            if stop {
+                // The syncer and then the applier drain what they hold and end.
+                drop(self.to_syncer);
+                for t in self.threads {
+                    let _ = t.join();
+                }
+                tracing::info!("replicator stopped after a final checkpoint");
+                return;
+            }
+        }
+    }
+
+    fn plan(&mut self, batch: &mut Batch, commands: Vec<(Command, Reply)>, timestamp_us: i64) {
+        let first = batch.planned.len();
+        {
+            let store = self.state.read().expect("store lock");
+            // Read under the lock, so the overlay keeps exactly what the
+            // store does not hold yet.
+            self.planner.batches_applied(self.applied_batch.load(Ordering::Acquire));
+            self.planner.open_batch(batch.number);
+            for (command, reply) in commands {
+                batch.planned.push((self.planner.plan(&store, command, timestamp_us), reply));
+            }
+        }
+        for (planned, _) in &batch.planned[first..] {
+            if let Some(e) = &planned.entry {
+                let write =
+                    EntryWrite { id: e.id, effects: e.body.encode(), queues: e.queues(), messages: &e.messages };
+                batch.locations.push(self.writer.stage(&write));
+            }
+        }
+    }
+}
