@@ -42,8 +42,8 @@ fn main() {
     let want = |section: &str| only.is_empty() || only.split(',').any(|s| s == section);
     if want("append") {
         println!("## Append, 1 KiB messages, fsync before every answer\n");
-        println!("| writers | queues | logs | zstd | messages/s | MB/s of payload | % of disk bandwidth | p50 latency | p99 latency | p99 / p99 fdatasync |");
-        println!("|---|---|---|---|---|---|---|---|---|---|");
+        println!("| writers | queues | logs | zstd | messages/s | MB/s of payload | % of disk bandwidth | p50 latency | p99 latency | p99 / p99 fdatasync | entries per group commit |");
+        println!("|---|---|---|---|---|---|---|---|---|---|---|");
         let runs = [
             (1usize, 1usize, 0u32, 1),
             (16, 1, 0, 1),
@@ -58,13 +58,14 @@ fn main() {
             let mbs = r.messages as f64 * 1024.0 / r.elapsed.as_secs_f64();
             let logs = if shards == 0 { queues.to_string() } else { shards.to_string() };
             println!(
-                "| {writers} | {queues} | {logs} | {zstd} | {:.0} | {:.1} | {:.0}% | {:.3} ms | {:.3} ms | {:.2} |",
+                "| {writers} | {queues} | {logs} | {zstd} | {:.0} | {:.1} | {:.0}% | {:.3} ms | {:.3} ms | {:.2} | {:.0} |",
                 r.messages as f64 / r.elapsed.as_secs_f64(),
                 mbs / 1e6,
                 100.0 * mbs / disk_bw,
                 ms(r.p50),
                 ms(r.p99),
                 r.p99.as_secs_f64() / sync_p99.as_secs_f64(),
+                r.per_commit,
             );
         }
     }
@@ -124,6 +125,8 @@ struct Run {
     elapsed: Duration,
     p50: Duration,
     p99: Duration,
+    /// Entries per group commit: how many answers shared each fdatasync.
+    per_commit: f64,
 }
 
 /// `writers` concurrent writers, each pushing one message at a time to one of
@@ -163,10 +166,10 @@ async fn append_run(
         lat.extend(t.await.unwrap());
     }
     let elapsed = start.elapsed();
-    eprintln!("DEBUG commits {} entries {}", node.metrics.group_commits.get(), node.metrics.entries_applied.get());
+    let per_commit = node.metrics.entries_applied.get() as f64 / node.metrics.group_commits.get().max(1) as f64;
     node.replicator.stop();
     lat.sort();
-    Run { messages: lat.len() as u64, elapsed, p50: lat[lat.len() / 2], p99: lat[lat.len() * 99 / 100] }
+    Run { messages: lat.len() as u64, elapsed, p50: lat[lat.len() / 2], p99: lat[lat.len() * 99 / 100], per_commit }
 }
 
 fn qlog_bytes(dir: &Path) -> u64 {

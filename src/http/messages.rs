@@ -85,8 +85,7 @@ fn locate(node: &Node, partition_id: &str, transaction_id: &str) -> Result<(u64,
     let store = node.state.read().expect("store lock");
     let offset = store
         .dedup
-        .get(&(q, p, transaction_hash(transaction_id)))
-        .map(|d| d.offset)
+        .get(q, p, &transaction_hash(transaction_id))
         .ok_or_else(|| not_found(format!("no message {transaction_id:?} in partition {partition_id}")))?;
     Ok((q, p, offset))
 }

@@ -7,7 +7,7 @@ use super::effect::{Effect, Entry};
 use super::queue_options;
 use crate::qlog::files::Location;
 use crate::store::locator::Span;
-use crate::store::rows::{CursorRow, DedupRow, DlqRow, GroupRow, PartitionRow, QueueRow};
+use crate::store::rows::{CursorRow, DlqRow, GroupRow, PartitionRow, QueueRow};
 use crate::store::{CursorKey, Store};
 
 /// Applies `entry`, whose message records sit at `locations` (one per
@@ -113,7 +113,7 @@ pub fn apply(store: &mut Store, entry: &Entry, locations: &[Location]) -> bool {
                     })
                     .expect("every append has its message record");
                 for (k, hash) in record.hashes.iter().enumerate() {
-                    store.dedup.insert((*queue, *partition, *hash), DedupRow { offset: first_offset + k as u64 });
+                    store.dedup.insert(*queue, *partition, *hash, first_offset + k as u64);
                 }
                 store.locator.insert(
                     *queue,

@@ -159,10 +159,7 @@ impl Overlay {
     }
 
     pub fn dedup(&self, store: &Store, queue: u64, partition: u64, hash: &[u8; 16]) -> Option<u64> {
-        self.dedup
-            .get(&(queue, partition, *hash))
-            .copied()
-            .or_else(|| store.dedup.get(&(queue, partition, *hash)).map(|r| r.offset))
+        self.dedup.get(&(queue, partition, *hash)).copied().or_else(|| store.dedup.get(queue, partition, hash))
     }
 
     pub fn record_dedup(&mut self, queue: u64, partition: u64, hash: [u8; 16], offset: u64) {

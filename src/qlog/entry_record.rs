@@ -4,13 +4,13 @@
 //! log can prove after a crash that it holds its part: the whole entry record
 //! in the lowest touched log, and a 61-byte stub naming it in the others.
 //!
-//! Entry body: kind `2`, term u64, index u64, copies u32, the touched log ids
-//! (`copies` × u64, ascending), then the encoded effects.
+//! Entry body: kind `2`, then as LEB128 varints term, index, copies and the
+//! touched log ids (`copies` of them, ascending), then the encoded effects.
 //! Stub body (49 bytes, 61 framed): kind `3`, term u64, index u64, home log
 //! u64, copies u32, ordinal u32 (1.. in the touched list), and the xxh3-128 of
 //! the entry body.
 
-use super::record::{Fields, RecordKind, FRAME_HEADER};
+use super::record::{put_varint, Fields, RecordKind, FRAME_HEADER};
 use crate::log_id::LogId;
 use xxhash_rust::xxh3::xxh3_128;
 
@@ -41,13 +41,13 @@ pub struct MalformedRecord(pub &'static str);
 
 impl EntryRecord {
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(21 + 8 * self.touched.len() + self.effects.len());
+        let mut out = Vec::with_capacity(31 + 10 * self.touched.len() + self.effects.len());
         out.push(RecordKind::Entry as u8);
-        out.extend_from_slice(&self.id.term.to_le_bytes());
-        out.extend_from_slice(&self.id.index.to_le_bytes());
-        out.extend_from_slice(&(self.touched.len() as u32).to_le_bytes());
+        put_varint(&mut out, self.id.term);
+        put_varint(&mut out, self.id.index);
+        put_varint(&mut out, self.touched.len() as u64);
         for log in &self.touched {
-            out.extend_from_slice(&log.to_le_bytes());
+            put_varint(&mut out, *log);
         }
         out.extend_from_slice(&self.effects);
         out
@@ -57,12 +57,12 @@ impl EntryRecord {
         let bad = || MalformedRecord("entry");
         let mut f = Fields::new(body);
         f.u8().ok_or_else(bad)?;
-        let id = LogId::new(f.u64().ok_or_else(bad)?, f.u64().ok_or_else(bad)?);
-        let copies = f.u32().ok_or_else(bad)? as usize;
-        if copies == 0 || copies > body.len() / 8 {
+        let id = LogId::new(f.varint().ok_or_else(bad)?, f.varint().ok_or_else(bad)?);
+        let copies = f.varint().ok_or_else(bad)? as usize;
+        if copies == 0 || copies > body.len() {
             return Err(bad());
         }
-        let touched = (0..copies).map(|_| f.u64().ok_or_else(bad)).collect::<Result<Vec<_>, _>>()?;
+        let touched = (0..copies).map(|_| f.varint().ok_or_else(bad)).collect::<Result<Vec<_>, _>>()?;
         Ok(Self { id, touched, effects: f.rest().to_vec() })
     }
 

@@ -1,12 +1,12 @@
 //! The message record: one append, the messages of one push for one
 //! partition after dedup.
 //!
-//! Body: kind `1`, term u64, index u64, queue u64, partition u64,
-//! first offset u64, count u32, timestamp (µs since the epoch) i64, then
-//! `count` 16-byte transactionId hashes, then `count` payloads, each
-//! `[flags u8][stored length u32]([raw length u32] if compressed)[bytes]`.
+//! Body: kind `1`, then as LEB128 varints term, index, queue, partition,
+//! first offset and count, then the timestamp (µs since the epoch) as i64
+//! LE, then `count` 16-byte transactionId hashes, then `count` payloads, each
+//! `[flags u8][stored length varint]([raw length varint] if compressed)[bytes]`.
 
-use super::record::{Fields, RecordKind};
+use super::record::{put_varint, Fields, RecordKind};
 use crate::log_id::LogId;
 use std::cell::RefCell;
 use zstd::bulk::Compressor;
@@ -39,8 +39,9 @@ thread_local! {
     static COMPRESSOR: RefCell<Option<(i32, Compressor<'static>)>> = const { RefCell::new(None) };
 }
 
-/// The bytes of a payload that the incompressibility test looks at.
-const SAMPLE_BYTES: usize = 1024;
+/// The bytes of a payload that the incompressibility test looks at: enough
+/// that random bytes measure well above the threshold (about 7.6 bits).
+const SAMPLE_BYTES: usize = 512;
 
 /// `c · log2(c)` for every count a sample can hold, so the test costs table
 /// lookups rather than logarithms.
@@ -55,16 +56,33 @@ static C_LOG2_C: std::sync::LazyLock<Vec<f64>> = std::sync::LazyLock::new(|| {
 /// whose only redundancy is long repeats of high-entropy bytes is missed,
 /// and stored raw.
 fn looks_incompressible(raw: &[u8]) -> bool {
-    let mut counts = [0u16; 256];
-    let step = (raw.len() / SAMPLE_BYTES).max(1);
-    let mut n = 0usize;
-    for b in raw.iter().step_by(step).take(SAMPLE_BYTES) {
-        counts[*b as usize] += 1;
-        n += 1;
+    let mut gathered = [0u8; SAMPLE_BYTES];
+    let sample = if raw.len() <= SAMPLE_BYTES {
+        raw
+    } else {
+        let step = raw.len() / SAMPLE_BYTES;
+        for (slot, b) in gathered.iter_mut().zip(raw.iter().step_by(step)) {
+            *slot = *b;
+        }
+        &gathered[..]
+    };
+    // Four histograms, so consecutive bytes do not wait on each other's count.
+    let mut counts = [[0u16; 256]; 4];
+    let mut quads = sample.chunks_exact(4);
+    for q in &mut quads {
+        counts[0][q[0] as usize] += 1;
+        counts[1][q[1] as usize] += 1;
+        counts[2][q[2] as usize] += 1;
+        counts[3][q[3] as usize] += 1;
     }
+    for b in quads.remainder() {
+        counts[0][*b as usize] += 1;
+    }
+    let table = &*C_LOG2_C;
+    let sum: f64 = (0..256).map(|i| table[(counts[0][i] + counts[1][i] + counts[2][i] + counts[3][i]) as usize]).sum();
     // H = log2(n) - Σ c·log2(c) / n
-    let sum: f64 = counts.iter().map(|c| C_LOG2_C[*c as usize]).sum();
-    (n as f64).log2() - sum / n as f64 > 7.2
+    let n = sample.len() as f64;
+    n.log2() - sum / n > 7.2
 }
 
 impl StoredPayload {
@@ -128,18 +146,16 @@ impl MessageRecord {
             .payloads
             .iter()
             .map(|p| match p {
-                StoredPayload::Raw(b) => b.len() + 5,
-                StoredPayload::Zstd { bytes, .. } => bytes.len() + 9,
+                StoredPayload::Raw(b) => b.len() + 6,
+                StoredPayload::Zstd { bytes, .. } => bytes.len() + 11,
             })
             .sum();
-        let mut out = Vec::with_capacity(61 + 16 * self.hashes.len() + payload_bytes);
+        let mut out = Vec::with_capacity(69 + 16 * self.hashes.len() + payload_bytes);
         out.push(RecordKind::Message as u8);
-        out.extend_from_slice(&self.id.term.to_le_bytes());
-        out.extend_from_slice(&self.id.index.to_le_bytes());
-        out.extend_from_slice(&self.span.queue.to_le_bytes());
-        out.extend_from_slice(&self.span.partition.to_le_bytes());
-        out.extend_from_slice(&self.span.first_offset.to_le_bytes());
-        out.extend_from_slice(&self.span.count.to_le_bytes());
+        for v in [self.id.term, self.id.index, self.span.queue, self.span.partition, self.span.first_offset] {
+            put_varint(&mut out, v);
+        }
+        put_varint(&mut out, self.span.count.into());
         out.extend_from_slice(&self.timestamp_us.to_le_bytes());
         for h in &self.hashes {
             out.extend_from_slice(h);
@@ -148,13 +164,13 @@ impl MessageRecord {
             match p {
                 StoredPayload::Zstd { raw_len, bytes } => {
                     out.push(FLAG_ZSTD);
-                    out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
-                    out.extend_from_slice(&raw_len.to_le_bytes());
+                    put_varint(&mut out, bytes.len() as u64);
+                    put_varint(&mut out, (*raw_len).into());
                     out.extend_from_slice(bytes);
                 }
                 StoredPayload::Raw(bytes) => {
                     out.push(0);
-                    out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+                    put_varint(&mut out, bytes.len() as u64);
                     out.extend_from_slice(bytes);
                 }
             }
@@ -170,8 +186,13 @@ impl MessageRecord {
 
     fn head(f: &mut Fields<'_>) -> Option<(LogId, MessageSpan, i64)> {
         f.u8()?;
-        let id = LogId::new(f.u64()?, f.u64()?);
-        let span = MessageSpan { queue: f.u64()?, partition: f.u64()?, first_offset: f.u64()?, count: f.u32()? };
+        let id = LogId::new(f.varint()?, f.varint()?);
+        let span = MessageSpan {
+            queue: f.varint()?,
+            partition: f.varint()?,
+            first_offset: f.varint()?,
+            count: f.varint()?.try_into().ok()?,
+        };
         Some((id, span, f.i64()?))
     }
 
@@ -180,13 +201,16 @@ impl MessageRecord {
         let mut f = Fields::new(body);
         let (id, span, timestamp_us) = Self::head(&mut f).ok_or(MessageRecordError::Short)?;
         let n = span.count as usize;
+        if n > body.len() / 16 {
+            return Err(MessageRecordError::Short);
+        }
         let hashes = (0..n).map(|_| f.array16()).collect::<Option<Vec<_>>>().ok_or(MessageRecordError::Short)?;
         let mut payloads = Vec::with_capacity(n);
         for _ in 0..n {
             let flags = f.u8().ok_or(MessageRecordError::Short)?;
-            let stored = f.u32().ok_or(MessageRecordError::Short)? as usize;
+            let stored = f.varint().ok_or(MessageRecordError::Short)? as usize;
             if flags & FLAG_ZSTD != 0 {
-                let raw_len = f.u32().ok_or(MessageRecordError::Short)?;
+                let raw_len = f.varint().and_then(|v| u32::try_from(v).ok()).ok_or(MessageRecordError::Short)?;
                 let bytes = f.bytes(stored).ok_or(MessageRecordError::Short)?.to_vec();
                 payloads.push(StoredPayload::Zstd { raw_len, bytes });
             } else {

@@ -79,6 +79,12 @@ pub fn read_frame(buf: &[u8], pos: usize) -> Frame<'_> {
     }
 }
 
+/// Appends `v` as an unsigned LEB128 varint: ids, offsets and lengths are
+/// small, and a record header of fixed u64s was a third of a small message.
+pub fn put_varint(out: &mut Vec<u8>, v: u64) {
+    leb128::write::unsigned(out, v).expect("writing to a Vec cannot fail");
+}
+
 /// Little-endian field reader over a record body; every getter fails with
 /// `None` instead of panicking on a short body.
 pub struct Fields<'a> {
@@ -107,6 +113,14 @@ impl<'a> Fields<'a> {
     }
     pub fn i64(&mut self) -> Option<i64> {
         self.bytes(8).map(|b| i64::from_le_bytes(b.try_into().unwrap()))
+    }
+    /// An unsigned LEB128 varint (`put_varint`).
+    pub fn varint(&mut self) -> Option<u64> {
+        let mut rest = self.buf.get(self.pos..)?;
+        let before = rest.len();
+        let v = leb128::read::unsigned(&mut rest).ok()?;
+        self.pos += before - rest.len();
+        Some(v)
     }
     pub fn array16(&mut self) -> Option<[u8; 16]> {
         self.bytes(16).map(|b| b.try_into().unwrap())

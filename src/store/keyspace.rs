@@ -29,21 +29,6 @@ impl RowKey for (u64, u64) {
     }
 }
 
-impl RowKey for (u64, u64, [u8; 16]) {
-    fn encode(&self) -> Vec<u8> {
-        [&self.0.to_be_bytes()[..], &self.1.to_be_bytes()[..], &self.2[..]].concat()
-    }
-    fn decode(b: &[u8]) -> Option<Self> {
-        (b.len() == 32).then(|| {
-            (
-                u64::from_be_bytes(b[..8].try_into().unwrap()),
-                u64::from_be_bytes(b[8..16].try_into().unwrap()),
-                b[16..].try_into().unwrap(),
-            )
-        })
-    }
-}
-
 impl RowKey for (u64, String) {
     fn encode(&self) -> Vec<u8> {
         [&self.0.to_be_bytes()[..], self.1.as_bytes()].concat()
@@ -178,6 +163,15 @@ pub struct ChangedRows<K, V> {
 }
 
 impl<K: Ord, V> ChangedRows<K, V> {
+    pub fn new(keyspace: &'static str, changes: Vec<(K, Option<V>)>) -> Self {
+        Self { keyspace, changes }
+    }
+
+    #[cfg(test)]
+    pub fn rows_in_order(self) -> Vec<(K, Option<V>)> {
+        self.changes
+    }
+
     /// Each changed row once, as its last change left it, in key order.
     fn last_per_row(mut self) -> Vec<(K, Option<V>)> {
         // A stable sort keeps a row's changes in order; the last one wins.

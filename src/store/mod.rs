@@ -4,6 +4,7 @@
 
 pub mod checkpoint;
 pub mod checkpointer;
+pub mod dedup;
 pub mod keyspace;
 pub mod locator;
 pub mod rows;
@@ -12,14 +13,14 @@ pub mod scrub;
 use crate::log_id::LogId;
 use crate::planner::queue_options::QueueOptions;
 use checkpoint::{CheckpointError, LoadedRows};
+use dedup::DedupIndex;
 use keyspace::{EncodeChanges, Keyspace};
 use locator::Locator;
-use rows::{CursorRow, DedupRow, DlqRow, GroupRow, KvRow, PartitionRow, QueueRow, TimerRow};
+use rows::{CursorRow, DlqRow, GroupRow, KvRow, PartitionRow, QueueRow, TimerRow};
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 
 pub type PartitionKey = (u64, u64);
-pub type DedupKey = (u64, u64, [u8; 16]);
 /// (queue id, partition id, consumer group).
 pub type CursorKey = (u64, u64, String);
 /// (queue id, partition id, consumer group, offset).
@@ -37,7 +38,7 @@ pub struct Store {
     pub next_kv_version: u64,
     pub queues: Keyspace<String, QueueRow>,
     pub partitions: Keyspace<PartitionKey, PartitionRow>,
-    pub dedup: Keyspace<DedupKey, DedupRow>,
+    pub dedup: DedupIndex,
     pub cursors: Keyspace<CursorKey, CursorRow>,
     pub groups: Keyspace<(u64, String), GroupRow>,
     pub dlq: Keyspace<DlqKey, DlqRow>,
@@ -90,7 +91,7 @@ impl Default for Store {
             next_kv_version: 1,
             queues: Keyspace::new("queues"),
             partitions: Keyspace::new("partitions"),
-            dedup: Keyspace::new("dedup"),
+            dedup: DedupIndex::default(),
             cursors: Keyspace::new("cursors"),
             groups: Keyspace::new("groups"),
             dlq: Keyspace::new("dlq"),
@@ -326,11 +327,7 @@ impl Store {
                 self.partition_ids.remove(&(id, row.name));
             }
             self.locator.remove(key.0, key.1);
-        }
-        let dedup: Vec<DedupKey> =
-            self.dedup.range((id, 0, [0; 16])..=(id, u64::MAX, [0xff; 16])).map(|(k, _)| *k).collect();
-        for key in dedup {
-            self.dedup.remove(&key);
+            self.dedup.remove_partition(key.0, key.1);
         }
         let cursors: Vec<CursorKey> = self.cursors.iter().filter(|(k, _)| k.0 == id).map(|(k, _)| k.clone()).collect();
         for key in cursors {

@@ -26,11 +26,11 @@ pub struct PartitionRow {
     pub last_write_us: i64,
 }
 
-/// `dedup`: (queue id, partition id, transactionId hash) → where the first
-/// push with that transactionId landed.
+/// `dedup`: (queue id, partition id, offset) → the transactionId hash of the
+/// message stored there (see `store/dedup.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DedupRow {
-    pub offset: u64,
+    pub hash: [u8; 16],
 }
 
 /// `cursors`: (queue id, partition id, consumer group) → where the group is

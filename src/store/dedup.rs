@@ -1,0 +1,96 @@
+//! The dedup rows: for every stored message with a transactionId, the offset
+//! it landed at, so a retry answers the original offset.
+//!
+//! Two shapes for two readers. In RAM a push asks by hash, so each partition
+//! has a hash map. In the checkpoint the rows are keyed (queue, partition,
+//! offset) → hash: a partition's new rows then land at the end of its key
+//! range, so a checkpoint rewrites a few B-tree pages per partition instead
+//! of touching a random page for every message, and retention can drop a
+//! partition's oldest rows as one range.
+
+use super::keyspace::{ChangedRows, RowKey};
+use super::rows::DedupRow;
+use super::PartitionKey;
+use std::collections::HashMap;
+
+pub const KEYSPACE: &str = "dedup";
+
+/// (queue id, partition id, offset): a dedup row's checkpoint key.
+pub type DedupKey = (u64, u64, u64);
+
+impl RowKey for (u64, u64, u64) {
+    fn encode(&self) -> Vec<u8> {
+        [self.0.to_be_bytes(), self.1.to_be_bytes(), self.2.to_be_bytes()].concat()
+    }
+    fn decode(b: &[u8]) -> Option<Self> {
+        let word = |i: usize| Some(u64::from_be_bytes(b.get(i * 8..i * 8 + 8)?.try_into().ok()?));
+        (b.len() == 24).then(|| Some((word(0)?, word(1)?, word(2)?))).flatten()
+    }
+}
+
+#[derive(Default)]
+pub struct DedupIndex {
+    /// Per partition: transactionId hash → offset.
+    by_hash: HashMap<PartitionKey, HashMap<[u8; 16], u64>>,
+    /// Changes since the last checkpoint, in order.
+    changes: Vec<(DedupKey, Option<DedupRow>)>,
+}
+
+impl DedupIndex {
+    /// Loads a row read from the checkpoint.
+    pub fn load_row(&mut self, key: &[u8], value: &[u8]) -> Result<(), String> {
+        let (q, p, offset) =
+            DedupKey::decode(key).ok_or_else(|| format!("key of {} bytes does not decode", key.len()))?;
+        let row: DedupRow = crate::codec::from_bytes(value).map_err(|e| format!("value does not decode: {e}"))?;
+        self.by_hash.entry((q, p)).or_default().insert(row.hash, offset);
+        Ok(())
+    }
+
+    /// The offset of the message with transactionId hash `hash`, if stored.
+    pub fn get(&self, queue: u64, partition: u64, hash: &[u8; 16]) -> Option<u64> {
+        self.by_hash.get(&(queue, partition))?.get(hash).copied()
+    }
+
+    pub fn insert(&mut self, queue: u64, partition: u64, hash: [u8; 16], offset: u64) {
+        self.by_hash.entry((queue, partition)).or_default().insert(hash, offset);
+        self.changes.push(((queue, partition, offset), Some(DedupRow { hash })));
+    }
+
+    /// Forgets every row of a deleted partition.
+    pub fn remove_partition(&mut self, queue: u64, partition: u64) {
+        let Some(rows) = self.by_hash.remove(&(queue, partition)) else { return };
+        self.changes.extend(rows.into_values().map(|offset| ((queue, partition, offset), None)));
+    }
+
+    pub fn take_changes(&mut self) -> ChangedRows<DedupKey, DedupRow> {
+        ChangedRows::new(KEYSPACE, std::mem::take(&mut self.changes))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checkpoint_keys_sort_by_partition_then_offset() {
+        let keys: Vec<Vec<u8>> =
+            [(1u64, 2u64, 9u64), (1, 2, 10), (1, 3, 0), (2, 0, 0)].iter().map(|k| k.encode()).collect();
+        assert!(keys.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(DedupKey::decode(&keys[1]), Some((1, 2, 10)));
+        assert_eq!(DedupKey::decode(&keys[1][..23]), None);
+    }
+
+    #[test]
+    fn a_row_is_found_by_hash_and_logged_by_offset() {
+        let mut index = DedupIndex::default();
+        index.insert(1, 2, [7; 16], 40);
+        assert_eq!(index.get(1, 2, &[7; 16]), Some(40));
+        assert_eq!(index.get(1, 3, &[7; 16]), None);
+        index.remove_partition(1, 2);
+        assert_eq!(index.get(1, 2, &[7; 16]), None);
+        assert_eq!(
+            index.take_changes().rows_in_order(),
+            vec![((1, 2, 40), Some(DedupRow { hash: [7; 16] })), ((1, 2, 40), None)]
+        );
+    }
+}
