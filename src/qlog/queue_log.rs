@@ -6,7 +6,7 @@
 use super::files::{FileTable, Location};
 use super::index_file;
 use super::pending_sync::{LogWrite, Prepare};
-use super::record::{frame_into, RecordKind};
+use super::record::{frame_with, RecordKind, FRAME_HEADER};
 use super::segment::{segment_path, IndexRow};
 use crate::log_id::LogId;
 use crate::qlog::message_record::MessageSpan;
@@ -74,19 +74,31 @@ impl QueueLog {
         self.active_rows.clear();
     }
 
-    /// Adds one framed record to the next write and says where it will sit.
-    pub fn stage(&mut self, body: &[u8], id: LogId, span: Option<MessageSpan>, timestamp_us: i64) -> Location {
-        let pos = self.end + self.staged.len() as u64;
-        frame_into(body, &mut self.staged);
-        let frame_len = (self.end + self.staged.len() as u64 - pos) as u32;
-        let kind = RecordKind::from_byte(body[0]).expect("the writer stages known record kinds");
+    /// Adds one framed record, whose body `write_body` appends, to the next
+    /// write and says where it will sit.
+    pub fn stage(
+        &mut self,
+        write_body: impl FnOnce(&mut Vec<u8>),
+        id: LogId,
+        span: Option<MessageSpan>,
+        timestamp_us: i64,
+    ) -> Location {
+        let start = self.staged.len();
+        let pos = self.end + start as u64;
+        frame_with(&mut self.staged, write_body);
+        let frame_len = (self.staged.len() - start) as u32;
+        let kind =
+            RecordKind::from_byte(self.staged[start + FRAME_HEADER]).expect("the writer stages known record kinds");
         self.active_rows.push(IndexRow { pos, frame_len, kind, id, span, timestamp_us });
         Location { log: self.id, segment: self.active_no, pos, frame_len }
     }
 
     /// Hands what is staged to a write of its own; the log's end moves past it.
     pub fn take_write(&mut self) -> LogWrite {
-        let bytes = std::mem::take(&mut self.staged);
+        // The next batch is likely as large as this one: reserving that
+        // much saves it the copies of growing from empty.
+        let next = Vec::with_capacity(self.staged.len());
+        let bytes = std::mem::replace(&mut self.staged, next);
         let write = LogWrite {
             log: self.id,
             dir: self.dir.clone(),

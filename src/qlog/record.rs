@@ -35,10 +35,20 @@ impl RecordKind {
 
 /// Appends `body` to `out` inside its frame.
 pub fn frame_into(body: &[u8], out: &mut Vec<u8>) {
+    frame_with(out, |o| o.extend_from_slice(body));
+}
+
+/// Appends a frame whose body `write_body` appends to `out` directly, so a
+/// large body is not built apart and copied in.
+pub fn frame_with(out: &mut Vec<u8>, write_body: impl FnOnce(&mut Vec<u8>)) {
+    let start = out.len();
+    out.extend_from_slice(&[0; FRAME_HEADER]);
+    write_body(out);
+    let body = &out[start + FRAME_HEADER..];
     let len = u32::try_from(body.len() + 8).expect("a qlog record body fits in u32");
-    out.extend_from_slice(&len.to_le_bytes());
-    out.extend_from_slice(&xxh3_64(body).to_le_bytes());
-    out.extend_from_slice(body);
+    let sum = xxh3_64(body);
+    out[start..start + 4].copy_from_slice(&len.to_le_bytes());
+    out[start + 4..start + FRAME_HEADER].copy_from_slice(&sum.to_le_bytes());
 }
 
 /// What a scanner found at one position of a file.

@@ -63,11 +63,11 @@ impl QlogWriter {
             let log = self.open_log(*log_id);
             for (i, m) in entry.messages.iter().enumerate() {
                 if homes[i] == *log_id {
-                    locs[i] = Some(log.stage(&m.encode(), entry.id, Some(m.span), m.timestamp_us));
+                    locs[i] = Some(log.stage(|out| m.encode_into(out), entry.id, Some(m.span), m.timestamp_us));
                 }
             }
             if ordinal == 0 {
-                log.stage(&body, entry.id, None, 0);
+                log.stage(|out| out.extend_from_slice(&body), entry.id, None, 0);
             } else {
                 let stub = Stub {
                     id: entry.id,
@@ -76,7 +76,7 @@ impl QlogWriter {
                     ordinal: ordinal as u32,
                     digest,
                 };
-                log.stage(&stub.encode(), entry.id, None, 0);
+                log.stage(|out| out.extend_from_slice(&stub.encode()), entry.id, None, 0);
             }
         }
         locs.into_iter().map(|l| l.expect("every message's queue is touched")).collect()
