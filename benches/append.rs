@@ -42,8 +42,8 @@ fn main() {
     let want = |section: &str| only.is_empty() || only.split(',').any(|s| s == section);
     if want("append") {
         println!("## Append, 1 KiB messages, fsync before every answer\n");
-        println!("| writers | queues | logs | zstd | messages/s | MB/s of payload | % of disk bandwidth | p50 latency | p99 latency | p99 / p99 fdatasync | entries per group commit |");
-        println!("|---|---|---|---|---|---|---|---|---|---|---|");
+        println!("| writers | queues | logs | zstd | messages/s | MB/s of payload | % of disk bandwidth | p50 latency | p99 latency | p99 / p99 fdatasync | entries per group commit | syncing |");
+        println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
         let runs = [
             (1usize, 1usize, 0u32, 1),
             (16, 1, 0, 1),
@@ -58,7 +58,7 @@ fn main() {
             let mbs = r.messages as f64 * 1024.0 / r.elapsed.as_secs_f64();
             let logs = if shards == 0 { queues.to_string() } else { shards.to_string() };
             println!(
-                "| {writers} | {queues} | {logs} | {zstd} | {:.0} | {:.1} | {:.0}% | {:.3} ms | {:.3} ms | {:.2} | {:.0} |",
+                "| {writers} | {queues} | {logs} | {zstd} | {:.0} | {:.1} | {:.0}% | {:.3} ms | {:.3} ms | {:.2} | {:.0} | {:.0}% |",
                 r.messages as f64 / r.elapsed.as_secs_f64(),
                 mbs / 1e6,
                 100.0 * mbs / disk_bw,
@@ -66,6 +66,7 @@ fn main() {
                 ms(r.p99),
                 r.p99.as_secs_f64() / sync_p99.as_secs_f64(),
                 r.per_commit,
+                100.0 * r.disk_busy,
             );
         }
     }
@@ -127,6 +128,8 @@ struct Run {
     p99: Duration,
     /// Entries per group commit: how many answers shared each fdatasync.
     per_commit: f64,
+    /// The share of the run during which a group commit's sync was in flight.
+    disk_busy: f64,
 }
 
 /// `writers` concurrent writers, each pushing one message at a time to one of
@@ -167,9 +170,17 @@ async fn append_run(
     }
     let elapsed = start.elapsed();
     let per_commit = node.metrics.entries_applied.get() as f64 / node.metrics.group_commits.get().max(1) as f64;
+    let disk_busy = node.metrics.qlog_sync_seconds.get() / elapsed.as_secs_f64();
     node.replicator.stop();
     lat.sort();
-    Run { messages: lat.len() as u64, elapsed, p50: lat[lat.len() / 2], p99: lat[lat.len() * 99 / 100], per_commit }
+    Run {
+        messages: lat.len() as u64,
+        elapsed,
+        p50: lat[lat.len() / 2],
+        p99: lat[lat.len() * 99 / 100],
+        per_commit,
+        disk_busy,
+    }
 }
 
 fn qlog_bytes(dir: &Path) -> u64 {

@@ -5,6 +5,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
+use std::sync::atomic::AtomicU64;
 
 pub struct Metrics {
     registry: Registry,
@@ -13,6 +14,9 @@ pub struct Metrics {
     pub duplicates: Counter,
     pub group_commits: Counter,
     pub qlog_bytes_written: Counter,
+    /// Time spent writing and fdatasyncing group commits: its rate is the
+    /// share of time the qlog's disk had a sync in flight.
+    pub qlog_sync_seconds: Counter<f64, AtomicU64>,
     pub checkpoints: Counter,
     pub applied_index: Gauge,
     pub group_commit_seconds: Histogram,
@@ -28,6 +32,7 @@ impl Default for Metrics {
             duplicates: Counter::default(),
             group_commits: Counter::default(),
             qlog_bytes_written: Counter::default(),
+            qlog_sync_seconds: Counter::default(),
             checkpoints: Counter::default(),
             applied_index: Gauge::default(),
             group_commit_seconds: Histogram::new(exponential_buckets(0.0001, 2.0, 16)),
@@ -43,6 +48,11 @@ impl Default for Metrics {
         );
         registry.register("group_commits", "Group commits (one fsync per touched log)", m.group_commits.clone());
         registry.register("qlog_bytes_written", "Bytes written to the qlog", m.qlog_bytes_written.clone());
+        registry.register(
+            "qlog_sync_seconds",
+            "Time spent writing and fdatasyncing group commits",
+            m.qlog_sync_seconds.clone(),
+        );
         registry.register("checkpoints", "Store checkpoints submitted", m.checkpoints.clone());
         registry.register("applied_index", "Index of the last applied entry", m.applied_index.clone());
         registry.register(

@@ -37,11 +37,11 @@ pub fn check_max_size(store: &Store, overlay: &Overlay, items: &[PushItem]) -> R
     let mut adding: BTreeMap<u64, Adding> = BTreeMap::new();
     for item in items {
         let Some(queue) = overlay.queue_id(store, &item.queue) else { continue };
-        let slot =
-            adding.entry(queue).or_insert_with(|| Adding { max: store.traits(queue).max_size, new: HashSet::new() });
-        if slot.max == 0 {
+        if store.traits(queue).max_size == 0 {
             continue;
         }
+        let slot =
+            adding.entry(queue).or_insert_with(|| Adding { max: store.traits(queue).max_size, new: HashSet::new() });
         let hash = transaction_hash(&item.transaction_id);
         let partition = overlay.partition_id(store, queue, &item.partition);
         if partition.is_none_or(|p| overlay.dedup(store, queue, p, &hash).is_none()) {
@@ -49,7 +49,7 @@ pub fn check_max_size(store: &Store, overlay: &Overlay, items: &[PushItem]) -> R
         }
     }
     for (queue, Adding { max, new }) in adding {
-        if max == 0 || new.is_empty() {
+        if new.is_empty() {
             continue;
         }
         let unfinished = overlay.unfinished(store, queue, QUEUE_MODE);

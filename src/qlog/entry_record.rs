@@ -41,15 +41,20 @@ pub struct MalformedRecord(pub &'static str);
 
 impl EntryRecord {
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(31 + 10 * self.touched.len() + self.effects.len());
+        Self::encode_parts(self.id, &self.touched, &self.effects)
+    }
+
+    /// The body of the entry record with these fields, built without one.
+    pub fn encode_parts(id: LogId, touched: &[u64], effects: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(31 + 10 * touched.len() + effects.len());
         out.push(RecordKind::Entry as u8);
-        put_varint(&mut out, self.id.term);
-        put_varint(&mut out, self.id.index);
-        put_varint(&mut out, self.touched.len() as u64);
-        for log in &self.touched {
+        put_varint(&mut out, id.term);
+        put_varint(&mut out, id.index);
+        put_varint(&mut out, touched.len() as u64);
+        for log in touched {
             put_varint(&mut out, *log);
         }
-        out.extend_from_slice(&self.effects);
+        out.extend_from_slice(effects);
         out
     }
 

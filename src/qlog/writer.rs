@@ -55,8 +55,9 @@ impl QlogWriter {
     /// Stages one entry; answers where each of its message records will sit.
     pub fn stage(&mut self, entry: &EntryWrite<'_>) -> Vec<Location> {
         let touched = self.touched_logs(&entry.queues);
-        let body = EntryRecord { id: entry.id, touched: touched.clone(), effects: entry.effects.clone() }.encode();
-        let digest = EntryRecord::digest(&body);
+        let body = EntryRecord::encode_parts(entry.id, &touched, &entry.effects);
+        // Only stubs carry the digest, and an entry of one log has none.
+        let digest = if touched.len() > 1 { EntryRecord::digest(&body) } else { [0; 16] };
         let mut locs = vec![None; entry.messages.len()];
         let homes: Vec<u64> = entry.messages.iter().map(|m| self.layout.log_of(m.span.queue)).collect();
         for (ordinal, log_id) in touched.iter().enumerate() {

@@ -92,11 +92,17 @@ impl LocalReplicator {
             checkpointer: p.checkpointer,
             durable_every: p.durable_every,
             durable_every_bytes: p.durable_every_bytes,
-            metrics: p.metrics,
+            metrics: p.metrics.clone(),
             applied: p.applied,
         };
         let applier = spawn("applier", move || applier.run(applier_rx));
-        let syncer = syncer::Syncer { files: p.files, ledger: p.ledger, synced: tx.clone(), next: to_applier };
+        let syncer = syncer::Syncer {
+            files: p.files,
+            metrics: p.metrics,
+            ledger: p.ledger,
+            synced: tx.clone(),
+            next: to_applier,
+        };
         let syncer = spawn("syncer", move || syncer.run(syncer_rx));
         let sequencer = sequencer::Sequencer {
             planner: p.planner,

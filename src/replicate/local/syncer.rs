@@ -3,13 +3,16 @@
 
 use super::{Batch, Msg};
 use crate::fatal;
+use crate::metrics::Metrics;
 use crate::qlog::files::FileTable;
 use crate::qlog::sync_ledger::SyncLedger;
 use std::sync::mpsc;
 use std::sync::Arc;
+use std::time::Instant;
 
 pub(super) struct Syncer {
     pub files: Arc<FileTable>,
+    pub metrics: Arc<Metrics>,
     pub ledger: Option<Arc<SyncLedger>>,
     pub synced: mpsc::Sender<Msg>,
     pub next: mpsc::Sender<Batch>,
@@ -18,11 +21,13 @@ pub(super) struct Syncer {
 impl Syncer {
     pub fn run(self, rx: mpsc::Receiver<Batch>) {
         while let Ok(mut batch) = rx.recv() {
+            let started = Instant::now();
             let pending = std::mem::take(&mut batch.pending);
             pending.run(&self.files, self.ledger.as_deref()).unwrap_or_else(|e| {
                 fatal::exit(&format!("qlog write or fsync failed, so no write of this batch can be answered: {e}"))
             });
             batch.bytes = pending.bytes();
+            self.metrics.qlog_sync_seconds.inc_by(started.elapsed().as_secs_f64());
             let _ = self.synced.send(Msg::Synced);
             if self.next.send(batch).is_err() {
                 return;
