@@ -9,7 +9,7 @@
 use super::record::{put_varint, Fields, RecordKind};
 use crate::log_id::LogId;
 use std::cell::RefCell;
-use zstd::bulk::Compressor;
+use zstd::bulk::{Compressor, Decompressor};
 
 /// Payloads below this size are never compressed.
 pub const COMPRESS_MIN_BYTES: usize = 512;
@@ -37,6 +37,8 @@ thread_local! {
     /// One zstd context per thread and level: setting one up costs more than
     /// compressing a small payload with it.
     static COMPRESSOR: RefCell<Option<(i32, Compressor<'static>)>> = const { RefCell::new(None) };
+    /// And one for reading: a fresh context costs more than the payload.
+    static DECOMPRESSOR: RefCell<Option<Decompressor<'static>>> = const { RefCell::new(None) };
 }
 
 /// How much of a payload the incompressibility test reads: eight windows
@@ -108,9 +110,13 @@ impl StoredPayload {
     pub fn to_raw(&self) -> Result<Vec<u8>, MessageRecordError> {
         match self {
             Self::Raw(b) => Ok(b.clone()),
-            Self::Zstd { raw_len, bytes } => {
-                zstd::bulk::decompress(bytes, *raw_len as usize).map_err(MessageRecordError::Decompress)
-            }
+            Self::Zstd { raw_len, bytes } => DECOMPRESSOR.with_borrow_mut(|slot| {
+                if slot.is_none() {
+                    *slot = Some(Decompressor::new().map_err(MessageRecordError::Decompress)?);
+                }
+                let d = slot.as_mut().expect("set above");
+                d.decompress(bytes, *raw_len as usize).map_err(MessageRecordError::Decompress)
+            }),
         }
     }
 
