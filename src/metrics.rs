@@ -57,7 +57,7 @@ impl Default for Metrics {
         registry.register("applied_index", "Index of the last applied entry", m.applied_index.clone());
         registry.register(
             "group_commit_seconds",
-            "Time from the start of a group commit's write to its apply",
+            "Time from a group commit's first planned command to its apply",
             m.group_commit_seconds.clone(),
         );
         registry.register("group_commit_entries", "Entries per group commit", m.group_commit_entries.clone());

@@ -3,12 +3,21 @@
 //! refused. A retried batch passes: the broker's dedup rows (which survive
 //! restarts) answer it with the offsets it got the first time. The
 //! sequences themselves live in memory; after a restart the first batch of
-//! each producer is taken as it comes.
+//! each producer is taken as it comes. Every client restart brings a new
+//! producer id, so a producer's sequences are forgotten once it has written
+//! nothing for `PRODUCER_EXPIRY` (Kafka's `producer.id.expiration.ms`
+//! default); its next batch is then taken as it comes, as after a restart.
 
 use protocol::records::ProducedBatch;
 use protocol::ResponseError;
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// How long a producer's sequences outlive its last write.
+const PRODUCER_EXPIRY: Duration = Duration::from_secs(24 * 3600);
+/// How often the expired ones are looked for.
+const SWEEP_EVERY: Duration = Duration::from_secs(60);
 
 /// What the sequence check keeps of a batch once it is handed to the broker.
 pub struct Written {
@@ -36,10 +45,27 @@ impl Written {
 /// (producer id, topic, partition).
 type ProducerPartition = (i64, String, i32);
 
-#[derive(Default)]
+/// Where a producer stands on one partition.
+struct Position {
+    epoch: i16,
+    /// The next sequence expected.
+    next: i32,
+    last_write: Instant,
+}
+
+struct Known {
+    positions: HashMap<ProducerPartition, Position>,
+    last_sweep: Instant,
+}
+
 pub struct Sequences {
-    /// → (epoch, the next sequence expected).
-    next: Mutex<HashMap<ProducerPartition, (i16, i32)>>,
+    known: Mutex<Known>,
+}
+
+impl Default for Sequences {
+    fn default() -> Self {
+        Self { known: Mutex::new(Known { positions: HashMap::new(), last_sweep: Instant::now() }) }
+    }
 }
 
 impl Sequences {
@@ -48,8 +74,10 @@ impl Sequences {
         if batch.producer_id < 0 {
             return Ok(());
         }
-        let next = self.next.lock().expect("sequences lock");
-        let Some(&(epoch, expected)) = next.get(&(batch.producer_id, topic.to_string(), partition)) else {
+        let known = self.known.lock().expect("sequences lock");
+        let Some(&Position { epoch, next: expected, .. }) =
+            known.positions.get(&(batch.producer_id, topic.to_string(), partition))
+        else {
             return Ok(());
         };
         if batch.producer_epoch < epoch {
@@ -68,10 +96,21 @@ impl Sequences {
             return;
         }
         let end = w.base_sequence.wrapping_add(w.count as i32);
-        let mut next = self.next.lock().expect("sequences lock");
-        let slot = next.entry((w.producer_id, w.topic.clone(), w.partition)).or_insert((w.producer_epoch, end));
-        if w.producer_epoch > slot.0 || (w.producer_epoch == slot.0 && end > slot.1) {
-            *slot = (w.producer_epoch, end);
+        let now = Instant::now();
+        let mut known = self.known.lock().expect("sequences lock");
+        if now.duration_since(known.last_sweep) >= SWEEP_EVERY {
+            known.positions.retain(|_, p| now.duration_since(p.last_write) < PRODUCER_EXPIRY);
+            known.last_sweep = now;
         }
+        let slot = known.positions.entry((w.producer_id, w.topic.clone(), w.partition)).or_insert(Position {
+            epoch: w.producer_epoch,
+            next: end,
+            last_write: now,
+        });
+        if w.producer_epoch > slot.epoch || (w.producer_epoch == slot.epoch && end > slot.next) {
+            slot.epoch = w.producer_epoch;
+            slot.next = end;
+        }
+        slot.last_write = now;
     }
 }
