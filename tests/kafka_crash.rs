@@ -6,6 +6,7 @@
 
 mod common;
 
+use common::crash::{kill_rounds, Ledger, Rounds};
 use common::kafka::{batch, KafkaConn};
 use common::Node;
 use protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
@@ -14,18 +15,13 @@ use protocol::StrBytes;
 use rand::{Rng, SeedableRng};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 const TOPIC: &str = "kafka-crash";
 const PARTITIONS: i32 = 3;
 const WRITERS: usize = 8;
 
-#[derive(Default)]
-struct Ledger {
-    /// value → (partition, offset) of every acknowledged record.
-    acked: HashMap<String, (i32, u64)>,
-    unanswered: Vec<Vec<String>>,
-}
+/// Where a record was acknowledged: (partition, offset), by value.
+type At = (i32, u64);
 
 fn rounds() -> usize {
     std::env::var("QUEEN_KAFKA_CRASH_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(5)
@@ -35,31 +31,17 @@ fn rounds() -> usize {
 async fn kill9_under_concurrent_kafka_produce_loses_no_acknowledged_record() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("data");
-    let env = [("QUEEN_KAFKA_NUM_PARTITIONS", "3")];
-    let ledger = Arc::new(Mutex::new(Ledger::default()));
-    let mut rng = rand::rngs::StdRng::seed_from_u64(11);
-    let mut node = Node::start(&dir, &env).await;
+    let node = Node::start(&dir, &[("QUEEN_KAFKA_NUM_PARTITIONS", "3")]).await;
     let n = rounds();
-    for round in 0..n {
-        let writers: Vec<_> = (0..WRITERS)
-            .map(|w| tokio::spawn(produce_until_killed(node.kafka_port, ledger.clone(), round, w)))
-            .collect();
-        tokio::time::sleep(Duration::from_millis(rng.gen_range(100..500))).await;
-        node.kill9();
-        for w in writers {
-            w.await.unwrap();
-        }
-        node = node.restart().await;
-        let snapshot = std::mem::take(&mut *ledger.lock().unwrap());
-        verify(&node, &snapshot).await;
-        *ledger.lock().unwrap() = snapshot;
-    }
-    let acked = ledger.lock().unwrap().acked.len();
+    let rounds = Rounds { kills: n, writers: WRITERS, pause_ms: 100..500, seed: 11 };
+    let writer = |node: &Node, ledger, round, w| tokio::spawn(produce_until_killed(node.kafka_port, ledger, round, w));
+    let (_node, ledger) = kill_rounds(node, rounds, writer, verify).await;
+    let acked = ledger.acked.len();
     assert!(acked > 50 * n, "the producers got too few acknowledgements to mean anything: {acked}");
     eprintln!("{n} kills, {acked} acknowledged records, all intact");
 }
 
-async fn produce_until_killed(port: u16, ledger: Arc<Mutex<Ledger>>, round: usize, writer: usize) {
+async fn produce_until_killed(port: u16, ledger: Arc<Mutex<Ledger<At>>>, round: usize, writer: usize) {
     let mut conn = KafkaConn::connect(port).await;
     let mut rng = rand::rngs::StdRng::seed_from_u64((round * 1000 + writer) as u64);
     for seq in 0.. {
@@ -90,8 +72,8 @@ async fn produce_until_killed(port: u16, ledger: Arc<Mutex<Ledger>>, round: usiz
     }
 }
 
-async fn verify(node: &Node, ledger: &Ledger) {
-    let mut found: HashMap<String, (i32, u64)> = HashMap::new();
+async fn verify(node: &Node, ledger: &Ledger<At>) {
+    let mut found: HashMap<String, At> = HashMap::new();
     for partition in 0..PARTITIONS {
         let read = node.read_all(TOPIC, &partition.to_string()).await;
         for (i, (offset, _, value)) in read.records.iter().enumerate() {
@@ -101,11 +83,5 @@ async fn verify(node: &Node, ledger: &Ledger) {
         }
         assert_eq!(read.records.len() as u64, read.high_watermark, "partition {partition} reads short");
     }
-    for (value, at) in &ledger.acked {
-        assert_eq!(found.get(value), Some(at), "acknowledged record {value} is not where it was acknowledged");
-    }
-    for values in &ledger.unanswered {
-        let present = values.iter().filter(|v| found.contains_key(*v)).count();
-        assert!(present == 0 || present == values.len(), "an unanswered produce is partly stored");
-    }
+    ledger.check(&found);
 }

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+pub mod crash;
 pub mod kafka;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_queen");
