@@ -6,8 +6,9 @@ use super::effect::Effect;
 use super::overlay::Overlay;
 use crate::store::Store;
 
-/// The queues (id) a group has a cursor or a subscription on.
-fn queues_of(store: &Store, group: &str) -> Vec<u64> {
+/// The queues (id) a group has a cursor or a subscription on, but for those
+/// an unapplied batch deletes.
+fn queues_of(store: &Store, overlay: &Overlay, group: &str) -> Vec<u64> {
     let mut out: Vec<u64> = store
         .cursors
         .iter()
@@ -17,12 +18,13 @@ fn queues_of(store: &Store, group: &str) -> Vec<u64> {
         .collect();
     out.sort_unstable();
     out.dedup();
+    out.retain(|q| !overlay.is_deleted(*q));
     out
 }
 
 /// Moves the group's cursor on every partition of the queue.
-pub fn plan_seek(store: &Store, queue: &str, group: &str, to: SeekTo) -> Vec<Effect> {
-    let Some(q) = store.queue_id(queue) else { return vec![] };
+pub fn plan_seek(store: &Store, overlay: &Overlay, queue: &str, group: &str, to: SeekTo) -> Vec<Effect> {
+    let Some(q) = overlay.queue_id(store, queue) else { return vec![] };
     store
         .partitions
         .range((q, 0)..=(q, u64::MAX))
@@ -38,10 +40,16 @@ pub fn plan_seek(store: &Store, queue: &str, group: &str, to: SeekTo) -> Vec<Eff
 
 /// Forgets the group on `queue`, or on every queue; answers the effects and
 /// how many partition cursors go.
-pub fn plan_delete(store: &Store, queue: Option<&str>, group: &str, metadata: bool) -> (Vec<Effect>, usize) {
+pub fn plan_delete(
+    store: &Store,
+    overlay: &Overlay,
+    queue: Option<&str>,
+    group: &str,
+    metadata: bool,
+) -> (Vec<Effect>, usize) {
     let queues = match queue {
-        Some(name) => store.queue_id(name).into_iter().collect(),
-        None => queues_of(store, group),
+        Some(name) => overlay.queue_id(store, name).into_iter().collect(),
+        None => queues_of(store, overlay, group),
     };
     let cursors = store.cursors.iter().filter(|(k, _)| k.2 == group && queues.contains(&k.0)).count();
     let effects =
@@ -51,9 +59,9 @@ pub fn plan_delete(store: &Store, queue: Option<&str>, group: &str, metadata: bo
 
 /// Re-subscribes the group from `from_us` on every queue it consumes: its
 /// cursors are moved to the first message stored at or after that time.
-pub fn plan_resubscribe(store: &Store, group: &str, from_us: i64) -> Vec<Effect> {
+pub fn plan_resubscribe(store: &Store, overlay: &Overlay, group: &str, from_us: i64) -> Vec<Effect> {
     let mut effects = Vec::new();
-    for q in queues_of(store, group) {
+    for q in queues_of(store, overlay, group) {
         let conflate = store.groups.get(&(q, group.to_string())).is_some_and(|g| g.conflate);
         effects.push(Effect::Subscribe { queue: q, group: group.to_string(), from_us, conflate });
         for ((_, p), row) in store.partitions.range((q, 0)..=(q, u64::MAX)) {
@@ -72,6 +80,9 @@ pub fn plan_redeliver(
     (queue, partition, offset): (u64, u64, u64),
     only: Option<&str>,
 ) -> Vec<Effect> {
+    if overlay.is_deleted(queue) {
+        return vec![];
+    }
     let dead: Vec<String> = store
         .dlq
         .range((queue, partition, String::new(), 0)..)

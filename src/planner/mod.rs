@@ -65,7 +65,7 @@ impl Planner {
                 (effects, vec![], Answer::Configured { queue_id, options })
             }
             Command::DeleteQueue { queue } => {
-                let effects = queues::plan_delete(store, &queue);
+                let effects = queues::plan_delete(store, overlay, &queue);
                 let existed = !effects.is_empty();
                 (effects, vec![], Answer::Deleted { existed })
             }
@@ -80,16 +80,16 @@ impl Planner {
                 (effects, vec![], Answer::Acked(outcomes))
             }
             Command::SeekGroup { queue, group, to } => {
-                let effects = groups::plan_seek(store, &queue, &group, to);
+                let effects = groups::plan_seek(store, overlay, &queue, &group, to);
                 let partitions = effects.len();
                 (effects, vec![], Answer::GroupChanged { partitions })
             }
             Command::DeleteGroup { queue, group, metadata } => {
-                let (effects, partitions) = groups::plan_delete(store, queue.as_deref(), &group, metadata);
+                let (effects, partitions) = groups::plan_delete(store, overlay, queue.as_deref(), &group, metadata);
                 (effects, vec![], Answer::GroupChanged { partitions })
             }
             Command::Resubscribe { group, from_us } => {
-                let effects = groups::plan_resubscribe(store, &group, from_us);
+                let effects = groups::plan_resubscribe(store, overlay, &group, from_us);
                 let partitions = effects.len();
                 (effects, vec![], Answer::GroupChanged { partitions })
             }

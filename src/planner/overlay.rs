@@ -72,7 +72,13 @@ impl Next {
 pub struct Overlay {
     /// The batch being planned: what stamps new decisions.
     batch: u64,
-    queues: Layer<String, u64>,
+    /// The last batch whose decisions were forgotten.
+    forgotten: u64,
+    /// Queue ids by name; `None`: deleted by an unapplied batch.
+    queues: Layer<String, Option<u64>>,
+    /// Queues deleted by unapplied batches: nothing may be planned on them,
+    /// since their rows are gone by the time a later batch applies.
+    deleted: Layer<u64, ()>,
     partitions: Layer<(u64, String), u64>,
     next_offsets: Layer<(u64, u64), u64>,
     dedup: Layer<(u64, u64, [u8; 16]), u64>,
@@ -98,7 +104,12 @@ impl Overlay {
     /// The store holds every batch up to `applied`: their decisions are
     /// its rows now.
     pub fn forget_through(&mut self, applied: u64) {
+        if applied <= self.forgotten {
+            return;
+        }
+        self.forgotten = applied;
         self.queues.forget_through(applied);
+        self.deleted.forget_through(applied);
         self.partitions.forget_through(applied);
         self.next_offsets.forget_through(applied);
         self.dedup.forget_through(applied);
@@ -113,17 +124,34 @@ impl Overlay {
     }
 
     pub fn queue_id(&self, store: &Store, name: &str) -> Option<u64> {
-        self.queues.get(name).copied().or_else(|| store.queue_id(name))
+        match self.queues.get(name) {
+            Some(id) => *id,
+            None => store.queue_id(name),
+        }
     }
 
     pub fn create_queue(&mut self, store: &Store, name: &str) -> u64 {
         let id = self.next_queue_id.get().unwrap_or(store.next_queue_id);
         self.next_queue_id.set(self.batch, id + 1);
-        self.queues.insert(self.batch, name.to_string(), id);
+        self.queues.insert(self.batch, name.to_string(), Some(id));
         id
     }
 
+    /// Records that batch being planned deletes the queue `name` (id `id`).
+    pub fn delete_queue(&mut self, name: &str, id: u64) {
+        self.queues.insert(self.batch, name.to_string(), None);
+        self.deleted.insert(self.batch, id, ());
+    }
+
+    /// Whether an unapplied batch deletes the queue.
+    pub fn is_deleted(&self, queue: u64) -> bool {
+        self.deleted.get(&queue).is_some()
+    }
+
     pub fn partition_id(&self, store: &Store, queue: u64, name: &str) -> Option<u64> {
+        if self.is_deleted(queue) {
+            return None;
+        }
         self.partitions.get(&(queue, name.to_string())).copied().or_else(|| store.partition_id(queue, name))
     }
 
@@ -178,6 +206,9 @@ impl Overlay {
 
     /// The cursor as the batch left it, if the group has one.
     pub fn cursor(&self, store: &Store, key: &CursorKey) -> Option<CursorRow> {
+        if self.is_deleted(key.0) {
+            return None;
+        }
         self.cursors.get(key).cloned().or_else(|| store.cursors.get(key).cloned())
     }
 

@@ -10,7 +10,12 @@ use serde_json::Value;
 /// Creates the queue or replaces its settings; options not given keep their
 /// current value (or the default, for a new queue).
 pub fn plan_configure(store: &Store, overlay: &mut Overlay, cmd: &ConfigureQueue) -> (Vec<Effect>, u64, Value) {
-    let current = store.queues.get(&cmd.queue).map(|r| (r.id, QueueOptions::parse(&r.options)));
+    // A queue an unapplied batch deleted is configured anew, under a new id.
+    let current = store
+        .queues
+        .get(&cmd.queue)
+        .filter(|r| !overlay.is_deleted(r.id))
+        .map(|r| (r.id, QueueOptions::parse(&r.options)));
     let (id, base) = match current {
         Some((id, options)) => match options.as_json() {
             Value::Object(m) => (id, m),
@@ -32,6 +37,10 @@ pub fn plan_configure(store: &Store, overlay: &mut Overlay, cmd: &ConfigureQueue
     (vec![effect], id, options)
 }
 
-pub fn plan_delete(store: &Store, queue: &str) -> Vec<Effect> {
-    store.queue_id(queue).map(|id| Effect::DeleteQueue { id }).into_iter().collect()
+/// Deletes the queue, as the batches planned so far leave it: one created
+/// by an unapplied batch goes too, and later commands no longer find it.
+pub fn plan_delete(store: &Store, overlay: &mut Overlay, queue: &str) -> Vec<Effect> {
+    let Some(id) = overlay.queue_id(store, queue) else { return vec![] };
+    overlay.delete_queue(queue, id);
+    vec![Effect::DeleteQueue { id }]
 }

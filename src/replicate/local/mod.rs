@@ -17,6 +17,7 @@ mod sequencer;
 mod syncer;
 
 use super::{Proposal, ProposeError, Replicator};
+use crate::fatal;
 use crate::metrics::Metrics;
 use crate::planner::command::{Answer, Command};
 use crate::planner::{Planned, Planner};
@@ -75,8 +76,24 @@ pub struct LocalReplicator {
     thread: Mutex<Option<JoinHandle<()>>>,
 }
 
-fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> JoinHandle<()> {
-    std::thread::Builder::new().name(name.into()).spawn(f).unwrap_or_else(|e| panic!("spawn the {name} thread: {e}"))
+/// Starts one stage. A stage that panics ends the process with a FATAL
+/// line: the others would wait for it forever, and a panic in apply means
+/// the store no longer matches the log, which only a boot can repair.
+fn spawn(name: &'static str, f: impl FnOnce() + Send + 'static) -> JoinHandle<()> {
+    let stage = move || {
+        if let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+            let why = panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("no message");
+            fatal::exit(&format!("the replicator's {name} thread panicked ({why}); the log decides at the next boot"));
+        }
+    };
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(stage)
+        .unwrap_or_else(|e| panic!("spawn the {name} thread: {e}"))
 }
 
 impl LocalReplicator {
@@ -114,6 +131,15 @@ impl LocalReplicator {
         };
         let thread = spawn("sequencer", move || sequencer.run(rx));
         Self { tx: Mutex::new(Some(tx)), thread: Mutex::new(Some(thread)) }
+    }
+}
+
+/// A replicator dropped without `stop` still drains and checkpoints: the
+/// syncer holds a sender of the sequencer's channel, so it would never see
+/// the channel close.
+impl Drop for LocalReplicator {
+    fn drop(&mut self) {
+        self.stop();
     }
 }
 
