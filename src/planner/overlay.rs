@@ -79,6 +79,8 @@ pub struct Overlay {
     /// Queues deleted by unapplied batches: nothing may be planned on them,
     /// since their rows are gone by the time a later batch applies.
     deleted: Layer<u64, ()>,
+    /// Queue options (JSON) set by unapplied batches.
+    options: Layer<u64, String>,
     partitions: Layer<(u64, String), u64>,
     next_offsets: Layer<(u64, u64), u64>,
     dedup: Layer<(u64, u64, [u8; 16]), u64>,
@@ -110,6 +112,7 @@ impl Overlay {
         self.forgotten = applied;
         self.queues.forget_through(applied);
         self.deleted.forget_through(applied);
+        self.options.forget_through(applied);
         self.partitions.forget_through(applied);
         self.next_offsets.forget_through(applied);
         self.dedup.forget_through(applied);
@@ -141,6 +144,19 @@ impl Overlay {
     pub fn delete_queue(&mut self, name: &str, id: u64) {
         self.queues.insert(self.batch, name.to_string(), None);
         self.deleted.insert(self.batch, id, ());
+    }
+
+    /// The queue's options (JSON) as the batches planned so far leave them;
+    /// none for a queue created by a push and never configured.
+    pub fn queue_options(&self, store: &Store, queue: u64) -> Option<String> {
+        self.options.get(&queue).cloned().or_else(|| {
+            let name = store.queue_name(queue)?;
+            store.queues.get(&name.to_string()).map(|r| r.options.clone())
+        })
+    }
+
+    pub fn set_queue_options(&mut self, queue: u64, options: String) {
+        self.options.insert(self.batch, queue, options);
     }
 
     /// Whether an unapplied batch deletes the queue.

@@ -10,23 +10,19 @@ use serde_json::Value;
 /// Creates the queue or replaces its settings; options not given keep their
 /// current value (or the default, for a new queue).
 pub fn plan_configure(store: &Store, overlay: &mut Overlay, cmd: &ConfigureQueue) -> (Vec<Effect>, u64, Value) {
-    // A queue an unapplied batch deleted is configured anew, under a new id.
-    let current = store
-        .queues
-        .get(&cmd.queue)
-        .filter(|r| !overlay.is_deleted(r.id))
-        .map(|r| (r.id, QueueOptions::parse(&r.options)));
-    let (id, base) = match current {
-        Some((id, options)) => match options.as_json() {
-            Value::Object(m) => (id, m),
-            _ => (id, queue_options::defaults()),
-        },
-        None => (
-            overlay.queue_id(store, &cmd.queue).unwrap_or_else(|| overlay.create_queue(store, &cmd.queue)),
-            queue_options::defaults(),
-        ),
+    // Options as the batches planned so far leave them: a queue configured
+    // by an unapplied batch keeps what that batch set, and one it deleted is
+    // configured anew, under a new id.
+    let (id, current) = match overlay.queue_id(store, &cmd.queue) {
+        Some(id) => (id, overlay.queue_options(store, id)),
+        None => (overlay.create_queue(store, &cmd.queue), None),
+    };
+    let base = match current.map(|o| QueueOptions::parse(&o).as_json()) {
+        Some(Value::Object(m)) => m,
+        _ => queue_options::defaults(),
     };
     let options = Value::Object(queue_options::merge(base, &cmd.options));
+    overlay.set_queue_options(id, options.to_string());
     let effect = Effect::ConfigureQueue {
         id,
         name: cmd.queue.clone(),

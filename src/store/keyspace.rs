@@ -1,8 +1,8 @@
-//! A keyspace: one sorted map in RAM that logs each change to its rows until
-//! the next checkpoint takes them.
+//! A keyspace: one sorted map in RAM that remembers which of its rows changed
+//! since the last checkpoint.
 
 use serde::{de::DeserializeOwned, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// A key as the checkpoint stores it: bytes that sort like the key.
 pub trait RowKey: Ord + Clone {
@@ -84,15 +84,17 @@ pub struct RowChange {
 pub struct Keyspace<K, V> {
     pub name: &'static str,
     map: BTreeMap<K, V>,
-    /// Every change since the last checkpoint, in order, a row possibly
-    /// more than once: appending costs less on the apply path than keeping
-    /// a set, and taking them under the store's lock is a swap.
-    changes: Vec<(K, Option<V>)>,
+    /// The rows changed since the last checkpoint. These keyspaces change
+    /// the same few rows over and over (a partition's end, a group's
+    /// cursor), so a set stays small and a change copies no row; the dedup
+    /// rows, which are new with every message, keep a log instead
+    /// (`dedup.rs`).
+    dirty: BTreeSet<K>,
 }
 
 impl<K: RowKey, V: Serialize + DeserializeOwned + Clone> Keyspace<K, V> {
     pub fn new(name: &'static str) -> Self {
-        Self { name, map: BTreeMap::new(), changes: Vec::new() }
+        Self { name, map: BTreeMap::new(), dirty: BTreeSet::new() }
     }
 
     /// Loads a row read from the checkpoint; it is not dirty.
@@ -110,7 +112,7 @@ impl<K: RowKey, V: Serialize + DeserializeOwned + Clone> Keyspace<K, V> {
     pub fn remove(&mut self, key: &K) -> Option<V> {
         let old = self.map.remove(key);
         if old.is_some() {
-            self.changes.push((key.clone(), None));
+            self.dirty.insert(key.clone());
         }
         old
     }
@@ -121,7 +123,7 @@ impl<K: RowKey, V: Serialize + DeserializeOwned + Clone> Keyspace<K, V> {
     }
 
     pub fn insert(&mut self, key: K, value: V) {
-        self.changes.push((key.clone(), Some(value.clone())));
+        self.dirty.insert(key.clone());
         self.map.insert(key, value);
     }
 
@@ -130,7 +132,7 @@ impl<K: RowKey, V: Serialize + DeserializeOwned + Clone> Keyspace<K, V> {
         match self.map.get_mut(key) {
             Some(v) => {
                 f(v);
-                self.changes.push((key.clone(), Some(v.clone())));
+                self.dirty.insert(key.clone());
                 true
             }
             None => false,
@@ -149,10 +151,11 @@ impl<K: RowKey, V: Serialize + DeserializeOwned + Clone> Keyspace<K, V> {
         self.map.is_empty()
     }
 
-    /// The changes since the last call, moved out so that sorting and
-    /// encoding them happen on the checkpointer's thread.
+    /// The rows changed since the last call, copied out so that encoding
+    /// them happens on the checkpointer's thread, not under the store lock.
     pub fn take_changes(&mut self) -> ChangedRows<K, V> {
-        ChangedRows { keyspace: self.name, changes: std::mem::take(&mut self.changes) }
+        let changes = std::mem::take(&mut self.dirty).into_iter().map(|k| (self.map.get(&k).cloned(), k));
+        ChangedRows { keyspace: self.name, changes: changes.map(|(v, k)| (k, v)).collect() }
     }
 }
 

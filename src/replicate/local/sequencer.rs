@@ -16,6 +16,10 @@ use std::time::Instant;
 
 /// The most commands planned under one hold of the store's lock.
 const MAX_CHUNK: usize = 8192;
+/// The most commands one group commit takes: a batch this full goes to the
+/// syncer even while it is busy, so a slow disk cannot grow one batch (and
+/// the applier's hold of the store's lock) without bound.
+const MAX_BATCH: usize = 16384;
 
 pub(super) struct Sequencer {
     pub planner: Planner,
@@ -67,7 +71,8 @@ impl Sequencer {
                 });
                 self.plan(batch, commands, last_ts);
             }
-            if syncer_free || stop {
+            let full = open.as_ref().is_some_and(|b| b.planned.len() >= MAX_BATCH);
+            if syncer_free || stop || full {
                 if let Some(mut batch) = open.take() {
                     batch.pending = self.writer.take_pending();
                     syncer_free = false;
