@@ -180,6 +180,17 @@ async fn a_directory_of_another_replicator_is_refused() {
 }
 
 #[tokio::test]
+async fn a_directory_of_an_earlier_format_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let mut node = Node::start(&dir, &[]).await;
+    node.terminate();
+    std::fs::remove_file(dir.join("qlog/FORMAT")).unwrap();
+    let log = expect_refusal(&dir, &[]);
+    assert!(log.contains("holds on-disk format 1 (no FORMAT file) and this build reads format 2"), "{log}");
+}
+
+#[tokio::test]
 async fn a_torn_active_tail_is_cut_not_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("data");

@@ -1,12 +1,18 @@
 //! The layout of `qlog/`, fixed when the directory is created: `LANES`,
-//! `SHARDS`, and `REPLICATOR` (which replicator wrote the directory; a data
-//! directory never moves between replicators).
+//! `SHARDS`, `REPLICATOR` (which replicator wrote the directory; a data
+//! directory never moves between replicators) and `FORMAT` (the version of
+//! the record and checkpoint formats it holds).
 
 use super::durable_fs::{create_durable, sync_dir};
 use std::path::{Path, PathBuf};
 
 /// The log of entries that touch no queue.
 pub const SYSTEM_LOG: u64 = 0;
+
+/// The on-disk format this build writes and reads (`docs/storage.md`).
+/// 2: varint record heads, dedup rows keyed by offset. A directory without
+/// a `FORMAT` file was written by a build before that.
+pub const FORMAT: u32 = 2;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Layout {
@@ -27,6 +33,8 @@ pub enum LayoutError {
     ForeignReplicator { path: PathBuf, found: String, wanted: String },
     #[error("{path} is missing while the qlog directory exists: the layout is fixed when the directory is created")]
     Missing { path: PathBuf },
+    #[error("{path}: this data directory holds on-disk format {found} and this build reads format {FORMAT} only; start it with the build that wrote it, or on a new directory")]
+    ForeignFormat { path: PathBuf, found: String },
 }
 
 impl Layout {
@@ -52,6 +60,7 @@ impl Layout {
                 ("LANES", wanted.lanes.to_string()),
                 ("SHARDS", wanted.shards.to_string()),
                 ("REPLICATOR", wanted.replicator.clone()),
+                ("FORMAT", FORMAT.to_string()),
             ] {
                 let path = root.join(name);
                 create_durable(&path, format!("{value}\n").as_bytes()).map_err(io(&path))?;
@@ -75,6 +84,14 @@ impl Layout {
             found.parse().map_err(|_| LayoutError::Invalid { path: root.join(name), found })
         };
         let layout = Layout { lanes: number("LANES")?, shards: number("SHARDS")?, replicator: read("REPLICATOR")? };
+        let format = match read("FORMAT") {
+            Ok(found) => found,
+            Err(LayoutError::Missing { .. }) => "1 (no FORMAT file)".to_string(),
+            Err(e) => return Err(e),
+        };
+        if format != FORMAT.to_string() {
+            return Err(LayoutError::ForeignFormat { path: root.join("FORMAT"), found: format });
+        }
         if layout.replicator != wanted.replicator {
             return Err(LayoutError::ForeignReplicator {
                 path: root.join("REPLICATOR"),
