@@ -4,6 +4,7 @@ use super::command::SeekTo;
 use super::cursor;
 use super::effect::Effect;
 use super::overlay::Overlay;
+use crate::store::rows::{CursorRow, GroupRow};
 use crate::store::Store;
 
 /// The queues (id) a group has a cursor or a subscription on, but for those
@@ -22,20 +23,27 @@ fn queues_of(store: &Store, overlay: &Overlay, group: &str) -> Vec<u64> {
     out
 }
 
-/// Moves the group's cursor on every partition of the queue.
-pub fn plan_seek(store: &Store, overlay: &Overlay, queue: &str, group: &str, to: SeekTo) -> Vec<Effect> {
+/// Moves the group's cursor on every partition of the queue, as the
+/// batches planned so far leave it.
+pub fn plan_seek(store: &Store, overlay: &mut Overlay, queue: &str, group: &str, to: SeekTo) -> Vec<Effect> {
     let Some(q) = overlay.queue_id(store, queue) else { return vec![] };
-    store
-        .partitions
-        .range((q, 0)..=(q, u64::MAX))
-        .map(|((_, p), row)| {
+    overlay
+        .partition_ends(store, q)
+        .into_iter()
+        .map(|(p, end)| {
             let offset = match to {
-                SeekTo::End => row.next_offset,
-                SeekTo::Time(t) => store.locator.first_at_or_after(q, *p, t).unwrap_or(row.next_offset),
+                SeekTo::End => end,
+                SeekTo::Time(t) => store.locator.first_at_or_after(q, p, t).unwrap_or(end),
             };
-            Effect::Seek { queue: q, partition: *p, group: group.to_string(), offset }
+            seek(overlay, q, p, group, offset)
         })
         .collect()
+}
+
+/// A `Seek` effect, and the cursor it leaves for the commands planned after it.
+fn seek(overlay: &mut Overlay, queue: u64, partition: u64, group: &str, offset: u64) -> Effect {
+    overlay.put_cursor((queue, partition, group.to_string()), CursorRow { committed: offset, ..Default::default() });
+    Effect::Seek { queue, partition, group: group.to_string(), offset }
 }
 
 /// Forgets the group on `queue`, or on every queue; answers the effects and
@@ -59,14 +67,15 @@ pub fn plan_delete(
 
 /// Re-subscribes the group from `from_us` on every queue it consumes: its
 /// cursors are moved to the first message stored at or after that time.
-pub fn plan_resubscribe(store: &Store, overlay: &Overlay, group: &str, from_us: i64) -> Vec<Effect> {
+pub fn plan_resubscribe(store: &Store, overlay: &mut Overlay, group: &str, from_us: i64, now_us: i64) -> Vec<Effect> {
     let mut effects = Vec::new();
     for q in queues_of(store, overlay, group) {
-        let conflate = store.groups.get(&(q, group.to_string())).is_some_and(|g| g.conflate);
+        let conflate = overlay.group(store, q, group).is_some_and(|g| g.conflate);
+        overlay.put_group(q, group, GroupRow { from_us, created_us: now_us, conflate });
         effects.push(Effect::Subscribe { queue: q, group: group.to_string(), from_us, conflate });
-        for ((_, p), row) in store.partitions.range((q, 0)..=(q, u64::MAX)) {
-            let offset = store.locator.first_at_or_after(q, *p, from_us).unwrap_or(row.next_offset);
-            effects.push(Effect::Seek { queue: q, partition: *p, group: group.to_string(), offset });
+        for (p, end) in overlay.partition_ends(store, q) {
+            let offset = store.locator.first_at_or_after(q, p, from_us).unwrap_or(end);
+            effects.push(seek(overlay, q, p, group, offset));
         }
     }
     effects

@@ -89,7 +89,7 @@ impl Planner {
                 (effects, vec![], Answer::GroupChanged { partitions })
             }
             Command::Resubscribe { group, from_us } => {
-                let effects = groups::plan_resubscribe(store, overlay, &group, from_us);
+                let effects = groups::plan_resubscribe(store, overlay, &group, from_us, timestamp_us);
                 let partitions = effects.len();
                 (effects, vec![], Answer::GroupChanged { partitions })
             }

@@ -183,15 +183,11 @@ impl Overlay {
     /// them: over every partition, from the group's cursor (or the log
     /// start) to the next offset.
     pub fn unfinished(&self, store: &Store, queue: u64, group: &str) -> u64 {
-        store
-            .partitions
-            .range((queue, 0)..=(queue, u64::MAX))
-            .map(|((q, p), row)| {
-                let next = self.next_offsets.get(&(*q, *p)).copied().unwrap_or(row.next_offset);
-                match self.cursor(store, &(*q, *p, group.to_string())) {
-                    Some(c) => next.saturating_sub(c.committed).saturating_sub(c.done_above.len() as u64),
-                    None => next - row.log_start,
-                }
+        self.partition_ends(store, queue)
+            .into_iter()
+            .map(|(p, next)| match self.cursor(store, &(queue, p, group.to_string())) {
+                Some(c) => next.saturating_sub(c.committed).saturating_sub(c.done_above.len() as u64),
+                None => next.saturating_sub(store.partition(queue, p).map_or(0, |row| row.log_start)),
             })
             .sum()
     }
@@ -200,6 +196,20 @@ impl Overlay {
     pub fn partition_count(&self, store: &Store, queue: u64) -> usize {
         store.partitions.range((queue, 0)..=(queue, u64::MAX)).count()
             + self.partitions.keys().filter(|(q, _)| *q == queue).count()
+    }
+
+    /// Every partition of the queue with its next offset, as the batches
+    /// planned so far leave them, ascending by id.
+    pub fn partition_ends(&self, store: &Store, queue: u64) -> Vec<(u64, u64)> {
+        let mut ends: Vec<(u64, u64)> = store
+            .partitions
+            .range((queue, 0)..=(queue, u64::MAX))
+            .map(|((_, p), row)| (*p, row.next_offset))
+            .chain(self.partitions.0.iter().filter(|((q, _), _)| *q == queue).map(|(_, (_, p))| (*p, 0)))
+            .map(|(p, end)| (p, self.next_offsets.get(&(queue, p)).copied().unwrap_or(end)))
+            .collect();
+        ends.sort_unstable();
+        ends
     }
 
     pub fn dedup(&self, store: &Store, queue: u64, partition: u64, hash: &[u8; 16]) -> Option<u64> {
