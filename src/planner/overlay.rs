@@ -39,8 +39,8 @@ impl<K: Hash + Eq, V> Layer<K, V> {
         &mut slot.1
     }
 
-    fn keys(&self) -> impl Iterator<Item = &K> {
-        self.0.keys()
+    fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
+        self.0.iter().map(|(k, (_, v))| (k, v))
     }
 
     fn forget_through(&mut self, applied: u64) {
@@ -192,22 +192,25 @@ impl Overlay {
             .sum()
     }
 
-    /// How many partitions the queue has, counting those this batch created.
+    /// How many partitions the queue has, counting those unapplied batches created.
     pub fn partition_count(&self, store: &Store, queue: u64) -> usize {
-        store.partitions.range((queue, 0)..=(queue, u64::MAX)).count()
-            + self.partitions.keys().filter(|(q, _)| *q == queue).count()
+        self.partitions_of(store, queue).count()
+    }
+
+    /// The queue's partition ids: the store's, then those unapplied batches created.
+    fn partitions_of<'a>(&'a self, store: &'a Store, queue: u64) -> impl Iterator<Item = u64> + 'a {
+        let created = self.partitions.iter().filter(move |((q, _), _)| *q == queue).map(|(_, p)| *p);
+        store.partitions.range((queue, 0)..=(queue, u64::MAX)).map(|((_, p), _)| *p).chain(created)
     }
 
     /// Every partition of the queue with its next offset, as the batches
     /// planned so far leave them, ascending by id.
     pub fn partition_ends(&self, store: &Store, queue: u64) -> Vec<(u64, u64)> {
-        let mut ends: Vec<(u64, u64)> = store
-            .partitions
-            .range((queue, 0)..=(queue, u64::MAX))
-            .map(|((_, p), row)| (*p, row.next_offset))
-            .chain(self.partitions.0.iter().filter(|((q, _), _)| *q == queue).map(|(_, (_, p))| (*p, 0)))
-            .map(|(p, end)| (p, self.next_offsets.get(&(queue, p)).copied().unwrap_or(end)))
-            .collect();
+        let end = |p: u64| {
+            let stored = store.partition(queue, p).map_or(0, |row| row.next_offset);
+            self.next_offsets.get(&(queue, p)).copied().unwrap_or(stored)
+        };
+        let mut ends: Vec<(u64, u64)> = self.partitions_of(store, queue).map(|p| (p, end(p))).collect();
         ends.sort_unstable();
         ends
     }
@@ -288,7 +291,7 @@ impl Overlay {
     }
 
     pub fn kv_keys_with_prefix<'a>(&'a self, prefix: &'a str) -> impl Iterator<Item = String> + 'a {
-        self.kv.keys().filter(move |k| k.starts_with(prefix)).cloned()
+        self.kv.iter().map(|(k, _)| k).filter(move |k| k.starts_with(prefix)).cloned()
     }
 
     pub fn put_kv(&mut self, key: String, row: Option<KvRow>) {

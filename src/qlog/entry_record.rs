@@ -40,10 +40,6 @@ pub struct Stub {
 pub struct MalformedRecord(pub &'static str);
 
 impl EntryRecord {
-    pub fn encode(&self) -> Vec<u8> {
-        Self::encode_parts(self.id, &self.touched, &self.effects)
-    }
-
     /// The body of the entry record with these fields, built without one.
     pub fn encode_parts(id: LogId, touched: &[u64], effects: &[u8]) -> Vec<u8> {
         let mut out = Vec::with_capacity(31 + 10 * touched.len() + effects.len());
@@ -116,7 +112,7 @@ mod tests {
     #[test]
     fn entry_and_stub_round_trip_and_a_framed_stub_is_61_bytes() {
         let e = EntryRecord { id: LogId::new(1, 9), touched: vec![1, 5, 8], effects: b"effects".to_vec() };
-        let body = e.encode();
+        let body = EntryRecord::encode_parts(e.id, &e.touched, &e.effects);
         assert_eq!(EntryRecord::decode(&body).unwrap(), e);
         let s = Stub { id: e.id, home: 1, copies: 3, ordinal: 2, digest: EntryRecord::digest(&body) };
         let mut framed = Vec::new();

@@ -148,12 +148,6 @@ pub enum MessageRecordError {
 }
 
 impl MessageRecord {
-    pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::new();
-        self.encode_into(&mut out);
-        out
-    }
-
     /// Appends the body to `out`.
     pub fn encode_into(&self, out: &mut Vec<u8>) {
         let payload_bytes: usize = self
@@ -238,6 +232,25 @@ impl MessageRecord {
 mod tests {
     use super::*;
 
+    fn encoded(r: &MessageRecord) -> Vec<u8> {
+        let mut body = Vec::new();
+        r.encode_into(&mut body);
+        body
+    }
+
+    /// `len` random bytes, so nothing compresses them.
+    fn noise(len: usize, seed: u64) -> Vec<u8> {
+        let mut x = seed;
+        (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x >> 32) as u8
+            })
+            .collect()
+    }
+
     fn record(raw: Vec<Vec<u8>>, level: i32) -> MessageRecord {
         let payloads: Vec<StoredPayload> = raw.into_iter().map(|p| StoredPayload::prepare(p, level)).collect();
         MessageRecord {
@@ -254,29 +267,20 @@ mod tests {
         let raw = vec![b"small".to_vec(), vec![b'a'; 4096], (0..600u32).map(|i| (i * 7919 % 251) as u8).collect()];
         for level in [0, 1, 3] {
             let r = record(raw.clone(), level);
-            let back = MessageRecord::decode(&r.encode()).unwrap();
+            let back = MessageRecord::decode(&encoded(&r)).unwrap();
             assert_eq!(back, r);
             let payloads: Vec<Vec<u8>> = back.payloads.iter().map(|p| p.to_raw().unwrap()).collect();
             assert_eq!(payloads, raw);
         }
         assert!(
-            record(raw.clone(), 1).encode().len() < record(raw, 0).encode().len(),
+            encoded(&record(raw.clone(), 1)).len() < encoded(&record(raw, 0)).len(),
             "the repetitive payload compresses"
         );
     }
 
     #[test]
     fn an_incompressible_payload_is_stored_raw() {
-        let mut x = 0x2545F4914F6CDD1Du64;
-        let noise: Vec<u8> = (0..2048)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                (x >> 32) as u8
-            })
-            .collect();
-        assert!(matches!(StoredPayload::prepare(noise, 1), StoredPayload::Raw(_)));
+        assert!(matches!(StoredPayload::prepare(noise(2048, 0x2545F4914F6CDD1D), 1), StoredPayload::Raw(_)));
     }
 
     #[test]
@@ -285,22 +289,14 @@ mod tests {
             (0..40).flat_map(|i| format!(r#"{{"order":{i},"sku":"A-{}","qty":3}},"#, i * 37).into_bytes()).collect();
         assert!(!looks_incompressible(&json));
         assert!(matches!(StoredPayload::prepare(json, 1), StoredPayload::Zstd { .. }));
-        let mut x = 0x9E3779B97F4A7C15u64;
-        let noise: Vec<u8> = (0..4096)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                (x >> 24) as u8
-            })
-            .collect();
+        let noise = noise(4096, 0x9E3779B97F4A7C15);
         assert!(looks_incompressible(&noise[..512]));
         assert!(looks_incompressible(&noise));
     }
 
     #[test]
     fn a_short_body_is_an_error_not_a_panic() {
-        let body = record(vec![b"x".to_vec(), vec![b'b'; 1000]], 1).encode();
+        let body = encoded(&record(vec![b"x".to_vec(), vec![b'b'; 1000]], 1));
         for cut in 0..body.len() {
             assert!(MessageRecord::decode(&body[..cut]).is_err());
         }

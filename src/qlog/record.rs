@@ -34,6 +34,7 @@ impl RecordKind {
 }
 
 /// Appends `body` to `out` inside its frame.
+#[cfg(test)]
 pub fn frame_into(body: &[u8], out: &mut Vec<u8>) {
     frame_with(out, |o| o.extend_from_slice(body));
 }

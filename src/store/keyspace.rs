@@ -154,8 +154,12 @@ impl<K: RowKey, V: Serialize + DeserializeOwned + Clone> Keyspace<K, V> {
     /// The rows changed since the last call, copied out so that encoding
     /// them happens on the checkpointer's thread, not under the store lock.
     pub fn take_changes(&mut self) -> ChangedRows<K, V> {
-        let changes = std::mem::take(&mut self.dirty).into_iter().map(|k| (self.map.get(&k).cloned(), k));
-        ChangedRows { keyspace: self.name, changes: changes.map(|(v, k)| (k, v)).collect() }
+        let dirty = std::mem::take(&mut self.dirty);
+        let changes = dirty.into_iter().map(|k| {
+            let row = self.map.get(&k).cloned();
+            (k, row)
+        });
+        ChangedRows { keyspace: self.name, changes: changes.collect() }
     }
 }
 
