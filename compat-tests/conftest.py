@@ -24,11 +24,32 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+class PortTaken(RuntimeError):
+    """The node could not listen: something took a port between its pick and the node's bind."""
+
+
 class Node:
     def __init__(self, env=None):
         self.dir = tempfile.mkdtemp(prefix="queen-compat-")
+        self.extra_env = env or {}
+        self.log = open(os.path.join(self.dir, "node.log"), "wb")
+        self.proc = None
+        # A port picked free can be taken by another process's outgoing
+        # connection before the node binds it; a fresh pair is then picked.
+        for attempt in range(5):
+            self.pick_ports()
+            try:
+                self.start()
+                return
+            except PortTaken:
+                if attempt == 4:
+                    raise
+
+    def pick_ports(self):
         self.port = free_port()
         self.kafka_port = free_port()
+        while self.kafka_port == self.port:
+            self.kafka_port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.bootstrap = f"127.0.0.1:{self.kafka_port}"
         self.env = dict(
@@ -39,11 +60,12 @@ class Node:
             # Kafka's default waits 3 s for more members of a new group; the
             # suite's groups start together.
             QUEEN_KAFKA_INITIAL_REBALANCE_DELAY_MS="500",
-            **(env or {}),
+            **self.extra_env,
         )
-        self.log = open(os.path.join(self.dir, "node.log"), "wb")
-        self.proc = None
-        self.start()
+
+    def log_tail(self) -> str:
+        with open(os.path.join(self.dir, "node.log"), "rb") as f:
+            return f.read()[-4000:].decode(errors="replace")
 
     def start(self):
         self.proc = subprocess.Popen([BIN], env=self.env, stdout=self.log, stderr=self.log)
@@ -56,8 +78,11 @@ class Node:
             except OSError:
                 time.sleep(0.05)
             if self.proc.poll() is not None:
-                raise RuntimeError(f"queen exited with {self.proc.returncode}")
-        raise RuntimeError("queen did not become healthy")
+                tail = self.log_tail()
+                if "Address already in use" in tail:
+                    raise PortTaken(tail)
+                raise RuntimeError(f"queen exited with {self.proc.returncode}; log:\n{tail}")
+        raise RuntimeError(f"queen did not become healthy; log:\n{self.log_tail()}")
 
     def kill9(self):
         self.proc.kill()

@@ -45,15 +45,30 @@ fn command(dir: &Path, port: u16, env: &[(String, String)], log: &Path) -> (Comm
 
 impl Node {
     /// Starts a node on `dir` and waits until it answers `/health`.
+    /// A port picked free can be taken by another process's outgoing
+    /// connection before the node binds it; the node is then started again on
+    /// fresh ports.
     pub async fn start(dir: &Path, env: &[(&str, &str)]) -> Node {
         let env: Vec<(String, String)> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        let port = free_port();
-        let log = dir.with_extension(format!("{port}.log"));
-        let (mut command, kafka_port) = command(dir, port, &env, &log);
-        let child = command.spawn().expect("spawn queen");
-        let mut node = Node { child, port, kafka_port, dir: dir.to_path_buf(), log, env, http: reqwest::Client::new() };
-        node.wait_healthy().await;
-        node
+        for _ in 0..5 {
+            let port = free_port();
+            let log = dir.with_extension(format!("{port}.log"));
+            let (mut command, kafka_port) = command(dir, port, &env, &log);
+            let child = command.spawn().expect("spawn queen");
+            let mut node = Node {
+                child,
+                port,
+                kafka_port,
+                dir: dir.to_path_buf(),
+                log,
+                env: env.clone(),
+                http: reqwest::Client::new(),
+            };
+            if node.wait_healthy().await {
+                return node;
+            }
+        }
+        panic!("five starts in a row found a picked port taken")
     }
 
     /// Starts the node again on the same directory and settings.
@@ -62,15 +77,19 @@ impl Node {
         Node::start(&self.dir, &env).await
     }
 
-    async fn wait_healthy(&mut self) {
+    /// True once healthy; false when the node exited because a port was taken.
+    async fn wait_healthy(&mut self) -> bool {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             if let Ok(r) = self.http.get(self.url("/health")).send().await {
                 if r.status().is_success() {
-                    return;
+                    return true;
                 }
             }
             if let Ok(Some(status)) = self.child.try_wait() {
+                if self.log_text().contains("Address already in use") {
+                    return false;
+                }
                 panic!("node exited with {status} before it was healthy; log:\n{}", self.log_text());
             }
             assert!(Instant::now() < deadline, "node did not become healthy; log:\n{}", self.log_text());
