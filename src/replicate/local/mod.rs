@@ -27,7 +27,7 @@ use crate::qlog::sync_ledger::SyncLedger;
 use crate::qlog::writer::QlogWriter;
 use crate::store::checkpointer::Checkpointer;
 use crate::store::Store;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, RwLock};
 use std::thread::JoinHandle;
@@ -39,7 +39,8 @@ type Reply = oneshot::Sender<Result<Answer, ProposeError>>;
 /// What reaches the sequencer.
 enum Msg {
     Propose(Command, Reply),
-    /// The syncer finished a batch and can take the next.
+    /// Wakes a waiting sequencer: the syncer finished a batch and can take
+    /// the next.
     Synced,
     Stop,
 }
@@ -54,6 +55,19 @@ struct Batch {
     pending: PendingSync,
     /// The qlog bytes the batch wrote.
     bytes: u64,
+}
+
+impl Batch {
+    fn new(number: u64) -> Self {
+        Batch {
+            number,
+            started: Instant::now(),
+            planned: Vec::new(),
+            locations: Vec::new(),
+            pending: PendingSync::default(),
+            bytes: 0,
+        }
+    }
 }
 
 /// What the pipeline's threads own between them.
@@ -103,6 +117,7 @@ impl LocalReplicator {
         let (to_syncer, syncer_rx) = mpsc::channel();
         // The last batch the store holds; written under the store's lock.
         let applied_batch = Arc::new(AtomicU64::new(0));
+        let syncer_free = Arc::new(AtomicBool::new(true));
         let applier = applier::Applier {
             state: p.state.clone(),
             applied_batch: applied_batch.clone(),
@@ -117,6 +132,7 @@ impl LocalReplicator {
             files: p.files,
             metrics: p.metrics,
             ledger: p.ledger,
+            free: syncer_free.clone(),
             synced: tx.clone(),
             next: to_applier,
         };
@@ -126,6 +142,7 @@ impl LocalReplicator {
             writer: p.writer,
             state: p.state,
             applied_batch,
+            syncer_free,
             to_syncer,
             threads: vec![syncer, applier],
         };

@@ -5,17 +5,18 @@
 use super::{Batch, Msg, Reply};
 use crate::planner::command::Command;
 use crate::planner::Planner;
-use crate::qlog::pending_sync::PendingSync;
 use crate::qlog::writer::{EntryWrite, QlogWriter};
 use crate::store::Store;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, RwLock};
 use std::thread::JoinHandle;
-use std::time::Instant;
 
-/// The most commands planned under one hold of the store's lock.
+/// The most messages taken from the inbox at once.
 const MAX_CHUNK: usize = 8192;
+/// The most commands planned under one hold of the store's lock, and between
+/// two looks at whether the syncer is free.
+const PLAN_CHUNK: usize = 32;
 /// The most commands one group commit takes: a batch this full goes to the
 /// syncer even while it is busy, so a slow disk cannot grow one batch (and
 /// the applier's hold of the store's lock) without bound.
@@ -26,6 +27,9 @@ pub(super) struct Sequencer {
     pub writer: QlogWriter,
     pub state: Arc<RwLock<Store>>,
     pub applied_batch: Arc<AtomicU64>,
+    /// Set by the syncer when it finished its batch, cleared here when it is
+    /// handed the next.
+    pub syncer_free: Arc<AtomicBool>,
     pub to_syncer: mpsc::Sender<Batch>,
     /// The later stages, joined once they have drained.
     pub threads: Vec<JoinHandle<()>>,
@@ -35,9 +39,9 @@ impl Sequencer {
     pub fn run(mut self, rx: mpsc::Receiver<Msg>) {
         let mut open: Option<Batch> = None;
         let mut next_number = 1;
-        let mut syncer_free = true;
         let mut last_ts = 0i64;
-        loop {
+        let mut stop = false;
+        while !stop {
             let mut inbox = vec![rx.recv().unwrap_or(Msg::Stop)];
             while inbox.len() < MAX_CHUNK {
                 match rx.try_recv() {
@@ -45,55 +49,54 @@ impl Sequencer {
                     Err(_) => break,
                 }
             }
-            let mut stop = false;
             let mut commands = Vec::with_capacity(inbox.len());
             for msg in inbox {
                 match msg {
                     Msg::Propose(c, r) => commands.push((c, r)),
-                    Msg::Synced => syncer_free = true,
+                    // Only a wake-up: the flag says whether the syncer is free.
+                    Msg::Synced => {}
                     Msg::Stop => stop = true,
                 }
             }
-            if !commands.is_empty() {
+            let mut commands = commands.into_iter().peekable();
+            while commands.peek().is_some() {
                 // The planner's clock moves forward with every chunk, so what
                 // is planned later is always later than what is applied.
                 last_ts = (last_ts + 1).max(chrono::Utc::now().timestamp_micros());
                 let batch = open.get_or_insert_with(|| {
                     next_number += 1;
-                    Batch {
-                        number: next_number - 1,
-                        started: Instant::now(),
-                        planned: Vec::new(),
-                        locations: Vec::new(),
-                        pending: PendingSync::default(),
-                        bytes: 0,
-                    }
+                    Batch::new(next_number - 1)
                 });
-                self.plan(batch, commands, last_ts);
+                self.plan(batch, commands.by_ref().take(PLAN_CHUNK), last_ts);
+                stop |= !self.hand_off(&mut open, false);
             }
-            let full = open.as_ref().is_some_and(|b| b.planned.len() >= MAX_BATCH);
-            if syncer_free || stop || full {
-                if let Some(mut batch) = open.take() {
-                    batch.pending = self.writer.take_pending();
-                    syncer_free = false;
-                    if self.to_syncer.send(batch).is_err() {
-                        stop = true;
-                    }
-                }
-            }
-            if stop {
-                // The syncer and then the applier drain what they hold and end.
-                drop(self.to_syncer);
-                for t in self.threads {
-                    let _ = t.join();
-                }
-                tracing::info!("replicator stopped after a final checkpoint");
-                return;
-            }
+            stop |= !self.hand_off(&mut open, stop);
         }
+        // The syncer and then the applier drain what they hold and end.
+        drop(self.to_syncer);
+        for t in self.threads {
+            let _ = t.join();
+        }
+        tracing::info!("replicator stopped after a final checkpoint");
     }
 
-    fn plan(&mut self, batch: &mut Batch, commands: Vec<(Command, Reply)>, timestamp_us: i64) {
+    /// Hands the open batch to the syncer when it is free, when the batch is
+    /// full, or when `now`. Checked between small chunks of planning, so a
+    /// syncer that comes free mid-burst waits for one chunk at most, where
+    /// it waited for a whole burst's planning before. Answers false once the
+    /// syncer is gone.
+    fn hand_off(&mut self, open: &mut Option<Batch>, now: bool) -> bool {
+        let full = open.as_ref().is_some_and(|b| b.planned.len() >= MAX_BATCH);
+        if !(now || full || self.syncer_free.load(Ordering::Acquire)) {
+            return true;
+        }
+        let Some(mut batch) = open.take() else { return true };
+        batch.pending = self.writer.take_pending();
+        self.syncer_free.store(false, Ordering::Release);
+        self.to_syncer.send(batch).is_ok()
+    }
+
+    fn plan(&mut self, batch: &mut Batch, commands: impl Iterator<Item = (Command, Reply)>, timestamp_us: i64) {
         let first = batch.planned.len();
         {
             let store = self.state.read().expect("store lock");

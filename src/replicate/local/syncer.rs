@@ -6,6 +6,7 @@ use crate::fatal;
 use crate::metrics::Metrics;
 use crate::qlog::files::FileTable;
 use crate::qlog::sync_ledger::SyncLedger;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Instant;
@@ -14,6 +15,8 @@ pub(super) struct Syncer {
     pub files: Arc<FileTable>,
     pub metrics: Arc<Metrics>,
     pub ledger: Option<Arc<SyncLedger>>,
+    /// Set once a batch is durable, before the wake-up goes to the sequencer.
+    pub free: Arc<AtomicBool>,
     pub synced: mpsc::Sender<Msg>,
     pub next: mpsc::Sender<Batch>,
 }
@@ -28,6 +31,7 @@ impl Syncer {
             });
             batch.bytes = pending.bytes();
             self.metrics.qlog_sync_seconds.inc_by(started.elapsed().as_secs_f64());
+            self.free.store(true, Ordering::Release);
             let _ = self.synced.send(Msg::Synced);
             if self.next.send(batch).is_err() {
                 return;
