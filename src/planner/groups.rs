@@ -10,13 +10,8 @@ use crate::store::Store;
 /// The queues (id) a group has a cursor or a subscription on, but for those
 /// an unapplied batch deletes.
 fn queues_of(store: &Store, overlay: &Overlay, group: &str) -> Vec<u64> {
-    let mut out: Vec<u64> = store
-        .cursors
-        .iter()
-        .filter(|(k, _)| k.2 == group)
-        .map(|(k, _)| k.0)
-        .chain(store.groups.iter().filter(|(k, _)| k.1 == group).map(|(k, _)| k.0))
-        .collect();
+    let mut out: Vec<u64> = overlay.group_cursors(store, None, group).into_iter().map(|k| k.0).collect();
+    out.extend(overlay.group_rows(store, group));
     out.sort_unstable();
     out.dedup();
     out.retain(|q| !overlay.is_deleted(*q));
@@ -50,7 +45,7 @@ fn seek(overlay: &mut Overlay, queue: u64, partition: u64, group: &str, offset: 
 /// how many partition cursors go.
 pub fn plan_delete(
     store: &Store,
-    overlay: &Overlay,
+    overlay: &mut Overlay,
     queue: Option<&str>,
     group: &str,
     metadata: bool,
@@ -59,9 +54,13 @@ pub fn plan_delete(
         Some(name) => overlay.queue_id(store, name).into_iter().collect(),
         None => queues_of(store, overlay, group),
     };
-    let cursors = store.cursors.iter().filter(|(k, _)| k.2 == group && queues.contains(&k.0)).count();
-    let effects =
-        queues.into_iter().map(|queue| Effect::DeleteGroup { queue, group: group.to_string(), metadata }).collect();
+    let mut cursors = 0;
+    let mut effects = Vec::with_capacity(queues.len());
+    for queue in queues {
+        cursors += overlay.group_cursors(store, Some(queue), group).len();
+        overlay.delete_group(store, queue, group, metadata);
+        effects.push(Effect::DeleteGroup { queue, group: group.to_string(), metadata });
+    }
     (effects, cursors)
 }
 
@@ -106,4 +105,70 @@ pub fn plan_redeliver(
             Effect::Redeliver { queue, partition, group, offset }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::log_id::LogId;
+    use crate::message::Message;
+    use crate::planner::command::{AckItem, AckStatus, Answer, Command, PopRequest, PushItem, Subscription};
+    use crate::planner::testing::{plan, settle};
+    use crate::planner::Planner;
+    use crate::store::Store;
+
+    #[test]
+    fn commands_planned_after_an_unapplied_group_delete_see_the_group_gone() {
+        let mut store = Store::default();
+        let mut planner = Planner::new(1, LogId::default());
+        let message = Message::new("t1".into(), b"1".to_vec());
+        let push =
+            plan(&mut planner, &store, 1, Command::Push(vec![PushItem::new("q".into(), "p".into(), &message, 0)]));
+        settle(&mut store, &push);
+        planner.batches_applied(1);
+
+        // Batches 2 to 4 are planned while none of them is applied.
+        let pop = plan(
+            &mut planner,
+            &store,
+            2,
+            Command::Pop(PopRequest {
+                queue: Some("q".into()),
+                partition: None,
+                namespace: None,
+                task: None,
+                group: "g".into(),
+                batch: 1,
+                partitions: 1,
+                auto_ack: false,
+                subscription: Subscription::All,
+                conflation: false,
+            }),
+        );
+        let Answer::Popped(claims) = &pop.answer else { panic!("pop answered {:?}", pop.answer) };
+        let claim = &claims[0];
+        let delete = Command::DeleteGroup { queue: Some("q".into()), group: "g".into(), metadata: true };
+        let delete = plan(&mut planner, &store, 3, delete);
+        assert!(matches!(delete.answer, Answer::GroupChanged { partitions: 1 }), "{:?}", delete.answer);
+        let ack = plan(
+            &mut planner,
+            &store,
+            4,
+            Command::Ack(vec![AckItem {
+                queue_id: claim.queue_id,
+                partition_id: claim.partition_id,
+                transaction_id: "t1".into(),
+                group: "g".into(),
+                lease_id: Some(claim.lease_id.clone()),
+                status: AckStatus::Completed,
+                error: None,
+            }]),
+        );
+        let Answer::Acked(outcomes) = &ack.answer else { panic!("ack answered {:?}", ack.answer) };
+        assert!(outcomes[0].refused.is_some(), "an ack after the group's delete was judged on its old lease");
+
+        for planned in [&pop, &delete, &ack] {
+            settle(&mut store, planned);
+        }
+        assert!(store.cursors.iter().all(|(k, _)| k.2 != "g"), "the deleted group kept a cursor");
+    }
 }

@@ -14,6 +14,8 @@ pub mod overlay;
 pub mod push;
 pub mod queue_options;
 pub mod queues;
+#[cfg(test)]
+mod testing;
 pub mod timers;
 pub mod topics;
 pub mod transaction;

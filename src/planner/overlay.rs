@@ -4,6 +4,7 @@
 //! decision is stamped with the batch that made it, and is dropped once the
 //! store holds that batch.
 
+use crate::planner::queue_options::QueueOptions;
 use crate::store::rows::{CursorRow, GroupRow, KvRow, TimerRow};
 use crate::store::{CursorKey, Store};
 use std::borrow::Borrow;
@@ -86,8 +87,11 @@ pub struct Overlay {
     dedup: Layer<(u64, u64, [u8; 16]), u64>,
     next_queue_id: Next,
     next_partition_id: Next,
-    cursors: Layer<CursorKey, CursorRow>,
-    groups: Layer<(u64, String), GroupRow>,
+    /// Cursors moved (`None`: removed by a group delete) by unapplied batches.
+    cursors: Layer<CursorKey, Option<CursorRow>>,
+    /// Group rows written (`None`: removed by a group delete) by unapplied
+    /// batches.
+    groups: Layer<(u64, String), Option<GroupRow>>,
     /// Leases granted by unapplied batches: lease id → cursors.
     leases: Layer<String, Vec<CursorKey>>,
     /// KV rows written (`None`: deleted) by unapplied batches.
@@ -153,6 +157,15 @@ impl Overlay {
             let name = store.queue_name(queue)?;
             store.queues.get(&name.to_string()).map(|r| r.options.clone())
         })
+    }
+
+    /// The queue's `maxSize` as the batches planned so far leave it; 0 for
+    /// none.
+    pub fn max_size(&self, store: &Store, queue: u64) -> u64 {
+        match self.options.get(&queue) {
+            Some(options) => QueueOptions::parse(options).max_size(),
+            None => store.traits(queue).max_size,
+        }
     }
 
     pub fn set_queue_options(&mut self, queue: u64, options: String) {
@@ -238,7 +251,33 @@ impl Overlay {
         if self.is_deleted(key.0) {
             return None;
         }
-        self.cursors.get(key).cloned().or_else(|| store.cursors.get(key).cloned())
+        match self.cursors.get(key) {
+            Some(row) => row.clone(),
+            None => store.cursors.get(key).cloned(),
+        }
+    }
+
+    /// The cursors `group` holds, on `queue` or on every queue, as the
+    /// batches planned so far leave them.
+    pub fn group_cursors(&self, store: &Store, queue: Option<u64>, group: &str) -> Vec<CursorKey> {
+        let wanted = |k: &CursorKey| k.2 == group && queue.is_none_or(|q| k.0 == q);
+        let mut keys: Vec<CursorKey> = store.cursors.iter().map(|(k, _)| k).filter(|k| wanted(k)).cloned().collect();
+        keys.extend(self.cursors.iter().map(|(k, _)| k).filter(|k| wanted(k)).cloned());
+        keys.sort_unstable();
+        keys.dedup();
+        keys.retain(|k| self.cursor(store, k).is_some());
+        keys
+    }
+
+    /// Removes the group's cursors on `queue`, and with `metadata` its row,
+    /// for the commands planned after this one.
+    pub fn delete_group(&mut self, store: &Store, queue: u64, group: &str, metadata: bool) {
+        for key in self.group_cursors(store, Some(queue), group) {
+            self.cursors.insert(self.batch, key, None);
+        }
+        if metadata {
+            self.groups.insert(self.batch, (queue, group.to_string()), None);
+        }
     }
 
     pub fn put_cursor(&mut self, key: CursorKey, row: CursorRow) {
@@ -248,7 +287,7 @@ impl Overlay {
                 holders.push(key.clone());
             }
         }
-        self.cursors.insert(self.batch, key, row);
+        self.cursors.insert(self.batch, key, Some(row));
     }
 
     /// Changes a cursor with one of `cursor`'s moves.
@@ -275,11 +314,25 @@ impl Overlay {
 
     pub fn group(&self, store: &Store, queue: u64, group: &str) -> Option<GroupRow> {
         let key = (queue, group.to_string());
-        self.groups.get(&key).cloned().or_else(|| store.groups.get(&key).cloned())
+        match self.groups.get(&key) {
+            Some(row) => row.clone(),
+            None => store.groups.get(&key).cloned(),
+        }
+    }
+
+    /// The queues on which `group` has a row, as the batches planned so far
+    /// leave them.
+    pub fn group_rows<'a>(&'a self, store: &'a Store, group: &'a str) -> impl Iterator<Item = u64> + 'a {
+        let store_rows = store.groups.iter().map(|(k, _)| k);
+        let overlay_rows = self.groups.iter().map(|(k, _)| k);
+        store_rows
+            .chain(overlay_rows)
+            .filter(move |k| k.1 == group && self.group(store, k.0, group).is_some())
+            .map(|k| k.0)
     }
 
     pub fn put_group(&mut self, queue: u64, group: &str, row: GroupRow) {
-        self.groups.insert(self.batch, (queue, group.to_string()), row);
+        self.groups.insert(self.batch, (queue, group.to_string()), Some(row));
     }
 
     /// A KV row as the batch left it, expired or not.

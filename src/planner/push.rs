@@ -37,11 +37,11 @@ pub fn check_max_size(store: &Store, overlay: &Overlay, items: &[PushItem]) -> R
     let mut adding: BTreeMap<u64, Adding> = BTreeMap::new();
     for item in items {
         let Some(queue) = overlay.queue_id(store, &item.queue) else { continue };
-        if store.traits(queue).max_size == 0 {
+        let max = overlay.max_size(store, queue);
+        if max == 0 {
             continue;
         }
-        let slot =
-            adding.entry(queue).or_insert_with(|| Adding { max: store.traits(queue).max_size, new: HashSet::new() });
+        let slot = adding.entry(queue).or_insert_with(|| Adding { max, new: HashSet::new() });
         let hash = transaction_hash(&item.transaction_id);
         let partition = overlay.partition_id(store, queue, &item.partition);
         if partition.is_none_or(|p| overlay.dedup(store, queue, p, &hash).is_none()) {
@@ -133,4 +133,36 @@ pub fn plan_push(
         });
     }
     PlannedPush { effects, messages, outcomes }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::log_id::LogId;
+    use crate::message::Message;
+    use crate::planner::command::{Answer, Command, ConfigureQueue, PushItem};
+    use crate::planner::testing::{plan, settle};
+    use crate::planner::Planner;
+    use crate::store::Store;
+
+    fn push(transaction_id: &str) -> Command {
+        let message = Message::new(transaction_id.into(), b"1".to_vec());
+        Command::Push(vec![PushItem::new("q".into(), "p".into(), &message, 0)])
+    }
+
+    #[test]
+    fn a_bound_set_by_an_unapplied_configure_refuses_the_push_after_it() {
+        let mut store = Store::default();
+        let mut planner = Planner::new(1, LogId::default());
+        let first = plan(&mut planner, &store, 1, push("t1"));
+        settle(&mut store, &first);
+        planner.batches_applied(1);
+
+        let mut options = serde_json::Map::new();
+        options.insert("maxSize".into(), 1.into());
+        let configure = ConfigureQueue { queue: "q".into(), namespace: None, task: None, options };
+        let configured = plan(&mut planner, &store, 2, Command::Configure(configure));
+        assert!(matches!(configured.answer, Answer::Configured { .. }), "{:?}", configured.answer);
+        let second = plan(&mut planner, &store, 3, push("t2"));
+        assert!(matches!(second.answer, Answer::QueueFull(_)), "a push past maxSize answered {:?}", second.answer);
+    }
 }
