@@ -1,6 +1,7 @@
 //! A node: boot (store, qlog layout, recovery), the replicator, and what the
 //! front ends share.
 
+use crate::append_watch::AppendWatch;
 use crate::config::Settings;
 use crate::disk_gate::DiskGate;
 use crate::encryption::{Cipher, EncryptionError};
@@ -57,6 +58,8 @@ pub struct Node {
     pub replicator: Arc<dyn Replicator>,
     pub metrics: Arc<Metrics>,
     pub applied: Arc<tokio::sync::Notify>,
+    /// Woken per queue after every apply that appends to it.
+    pub appends: Arc<AppendWatch>,
     /// JWT authentication, when `JWT_ENABLED=true`.
     pub auth: Option<Auth>,
     /// Ephemeral queues: in this process's memory only.
@@ -116,6 +119,7 @@ impl Node {
         }
         let state = Arc::new(RwLock::new(store));
         let applied = Arc::new(tokio::sync::Notify::new());
+        let appends = Arc::new(AppendWatch::default());
         scrub::start(checkpoint.clone(), Duration::from_secs(settings.scrub_every_s), settings.scrub_rows_per_s);
         let replicator = LocalReplicator::start(Pipeline {
             planner: Planner::new(1, recovered.last),
@@ -128,6 +132,7 @@ impl Node {
             durable_every_bytes: settings.durable_every_bytes,
             metrics: metrics.clone(),
             applied: applied.clone(),
+            appends: appends.clone(),
         });
         Ok(Self {
             settings,
@@ -136,6 +141,7 @@ impl Node {
             replicator: Arc::new(replicator),
             metrics,
             applied,
+            appends,
             auth,
             ephemeral,
             disk_gate,

@@ -141,7 +141,7 @@ pub trait Broker: Send + Sync + 'static {
     fn produce(&self, batches: Vec<PartitionBatch>) -> impl Future<Output = Vec<Result<Produced, BrokerError>>> + Send;
 
     /// Reads records from `offset`, at least one if there is one, until
-    /// `max_bytes`.
+    /// `max_bytes`; at the high watermark or with no budget, none and no read.
     fn fetch(
         &self,
         topic: String,
@@ -163,9 +163,9 @@ pub trait Broker: Send + Sync + 'static {
     /// The newest record's (offset, timestamp), if any.
     fn max_timestamp(&self, topic: &str, partition: i32) -> Result<Option<(i64, i64)>, BrokerError>;
 
-    /// Resolves at the next applied write. Created before a check, it
-    /// catches any write that lands after the check.
-    fn appended(&self) -> impl Future<Output = ()> + Send + '_;
+    /// Resolves at the next applied append to one of `topics`. Created
+    /// before a check, it catches any append that lands after the check.
+    fn appended(&self, topics: &[&str]) -> impl Future<Output = ()> + Send + 'static;
 
     /// Moves the group's cursors to the committed offsets.
     fn commit_offsets(

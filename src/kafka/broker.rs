@@ -196,6 +196,9 @@ impl facade::Broker for QueenBroker {
                 high_watermark: offsets.high_watermark,
             });
         }
+        if offset == offsets.high_watermark || max_bytes == 0 {
+            return Ok(Fetched { records: Vec::new(), offsets });
+        }
         let node = self.node.clone();
         let end = offsets.high_watermark as u64;
         // File reads block: keep them off the async workers.
@@ -232,8 +235,13 @@ impl facade::Broker for QueenBroker {
         Ok(last.and_then(|o| store.locator.timestamp_of(q, p, o).map(|t| (o as i64, t / 1000))))
     }
 
-    fn appended(&self) -> impl std::future::Future<Output = ()> + Send + '_ {
-        self.node.applied.notified()
+    fn appended(&self, topics: &[&str]) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let queues: Vec<u64> = {
+            let store = self.store();
+            topics.iter().filter_map(|t| store.queue_id(t)).collect()
+        };
+        let signal = self.node.appends.watch(queues);
+        async move { signal.notified().await }
     }
 
     async fn commit_offsets(&self, group: String, commits: Vec<OffsetCommit>) -> Vec<Result<(), BrokerError>> {

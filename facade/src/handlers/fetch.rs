@@ -17,10 +17,23 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: FetchRequest, version: i16) -
     let deadline = Instant::now() + Duration::from_millis(req.max_wait_ms.max(0) as u64);
     let min_bytes = req.min_bytes.max(0) as usize;
     let max_bytes = if req.max_bytes > 0 { req.max_bytes as usize } else { usize::MAX };
+    // From v13 a fetch names topics by id only.
+    let names: Vec<Option<String>> = req
+        .topics
+        .iter()
+        .map(|t| {
+            if version >= 13 {
+                f.broker.topic_by_id(*t.topic_id.as_bytes()).map(|t| t.name)
+            } else {
+                Some(t.topic.0.as_str().to_string())
+            }
+        })
+        .collect();
+    let known: Vec<&str> = names.iter().flatten().map(String::as_str).collect();
     loop {
         // Made before the read, so an append that lands during it still wakes us.
-        let appended = f.broker.appended();
-        let (topics, bytes) = read_all(f, &req, max_bytes, version).await;
+        let appended = f.broker.appended(&known);
+        let (topics, bytes) = read_all(f, &req, &names, max_bytes, version).await;
         let now = Instant::now();
         if bytes >= min_bytes.max(1) || now >= deadline {
             return FetchResponse::default().with_responses(topics);
@@ -29,21 +42,18 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: FetchRequest, version: i16) -
     }
 }
 
+/// Reads every asked partition; `names` holds each asked topic's name, none
+/// for an unknown topic id.
 async fn read_all<B: Broker>(
     f: &Facade<B>,
     req: &FetchRequest,
+    names: &[Option<String>],
     max_bytes: usize,
     version: i16,
 ) -> (Vec<FetchableTopicResponse>, usize) {
     let mut total = 0usize;
     let mut topics = Vec::with_capacity(req.topics.len());
-    for topic in &req.topics {
-        // From v13 a fetch names topics by id only.
-        let name = if version >= 13 {
-            f.broker.topic_by_id(*topic.topic_id.as_bytes()).map(|t| t.name)
-        } else {
-            Some(topic.topic.0.as_str().to_string())
-        };
+    for (topic, name) in req.topics.iter().zip(names) {
         let mut partitions = Vec::with_capacity(topic.partitions.len());
         for p in &topic.partitions {
             let budget = (p.partition_max_bytes.max(0) as usize).min(max_bytes.saturating_sub(total));
@@ -84,13 +94,6 @@ async fn read_partition<B: Broker>(
     offset: i64,
     budget: usize,
 ) -> Result<(PartitionOffsets, bytes::Bytes, usize), ResponseError> {
-    let offsets = f.broker.offsets(topic, partition).map_err(|e| e.kafka())?;
-    if offset < offsets.log_start || offset > offsets.high_watermark {
-        return Err(ResponseError::OffsetOutOfRange);
-    }
-    if offset == offsets.high_watermark || budget == 0 {
-        return Ok((offsets, bytes::Bytes::new(), 0));
-    }
     let fetched = f.broker.fetch(topic.to_string(), partition, offset, budget).await.map_err(|e| e.kafka())?;
     if fetched.records.is_empty() {
         return Ok((fetched.offsets, bytes::Bytes::new(), 0));

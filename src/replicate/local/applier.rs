@@ -3,6 +3,7 @@
 //! `QUEEN_RAFT_DURABLE_EVERY_MS` or `QUEEN_RAFT_DURABLE_EVERY_BYTES`.
 
 use super::Batch;
+use crate::append_watch::AppendWatch;
 use crate::log_id::LogId;
 use crate::metrics::Metrics;
 use crate::planner::apply::apply;
@@ -22,6 +23,7 @@ pub(super) struct Applier {
     pub durable_every_bytes: u64,
     pub metrics: Arc<Metrics>,
     pub applied: Arc<tokio::sync::Notify>,
+    pub appends: Arc<AppendWatch>,
 }
 
 impl Applier {
@@ -71,6 +73,15 @@ impl Applier {
             self.metrics.group_commit_entries.observe(count as f64);
             self.metrics.group_commit_seconds.observe(batch.started.elapsed().as_secs_f64());
             self.applied.notify_waiters();
+            let mut queues: Vec<u64> = batch
+                .planned
+                .iter()
+                .flat_map(|(p, _)| p.entry.iter().flat_map(|e| &e.messages))
+                .map(|m| m.span.queue)
+                .collect();
+            queues.sort_unstable();
+            queues.dedup();
+            self.appends.appended(queues);
         }
         for (p, reply) in batch.planned {
             if let Answer::Pushed(outcomes) = &p.answer {

@@ -17,6 +17,7 @@ mod sequencer;
 mod syncer;
 
 use super::{Proposal, ProposeError, Replicator};
+use crate::append_watch::AppendWatch;
 use crate::fatal;
 use crate::metrics::Metrics;
 use crate::planner::command::{Answer, Command};
@@ -83,6 +84,8 @@ pub struct Pipeline {
     pub metrics: Arc<Metrics>,
     /// Woken after every apply, for readers that wait for new data.
     pub applied: Arc<tokio::sync::Notify>,
+    /// Woken per queue after every apply that appends to it.
+    pub appends: Arc<AppendWatch>,
 }
 
 pub struct LocalReplicator {
@@ -126,6 +129,7 @@ impl LocalReplicator {
             durable_every_bytes: p.durable_every_bytes,
             metrics: p.metrics.clone(),
             applied: p.applied,
+            appends: p.appends,
         };
         let applier = spawn("applier", move || applier.run(applier_rx));
         let syncer = syncer::Syncer {

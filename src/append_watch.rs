@@ -1,0 +1,75 @@
+//! Waking the readers that wait for appends to particular queues. A Kafka
+//! fetch long-polls a few partitions; woken by every write anywhere, each
+//! idle consumer re-read its partitions once per group commit.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+use tokio::sync::Notify;
+
+#[derive(Default)]
+pub struct AppendWatch {
+    waiting: Mutex<HashMap<u64, Vec<Weak<Notify>>>>,
+}
+
+impl AppendWatch {
+    /// A signal that fires at the first append to any of `queues` applied
+    /// after this call, even one that lands before the caller awaits it.
+    pub fn watch(&self, queues: impl IntoIterator<Item = u64>) -> Arc<Notify> {
+        let signal = Arc::new(Notify::new());
+        let mut waiting = self.waiting.lock().expect("append watch lock");
+        for queue in queues {
+            let readers = waiting.entry(queue).or_default();
+            // Readers that gave up are dropped here, so a queue that sees no
+            // appends does not collect them.
+            readers.retain(|r| r.strong_count() > 0);
+            readers.push(Arc::downgrade(&signal));
+        }
+        signal
+    }
+
+    /// Wakes every reader watching one of `queues`.
+    pub fn appended(&self, queues: impl IntoIterator<Item = u64>) {
+        let mut waiting = self.waiting.lock().expect("append watch lock");
+        for queue in queues {
+            for reader in waiting.remove(&queue).into_iter().flatten() {
+                if let Some(signal) = reader.upgrade() {
+                    // Stores a permit when the reader is not awaiting yet.
+                    signal.notify_one();
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    async fn fires(signal: &Notify) -> bool {
+        tokio::time::timeout(Duration::from_millis(50), signal.notified()).await.is_ok()
+    }
+
+    #[tokio::test]
+    async fn a_reader_wakes_for_its_queues_only_and_keeps_an_early_append() {
+        let watch = AppendWatch::default();
+        let a = watch.watch([1, 2]);
+        let b = watch.watch([3]);
+        // Lands before either reader awaits.
+        watch.appended([2]);
+        assert!(fires(&a).await);
+        assert!(!fires(&b).await, "an append to another queue woke the reader");
+        watch.appended([3]);
+        assert!(fires(&b).await);
+    }
+
+    #[test]
+    fn readers_that_gave_up_are_not_kept() {
+        let watch = AppendWatch::default();
+        for _ in 0..100 {
+            drop(watch.watch([7]));
+        }
+        let _live = watch.watch([7]);
+        assert_eq!(watch.waiting.lock().unwrap()[&7].len(), 1);
+    }
+}
