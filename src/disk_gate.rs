@@ -38,8 +38,11 @@ impl DiskGate {
         if unsafe { libc::statvfs(path.as_ptr(), &mut st) } != 0 || st.f_blocks == 0 {
             return None;
         }
-        let used = st.f_blocks.saturating_sub(st.f_bavail) as f64;
-        Some(100.0 * used / st.f_blocks as f64)
+        // As `df` counts: blocks reserved for the superuser are neither used
+        // nor available, so a volume with a large reserve is not full early.
+        let used = st.f_blocks.saturating_sub(st.f_bfree) as f64;
+        let usable = used + st.f_bavail as f64;
+        (usable > 0.0).then(|| 100.0 * used / usable)
     }
 }
 
