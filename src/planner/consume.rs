@@ -21,19 +21,24 @@ fn options_of(store: &Store, queue: u64) -> Option<QueueOptions> {
     store.queues.get(&store.queue_name(queue)?.to_string()).map(|r| QueueOptions::parse(&r.options))
 }
 
-/// The queues a pop may take from.
+/// The queues a pop may take from, in the order it takes: by namespace or
+/// task, higher `priority` first, then by name.
 fn pop_queues(store: &Store, req: &PopRequest) -> Vec<(u64, String)> {
     match &req.queue {
         Some(name) => store.queue_id(name).map(|id| (id, name.clone())).into_iter().collect(),
-        None => store
-            .queues
-            .iter()
-            .filter(|(_, row)| {
-                req.namespace.as_ref().is_none_or(|n| row.namespace.as_ref() == Some(n))
-                    && req.task.as_ref().is_none_or(|t| row.task.as_ref() == Some(t))
-            })
-            .map(|(name, row)| (row.id, name.clone()))
-            .collect(),
+        None => {
+            let mut queues: Vec<(u64, String)> = store
+                .queues
+                .iter()
+                .filter(|(_, row)| {
+                    req.namespace.as_ref().is_none_or(|n| row.namespace.as_ref() == Some(n))
+                        && req.task.as_ref().is_none_or(|t| row.task.as_ref() == Some(t))
+                })
+                .map(|(name, row)| (row.id, name.clone()))
+                .collect();
+            queues.sort_by_key(|(id, name)| (std::cmp::Reverse(store.traits(*id).priority), name.clone()));
+            queues
+        }
     }
 }
 

@@ -97,6 +97,12 @@ impl QueueOptions {
         self.num("maxSize", 0.0).max(0.0) as u64
     }
 
+    /// Where the queue stands among those a pop by namespace or task may
+    /// take from: higher first.
+    pub fn priority(&self) -> i64 {
+        self.num("priority", 0.0) as i64
+    }
+
     /// Whether payloads are sealed at rest (`encryption.rs`).
     pub fn encryption_enabled(&self) -> bool {
         self.0.get("encryptionEnabled").and_then(Value::as_bool).unwrap_or(false)

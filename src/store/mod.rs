@@ -71,6 +71,8 @@ pub struct QueueTraits {
     pub max_size: u64,
     /// `encryptionEnabled`.
     pub encrypted: bool,
+    /// `priority`: a pop by namespace or task takes from higher ones first.
+    pub priority: i64,
 }
 
 /// What the checkpointer writes: the rows changed since the last checkpoint
@@ -302,7 +304,11 @@ impl Store {
     /// the qlog until reclaim (not built yet) frees them.
     fn set_traits(&mut self, queue: u64, options: &str) {
         let parsed = QueueOptions::parse(options);
-        let traits = QueueTraits { max_size: parsed.max_size(), encrypted: parsed.encryption_enabled() };
+        let traits = QueueTraits {
+            max_size: parsed.max_size(),
+            encrypted: parsed.encryption_enabled(),
+            priority: parsed.priority(),
+        };
         if traits == QueueTraits::default() {
             self.traits.remove(&queue);
         } else {
@@ -310,7 +316,8 @@ impl Store {
         }
     }
 
-    /// The queue's bound and sealing; the defaults for an unknown queue.
+    /// The queue's bound, sealing and priority; the defaults for an unknown
+    /// queue.
     pub fn traits(&self, queue: u64) -> QueueTraits {
         self.traits.get(&queue).copied().unwrap_or_default()
     }

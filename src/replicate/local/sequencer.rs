@@ -82,9 +82,8 @@ impl Sequencer {
 
     /// Hands the open batch to the syncer when it is free, when the batch is
     /// full, or when `now`. Checked between small chunks of planning, so a
-    /// syncer that comes free mid-burst waits for one chunk at most, where
-    /// it waited for a whole burst's planning before. Answers false once the
-    /// syncer is gone.
+    /// syncer that comes free mid-burst waits for one chunk at most, not for
+    /// the planning of the whole burst. Answers false once the syncer is gone.
     fn hand_off(&mut self, open: &mut Option<Batch>, now: bool) -> bool {
         let full = open.as_ref().is_some_and(|b| b.planned.len() >= MAX_BATCH);
         if !(now || full || self.syncer_free.load(Ordering::Acquire)) {
