@@ -63,14 +63,16 @@ class Node:
             # The suite tests clients, not the machine's free space: the disk
             # gate closes only on a nearly full volume (its own test closes it).
             QUEEN_STORAGE_FULL_PCT="99",
-            **self.extra_env,
         )
+        self.env.update(self.extra_env)
 
-    def log_tail(self) -> str:
+    def log_since(self, offset: int) -> str:
         with open(os.path.join(self.dir, "node.log"), "rb") as f:
+            f.seek(offset)
             return f.read()[-4000:].decode(errors="replace")
 
     def start(self):
+        started_at = os.path.getsize(os.path.join(self.dir, "node.log"))
         self.proc = subprocess.Popen([BIN], env=self.env, stdout=self.log, stderr=self.log)
         deadline = time.time() + 30
         while time.time() < deadline:
@@ -81,11 +83,11 @@ class Node:
             except OSError:
                 time.sleep(0.05)
             if self.proc.poll() is not None:
-                tail = self.log_tail()
+                tail = self.log_since(started_at)
                 if "Address already in use" in tail:
                     raise PortTaken(tail)
                 raise RuntimeError(f"queen exited with {self.proc.returncode}; log:\n{tail}")
-        raise RuntimeError(f"queen did not become healthy; log:\n{self.log_tail()}")
+        raise RuntimeError(f"queen did not become healthy; log:\n{self.log_since(started_at)}")
 
     def kill9(self):
         self.proc.kill()

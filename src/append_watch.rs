@@ -6,9 +6,19 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 use tokio::sync::Notify;
 
+/// Every this many watches, queues whose readers all gave up are forgotten,
+/// so queues deleted while watched do not stay in the map.
+const SWEEP_EVERY: u64 = 4096;
+
 #[derive(Default)]
 pub struct AppendWatch {
-    waiting: Mutex<HashMap<u64, Vec<Weak<Notify>>>>,
+    waiting: Mutex<Waiting>,
+}
+
+#[derive(Default)]
+struct Waiting {
+    by_queue: HashMap<u64, Vec<Weak<Notify>>>,
+    watches: u64,
 }
 
 impl AppendWatch {
@@ -17,8 +27,15 @@ impl AppendWatch {
     pub fn watch(&self, queues: impl IntoIterator<Item = u64>) -> Arc<Notify> {
         let signal = Arc::new(Notify::new());
         let mut waiting = self.waiting.lock().expect("append watch lock");
+        waiting.watches += 1;
+        if waiting.watches.is_multiple_of(SWEEP_EVERY) {
+            waiting.by_queue.retain(|_, readers| {
+                readers.retain(|r| r.strong_count() > 0);
+                !readers.is_empty()
+            });
+        }
         for queue in queues {
-            let readers = waiting.entry(queue).or_default();
+            let readers = waiting.by_queue.entry(queue).or_default();
             // Readers that gave up are dropped here, so a queue that sees no
             // appends does not collect them.
             readers.retain(|r| r.strong_count() > 0);
@@ -31,7 +48,7 @@ impl AppendWatch {
     pub fn appended(&self, queues: impl IntoIterator<Item = u64>) {
         let mut waiting = self.waiting.lock().expect("append watch lock");
         for queue in queues {
-            for reader in waiting.remove(&queue).into_iter().flatten() {
+            for reader in waiting.by_queue.remove(&queue).into_iter().flatten() {
                 if let Some(signal) = reader.upgrade() {
                     // Stores a permit when the reader is not awaiting yet.
                     signal.notify_one();
@@ -70,6 +87,12 @@ mod tests {
             drop(watch.watch([7]));
         }
         let _live = watch.watch([7]);
-        assert_eq!(watch.waiting.lock().unwrap()[&7].len(), 1);
+        assert_eq!(watch.waiting.lock().unwrap().by_queue[&7].len(), 1);
+        // A queue no reader watches any more is forgotten by the next sweep.
+        drop(watch.watch([8]));
+        for _ in 0..SWEEP_EVERY {
+            drop(watch.watch([9]));
+        }
+        assert!(!watch.waiting.lock().unwrap().by_queue.contains_key(&8));
     }
 }

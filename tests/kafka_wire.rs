@@ -155,3 +155,70 @@ async fn pipelined_requests_are_answered_in_order() {
     assert_eq!(produced(answers.remove(0).1), (0, 0));
     assert_eq!(produced(answers.remove(1).1), (0, 1));
 }
+
+fn fetch(topic: &str, partition: i32, offset: i64, min_bytes: i32, max_wait_ms: i32) -> RequestKind {
+    use protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+    let p =
+        FetchPartition::default().with_partition(partition).with_fetch_offset(offset).with_partition_max_bytes(1 << 20);
+    let t =
+        FetchTopic::default().with_topic(TopicName(StrBytes::from_string(topic.to_string()))).with_partitions(vec![p]);
+    RequestKind::Fetch(
+        protocol::messages::FetchRequest::default()
+            .with_replica_id(protocol::messages::BrokerId(-1))
+            .with_max_wait_ms(max_wait_ms)
+            .with_min_bytes(min_bytes)
+            .with_max_bytes(1 << 20)
+            .with_topics(vec![t]),
+    )
+}
+
+/// (error code, high watermark, record bytes) of the one partition a fetch answered.
+fn fetched(answer: ResponseKind) -> (i16, i64, usize) {
+    let ResponseKind::Fetch(r) = answer else { panic!("not a fetch answer: {answer:?}") };
+    let p = &r.responses[0].partitions[0];
+    (p.error_code, p.high_watermark, p.records.as_ref().map_or(0, |b| b.len()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_poll_answers_at_once_for_min_bytes_zero_or_an_error_and_wakes_for_its_own_topic() {
+    use std::time::{Duration, Instant};
+    let tmp = tempfile::tempdir().unwrap();
+    let node = Node::start(&tmp.path().join("data"), &[]).await;
+    let mut conn = KafkaConn::connect(node.kafka_port).await;
+    for topic in ["mine", "other"] {
+        let answer = conn.call(ApiKey::Produce, 9, produce(topic, 0, batch(-1, -1, -1, &["x".to_string()]))).await;
+        assert_eq!(produced(answer).0, 0);
+    }
+
+    // At the high watermark with min_bytes 0, as Kafka: an answer at once.
+    let t = Instant::now();
+    let (error, hw, bytes) = fetched(conn.call(ApiKey::Fetch, 12, fetch("mine", 0, 1, 0, 3000)).await);
+    assert_eq!((error, hw, bytes), (0, 1, 0));
+    assert!(t.elapsed() < Duration::from_millis(1500), "min_bytes 0 waited {:?}", t.elapsed());
+
+    // A partition that does not exist answers its error at once.
+    let t = Instant::now();
+    let (error, _, _) = fetched(conn.call(ApiKey::Fetch, 12, fetch("mine", 5, 0, 1, 3000)).await);
+    assert_eq!(error, ResponseError::UnknownTopicOrPartition.code());
+    assert!(t.elapsed() < Duration::from_millis(1500), "an error waited {:?}", t.elapsed());
+
+    // A long poll on "mine" outlasts appends to "other", and answers the
+    // append to "mine" when it lands.
+    let port = node.kafka_port;
+    let writer = tokio::spawn(async move {
+        let mut conn = KafkaConn::connect(port).await;
+        for _ in 0..10 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            conn.call(ApiKey::Produce, 9, produce("other", 0, batch(-1, -1, -1, &["y".to_string()]))).await;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        conn.call(ApiKey::Produce, 9, produce("mine", 0, batch(-1, -1, -1, &["z".to_string()]))).await;
+    });
+    let t = Instant::now();
+    let (error, hw, bytes) = fetched(conn.call(ApiKey::Fetch, 12, fetch("mine", 0, 1, 1, 10_000)).await);
+    writer.await.unwrap();
+    assert_eq!((error, hw), (0, 2));
+    assert!(bytes > 0, "the append to the fetched topic came back empty");
+    assert!(t.elapsed() >= Duration::from_millis(700), "answered before the append to its topic: {:?}", t.elapsed());
+    assert!(t.elapsed() < Duration::from_secs(5), "the append to its topic did not wake it: {:?}", t.elapsed());
+}

@@ -98,12 +98,14 @@ pub fn plan_redeliver(
         .filter(|((_, _, g, o), _)| *o == offset && only.is_none_or(|want| want == g))
         .map(|((_, _, g, _), _)| g.clone())
         .collect();
+    // A group whose cursor is gone (deleted, applied or not) gets nothing:
+    // a redelivery would make it a cursor from offset 0 behind the planner's back.
     dead.into_iter()
-        .map(|group| {
+        .filter(|group| {
             let key = (queue, partition, group.clone());
-            overlay.update_cursor(store, &key, |c| cursor::mark_undone(c, offset));
-            Effect::Redeliver { queue, partition, group, offset }
+            overlay.update_cursor(store, &key, |c| cursor::mark_undone(c, offset))
         })
+        .map(|group| Effect::Redeliver { queue, partition, group, offset })
         .collect()
 }
 
@@ -170,5 +172,64 @@ mod tests {
             settle(&mut store, planned);
         }
         assert!(store.cursors.iter().all(|(k, _)| k.2 != "g"), "the deleted group kept a cursor");
+    }
+
+    #[test]
+    fn a_dead_letter_is_not_redelivered_to_a_group_deleted_since() {
+        let mut store = Store::default();
+        let mut planner = Planner::new(1, LogId::default());
+        let message = Message::new("t1".into(), b"1".to_vec());
+        let push =
+            plan(&mut planner, &store, 1, Command::Push(vec![PushItem::new("q".into(), "p".into(), &message, 0)]));
+        settle(&mut store, &push);
+        let pop = plan(
+            &mut planner,
+            &store,
+            2,
+            Command::Pop(PopRequest {
+                queue: Some("q".into()),
+                partition: None,
+                namespace: None,
+                task: None,
+                group: "g".into(),
+                batch: 1,
+                partitions: 1,
+                auto_ack: false,
+                subscription: Subscription::All,
+                conflation: false,
+            }),
+        );
+        let Answer::Popped(claims) = &pop.answer else { panic!("pop answered {:?}", pop.answer) };
+        let claim = claims[0].clone();
+        settle(&mut store, &pop);
+        let dead = Command::Ack(vec![AckItem {
+            queue_id: claim.queue_id,
+            partition_id: claim.partition_id,
+            transaction_id: "t1".into(),
+            group: "g".into(),
+            lease_id: Some(claim.lease_id.clone()),
+            status: AckStatus::DeadLetter,
+            error: None,
+        }]);
+        let dead = plan(&mut planner, &store, 3, dead);
+        settle(&mut store, &dead);
+        planner.batches_applied(3);
+        assert_eq!(store.dlq.iter().count(), 1, "the ack did not dead-letter the message");
+
+        // The delete is planned and not applied when the redelivery is planned.
+        let delete = Command::DeleteGroup { queue: Some("q".into()), group: "g".into(), metadata: true };
+        let delete = plan(&mut planner, &store, 4, delete);
+        let redeliver = Command::Redeliver {
+            queue: claim.queue_id,
+            partition: claim.partition_id,
+            offset: claim.messages[0].0,
+            group: None,
+        };
+        let redeliver = plan(&mut planner, &store, 5, redeliver);
+        assert!(matches!(redeliver.answer, Answer::GroupChanged { partitions: 0 }), "{:?}", redeliver.answer);
+        for planned in [&delete, &redeliver] {
+            settle(&mut store, planned);
+        }
+        assert!(store.cursors.iter().all(|(k, _)| k.2 != "g"), "a redelivery made the deleted group a cursor");
     }
 }

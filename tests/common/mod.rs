@@ -39,7 +39,7 @@ fn command(dir: &Path, port: u16, env: &[(String, String)], log: &Path) -> (Comm
         // disk gate closes only on a nearly full volume unless a test says.
         .env("QUEEN_STORAGE_FULL_PCT", "99")
         .stdout(Stdio::null())
-        .stderr(std::fs::File::create(log).unwrap());
+        .stderr(std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap());
     for (k, v) in env {
         c.env(k, v);
     }
@@ -53,9 +53,12 @@ impl Node {
     /// fresh ports.
     pub async fn start(dir: &Path, env: &[(&str, &str)]) -> Node {
         let env: Vec<(String, String)> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        // One log for every attempt: a boot that dies on a taken port may
+        // have cut a torn tail first, and a test may look for that line.
+        let log = dir.with_extension(format!("{}.log", free_port()));
         for _ in 0..5 {
             let port = free_port();
-            let log = dir.with_extension(format!("{port}.log"));
+            let from = std::fs::metadata(&log).map_or(0, |m| m.len() as usize);
             let (mut command, kafka_port) = command(dir, port, &env, &log);
             let child = command.spawn().expect("spawn queen");
             let mut node = Node {
@@ -63,11 +66,11 @@ impl Node {
                 port,
                 kafka_port,
                 dir: dir.to_path_buf(),
-                log,
+                log: log.clone(),
                 env: env.clone(),
                 http: reqwest::Client::new(),
             };
-            if node.wait_healthy().await {
+            if node.wait_healthy(from).await {
                 return node;
             }
         }
@@ -80,8 +83,9 @@ impl Node {
         Node::start(&self.dir, &env).await
     }
 
-    /// True once healthy; false when the node exited because a port was taken.
-    async fn wait_healthy(&mut self) -> bool {
+    /// True once healthy; false when the node exited because a port was
+    /// taken, as its log says past byte `from`.
+    async fn wait_healthy(&mut self, from: usize) -> bool {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             if let Ok(r) = self.http.get(self.url("/health")).send().await {
@@ -90,7 +94,7 @@ impl Node {
                 }
             }
             if let Ok(Some(status)) = self.child.try_wait() {
-                if self.log_text().contains("Address already in use") {
+                if self.log_text().get(from..).is_some_and(|new| new.contains("Address already in use")) {
                     return false;
                 }
                 panic!("node exited with {status} before it was healthy; log:\n{}", self.log_text());
@@ -195,6 +199,7 @@ pub fn expect_refusal(dir: &Path, env: &[(&str, &str)]) -> String {
     let env: Vec<(String, String)> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
     let port = free_port();
     let log = dir.with_extension("refusal.log");
+    let _ = std::fs::remove_file(&log);
     let mut child = command(dir, port, &env, &log).0.spawn().expect("spawn queen");
     let deadline = Instant::now() + Duration::from_secs(30);
     let status = loop {

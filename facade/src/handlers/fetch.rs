@@ -1,5 +1,6 @@
 //! Fetch: reads each asked partition from its fetch offset and, while less
-//! than `min_bytes` is ready, waits for appends until `max_wait_ms`. There
+//! than `min_bytes` is ready and no partition answers an error, waits for
+//! appends to the asked topics until `max_wait_ms`. There
 //! are no Kafka transactions here, so both isolation levels read up to the
 //! high watermark. Fetch sessions are declined (session id 0): every fetch
 //! is a full one, which KIP-227 lets a broker choose.
@@ -17,29 +18,40 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: FetchRequest, version: i16) -
     let deadline = Instant::now() + Duration::from_millis(req.max_wait_ms.max(0) as u64);
     let min_bytes = req.min_bytes.max(0) as usize;
     let max_bytes = if req.max_bytes > 0 { req.max_bytes as usize } else { usize::MAX };
-    // From v13 a fetch names topics by id only.
-    let names: Vec<Option<String>> = req
-        .topics
-        .iter()
-        .map(|t| {
-            if version >= 13 {
-                f.broker.topic_by_id(*t.topic_id.as_bytes()).map(|t| t.name)
-            } else {
-                Some(t.topic.0.as_str().to_string())
-            }
-        })
-        .collect();
-    let known: Vec<&str> = names.iter().flatten().map(String::as_str).collect();
     loop {
+        // From v13 a fetch names topics by id only; looked up on every pass,
+        // so a topic deleted (or made anew under its name) while the fetch
+        // waits is answered as an unknown id.
+        let names: Vec<Option<String>> = req
+            .topics
+            .iter()
+            .map(|t| {
+                if version >= 13 {
+                    f.broker.topic_by_id(*t.topic_id.as_bytes()).map(|t| t.name)
+                } else {
+                    Some(t.topic.0.as_str().to_string())
+                }
+            })
+            .collect();
+        let known: Vec<&str> = names.iter().flatten().map(String::as_str).collect();
         // Made before the read, so an append that lands during it still wakes us.
         let appended = f.broker.appended(&known);
-        let (topics, bytes) = read_all(f, &req, &names, max_bytes, version).await;
+        let read = read_all(f, &req, &names, max_bytes, version).await;
         let now = Instant::now();
-        if bytes >= min_bytes.max(1) || now >= deadline {
-            return FetchResponse::default().with_responses(topics);
+        // As Kafka: enough bytes, an error, or the deadline answer at once.
+        if read.bytes >= min_bytes || read.errored || now >= deadline {
+            return FetchResponse::default().with_responses(read.topics);
         }
         let _ = tokio::time::timeout(deadline - now, appended).await;
     }
+}
+
+/// One pass over every asked partition.
+struct Read {
+    topics: Vec<FetchableTopicResponse>,
+    bytes: usize,
+    /// Some partition answered an error.
+    errored: bool,
 }
 
 /// Reads every asked partition; `names` holds each asked topic's name, none
@@ -50,8 +62,9 @@ async fn read_all<B: Broker>(
     names: &[Option<String>],
     max_bytes: usize,
     version: i16,
-) -> (Vec<FetchableTopicResponse>, usize) {
+) -> Read {
     let mut total = 0usize;
+    let mut errored = false;
     let mut topics = Vec::with_capacity(req.topics.len());
     for (topic, name) in req.topics.iter().zip(names) {
         let mut partitions = Vec::with_capacity(topic.partitions.len());
@@ -72,7 +85,10 @@ async fn read_all<B: Broker>(
                         .with_log_start_offset(if version >= 5 { offsets.log_start } else { -1 })
                         .with_records(Some(records))
                 }
-                Err(e) => answer.with_error_code(e.code()).with_records(Some(bytes::Bytes::new())),
+                Err(e) => {
+                    errored = true;
+                    answer.with_error_code(e.code()).with_records(Some(bytes::Bytes::new()))
+                }
             };
             partitions.push(answer);
         }
@@ -83,7 +99,7 @@ async fn read_all<B: Broker>(
             answer.with_topic(topic_name(name.as_deref().unwrap_or_default()))
         });
     }
-    (topics, total)
+    Read { topics, bytes: total, errored }
 }
 
 /// The partition's records from `offset` as batch bytes, and their size.
