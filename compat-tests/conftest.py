@@ -63,31 +63,37 @@ class Node:
             # The suite tests clients, not the machine's free space: the disk
             # gate closes only on a nearly full volume (its own test closes it).
             QUEEN_STORAGE_FULL_PCT="99",
+            # start() waits for the "listening" line, an info line.
+            QUEEN_LOG="info",
         )
         self.env.update(self.extra_env)
 
     def log_since(self, offset: int) -> str:
         with open(os.path.join(self.dir, "node.log"), "rb") as f:
             f.seek(offset)
-            return f.read()[-4000:].decode(errors="replace")
+            return f.read().decode(errors="replace")
 
     def start(self):
         started_at = os.path.getsize(os.path.join(self.dir, "node.log"))
         self.proc = subprocess.Popen([BIN], env=self.env, stdout=self.log, stderr=self.log)
         deadline = time.time() + 30
         while time.time() < deadline:
-            try:
-                with urllib.request.urlopen(self.url + "/health", timeout=1) as r:
-                    if r.status == 200:
-                        return
-            except OSError:
-                time.sleep(0.05)
+            # This attempt's "listening" line proves that the node answering
+            # is this one, not another that holds the port.
+            if "HTTP API listening" in self.log_since(started_at):
+                try:
+                    with urllib.request.urlopen(self.url + "/health", timeout=1) as r:
+                        if r.status == 200:
+                            return
+                except OSError:
+                    pass
+            time.sleep(0.05)
             if self.proc.poll() is not None:
-                tail = self.log_since(started_at)
+                tail = self.log_since(started_at)[-4000:]
                 if "Address already in use" in tail:
                     raise PortTaken(tail)
                 raise RuntimeError(f"queen exited with {self.proc.returncode}; log:\n{tail}")
-        raise RuntimeError(f"queen did not become healthy; log:\n{self.log_since(started_at)}")
+        raise RuntimeError(f"queen did not become healthy; log:\n{self.log_since(started_at)[-4000:]}")
 
     def kill9(self):
         self.proc.kill()

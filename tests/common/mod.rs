@@ -84,13 +84,18 @@ impl Node {
     }
 
     /// True once healthy; false when the node exited because a port was
-    /// taken, as its log says past byte `from`.
+    /// taken. Only the log past byte `from` is this attempt's, and its
+    /// "listening" line proves that the node answering is this one, not
+    /// another test's that holds the port.
     async fn wait_healthy(&mut self, from: usize) -> bool {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
-            if let Ok(r) = self.http.get(self.url("/health")).send().await {
-                if r.status().is_success() {
-                    return true;
+            let listening = self.log_text().get(from..).is_some_and(|new| new.contains("HTTP API listening"));
+            if listening {
+                if let Ok(r) = self.http.get(self.url("/health")).send().await {
+                    if r.status().is_success() {
+                        return true;
+                    }
                 }
             }
             if let Ok(Some(status)) = self.child.try_wait() {
