@@ -16,7 +16,7 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-pub mod append_watch;
+pub mod apply_watch;
 pub mod codec;
 pub mod config;
 pub mod disk_gate;

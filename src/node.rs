@@ -1,7 +1,7 @@
 //! A node: boot (store, qlog layout, recovery), the replicator, and what the
 //! front ends share.
 
-use crate::append_watch::AppendWatch;
+use crate::apply_watch::ApplyWatch;
 use crate::config::Settings;
 use crate::disk_gate::DiskGate;
 use crate::encryption::{Cipher, EncryptionError};
@@ -57,9 +57,8 @@ pub struct Node {
     pub files: Arc<FileTable>,
     pub replicator: Arc<dyn Replicator>,
     pub metrics: Arc<Metrics>,
-    pub applied: Arc<tokio::sync::Notify>,
-    /// Woken per queue after every apply that appends to it.
-    pub appends: Arc<AppendWatch>,
+    /// Wakes readers after every apply: any, or per queue appended to.
+    pub apply_watch: Arc<ApplyWatch>,
     /// JWT authentication, when `JWT_ENABLED=true`.
     pub auth: Option<Auth>,
     /// Ephemeral queues: in this process's memory only.
@@ -118,8 +117,7 @@ impl Node {
             ephemeral.declare(&key[prefix.len()..], options);
         }
         let state = Arc::new(RwLock::new(store));
-        let applied = Arc::new(tokio::sync::Notify::new());
-        let appends = Arc::new(AppendWatch::default());
+        let apply_watch = Arc::new(ApplyWatch::default());
         scrub::start(checkpoint.clone(), Duration::from_secs(settings.scrub_every_s), settings.scrub_rows_per_s);
         let replicator = LocalReplicator::start(Pipeline {
             planner: Planner::new(1, recovered.last),
@@ -131,8 +129,7 @@ impl Node {
             durable_every: Duration::from_millis(settings.durable_every_ms),
             durable_every_bytes: settings.durable_every_bytes,
             metrics: metrics.clone(),
-            applied: applied.clone(),
-            appends: appends.clone(),
+            apply_watch: apply_watch.clone(),
         });
         Ok(Self {
             settings,
@@ -140,8 +137,7 @@ impl Node {
             files,
             replicator: Arc::new(replicator),
             metrics,
-            applied,
-            appends,
+            apply_watch,
             auth,
             ephemeral,
             disk_gate,

@@ -125,7 +125,7 @@ async fn pop(
     };
     let deadline = Instant::now() + timeout;
     loop {
-        let applied = node.applied.notified();
+        let applied = node.apply_watch.applied();
         tokio::pin!(applied);
         applied.as_mut().enable();
         let Answer::Popped(claims) = node.replicator.propose(Command::Pop(req.clone())).await? else {

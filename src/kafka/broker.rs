@@ -240,7 +240,7 @@ impl facade::Broker for QueenBroker {
             let store = self.store();
             topics.iter().filter_map(|t| store.queue_id(t)).collect()
         };
-        let signal = self.node.appends.watch(queues);
+        let signal = self.node.apply_watch.watch(queues);
         async move { signal.notified().await }
     }
 

@@ -36,7 +36,8 @@ fn pop_queues(store: &Store, req: &PopRequest) -> Vec<(u64, String)> {
                 })
                 .map(|(name, row)| (row.id, name.clone()))
                 .collect();
-            queues.sort_by_key(|(id, name)| (std::cmp::Reverse(store.traits(*id).priority), name.clone()));
+            // Listed by name already: a stable sort keeps ties in name order.
+            queues.sort_by_key(|(id, _)| std::cmp::Reverse(store.traits(*id).priority));
             queues
         }
     }

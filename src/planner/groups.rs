@@ -57,8 +57,7 @@ pub fn plan_delete(
     let mut cursors = 0;
     let mut effects = Vec::with_capacity(queues.len());
     for queue in queues {
-        cursors += overlay.group_cursors(store, Some(queue), group).len();
-        overlay.delete_group(store, queue, group, metadata);
+        cursors += overlay.delete_group(store, queue, group, metadata);
         effects.push(Effect::DeleteGroup { queue, group: group.to_string(), metadata });
     }
     (effects, cursors)
@@ -111,60 +110,23 @@ pub fn plan_redeliver(
 
 #[cfg(test)]
 mod tests {
-    use crate::log_id::LogId;
-    use crate::message::Message;
-    use crate::planner::command::{AckItem, AckStatus, Answer, Command, PopRequest, PushItem, Subscription};
-    use crate::planner::testing::{plan, settle};
-    use crate::planner::Planner;
-    use crate::store::Store;
+    use crate::planner::command::{AckStatus, Answer, Command};
+    use crate::planner::testing::{ack, claimed, fresh, plan, pop, push, settle};
 
     #[test]
     fn commands_planned_after_an_unapplied_group_delete_see_the_group_gone() {
-        let mut store = Store::default();
-        let mut planner = Planner::new(1, LogId::default());
-        let message = Message::new("t1".into(), b"1".to_vec());
-        let push =
-            plan(&mut planner, &store, 1, Command::Push(vec![PushItem::new("q".into(), "p".into(), &message, 0)]));
+        let (mut store, mut planner) = fresh();
+        let push = plan(&mut planner, &store, 1, push("t1"));
         settle(&mut store, &push);
         planner.batches_applied(1);
 
         // Batches 2 to 4 are planned while none of them is applied.
-        let pop = plan(
-            &mut planner,
-            &store,
-            2,
-            Command::Pop(PopRequest {
-                queue: Some("q".into()),
-                partition: None,
-                namespace: None,
-                task: None,
-                group: "g".into(),
-                batch: 1,
-                partitions: 1,
-                auto_ack: false,
-                subscription: Subscription::All,
-                conflation: false,
-            }),
-        );
-        let Answer::Popped(claims) = &pop.answer else { panic!("pop answered {:?}", pop.answer) };
-        let claim = &claims[0];
+        let pop = plan(&mut planner, &store, 2, pop("g"));
+        let claim = claimed(&pop);
         let delete = Command::DeleteGroup { queue: Some("q".into()), group: "g".into(), metadata: true };
         let delete = plan(&mut planner, &store, 3, delete);
         assert!(matches!(delete.answer, Answer::GroupChanged { partitions: 1 }), "{:?}", delete.answer);
-        let ack = plan(
-            &mut planner,
-            &store,
-            4,
-            Command::Ack(vec![AckItem {
-                queue_id: claim.queue_id,
-                partition_id: claim.partition_id,
-                transaction_id: "t1".into(),
-                group: "g".into(),
-                lease_id: Some(claim.lease_id.clone()),
-                status: AckStatus::Completed,
-                error: None,
-            }]),
-        );
+        let ack = plan(&mut planner, &store, 4, ack(&claim, "t1", AckStatus::Completed));
         let Answer::Acked(outcomes) = &ack.answer else { panic!("ack answered {:?}", ack.answer) };
         assert!(outcomes[0].refused.is_some(), "an ack after the group's delete was judged on its old lease");
 
@@ -176,42 +138,13 @@ mod tests {
 
     #[test]
     fn a_dead_letter_is_not_redelivered_to_a_group_deleted_since() {
-        let mut store = Store::default();
-        let mut planner = Planner::new(1, LogId::default());
-        let message = Message::new("t1".into(), b"1".to_vec());
-        let push =
-            plan(&mut planner, &store, 1, Command::Push(vec![PushItem::new("q".into(), "p".into(), &message, 0)]));
+        let (mut store, mut planner) = fresh();
+        let push = plan(&mut planner, &store, 1, push("t1"));
         settle(&mut store, &push);
-        let pop = plan(
-            &mut planner,
-            &store,
-            2,
-            Command::Pop(PopRequest {
-                queue: Some("q".into()),
-                partition: None,
-                namespace: None,
-                task: None,
-                group: "g".into(),
-                batch: 1,
-                partitions: 1,
-                auto_ack: false,
-                subscription: Subscription::All,
-                conflation: false,
-            }),
-        );
-        let Answer::Popped(claims) = &pop.answer else { panic!("pop answered {:?}", pop.answer) };
-        let claim = claims[0].clone();
+        let pop = plan(&mut planner, &store, 2, pop("g"));
+        let claim = claimed(&pop);
         settle(&mut store, &pop);
-        let dead = Command::Ack(vec![AckItem {
-            queue_id: claim.queue_id,
-            partition_id: claim.partition_id,
-            transaction_id: "t1".into(),
-            group: "g".into(),
-            lease_id: Some(claim.lease_id.clone()),
-            status: AckStatus::DeadLetter,
-            error: None,
-        }]);
-        let dead = plan(&mut planner, &store, 3, dead);
+        let dead = plan(&mut planner, &store, 3, ack(&claim, "t1", AckStatus::DeadLetter));
         settle(&mut store, &dead);
         planner.batches_applied(3);
         assert_eq!(store.dlq.iter().count(), 1, "the ack did not dead-letter the message");

@@ -271,13 +271,17 @@ impl Overlay {
 
     /// Removes the group's cursors on `queue`, and with `metadata` its row,
     /// for the commands planned after this one.
-    pub fn delete_group(&mut self, store: &Store, queue: u64, group: &str, metadata: bool) {
-        for key in self.group_cursors(store, Some(queue), group) {
+    /// Answers how many cursors went.
+    pub fn delete_group(&mut self, store: &Store, queue: u64, group: &str, metadata: bool) -> usize {
+        let keys = self.group_cursors(store, Some(queue), group);
+        let removed = keys.len();
+        for key in keys {
             self.cursors.insert(self.batch, key, None);
         }
         if metadata {
             self.groups.insert(self.batch, (queue, group.to_string()), None);
         }
+        removed
     }
 
     pub fn put_cursor(&mut self, key: CursorKey, row: CursorRow) {

@@ -137,22 +137,12 @@ pub fn plan_push(
 
 #[cfg(test)]
 mod tests {
-    use crate::log_id::LogId;
-    use crate::message::Message;
-    use crate::planner::command::{Answer, Command, ConfigureQueue, PushItem};
-    use crate::planner::testing::{plan, settle};
-    use crate::planner::Planner;
-    use crate::store::Store;
-
-    fn push(transaction_id: &str) -> Command {
-        let message = Message::new(transaction_id.into(), b"1".to_vec());
-        Command::Push(vec![PushItem::new("q".into(), "p".into(), &message, 0)])
-    }
+    use crate::planner::command::{Answer, Command, ConfigureQueue};
+    use crate::planner::testing::{fresh, plan, push, settle};
 
     #[test]
     fn a_bound_set_by_an_unapplied_configure_refuses_the_push_after_it() {
-        let mut store = Store::default();
-        let mut planner = Planner::new(1, LogId::default());
+        let (mut store, mut planner) = fresh();
         let first = plan(&mut planner, &store, 1, push("t1"));
         settle(&mut store, &first);
         planner.batches_applied(1);

@@ -1,8 +1,10 @@
 //! Planning batches by hand in unit tests: a batch planned and not yet
 //! applied, as the replicator's pipeline leaves it while the disk syncs.
 
+use crate::log_id::LogId;
+use crate::message::Message;
 use crate::planner::apply::apply;
-use crate::planner::command::Command;
+use crate::planner::command::{AckItem, AckStatus, Answer, Claim, Command, PopRequest, PushItem, Subscription};
 use crate::planner::{Planned, Planner};
 use crate::qlog::files::Location;
 use crate::store::Store;
@@ -19,4 +21,50 @@ pub fn settle(store: &mut Store, planned: &Planned) {
         let at = Location { log: 1, segment: 1, pos: 0, frame_len: 0 };
         apply(store, entry, &vec![at; entry.messages.len()]);
     }
+}
+
+/// An empty store, and a planner whose first entry is index 1.
+pub fn fresh() -> (Store, Planner) {
+    (Store::default(), Planner::new(1, LogId::default()))
+}
+
+/// One message with `transaction_id`, pushed to partition "p" of queue "q".
+pub fn push(transaction_id: &str) -> Command {
+    let message = Message::new(transaction_id.into(), b"1".to_vec());
+    Command::Push(vec![PushItem::new("q".into(), "p".into(), &message, 0)])
+}
+
+/// A pop of one message of queue "q" for `group`, under a lease.
+pub fn pop(group: &str) -> Command {
+    Command::Pop(PopRequest {
+        queue: Some("q".into()),
+        partition: None,
+        namespace: None,
+        task: None,
+        group: group.into(),
+        batch: 1,
+        partitions: 1,
+        auto_ack: false,
+        subscription: Subscription::All,
+        conflation: false,
+    })
+}
+
+/// The one partition a planned pop claimed.
+pub fn claimed(pop: &Planned) -> Claim {
+    let Answer::Popped(claims) = &pop.answer else { panic!("pop answered {:?}", pop.answer) };
+    claims[0].clone()
+}
+
+/// An ack of the message `transaction_id` that `claim` leased.
+pub fn ack(claim: &Claim, transaction_id: &str, status: AckStatus) -> Command {
+    Command::Ack(vec![AckItem {
+        queue_id: claim.queue_id,
+        partition_id: claim.partition_id,
+        transaction_id: transaction_id.into(),
+        group: claim.group.clone(),
+        lease_id: Some(claim.lease_id.clone()),
+        status,
+        error: None,
+    }])
 }

@@ -3,7 +3,7 @@
 //! `QUEEN_RAFT_DURABLE_EVERY_MS` or `QUEEN_RAFT_DURABLE_EVERY_BYTES`.
 
 use super::Batch;
-use crate::append_watch::AppendWatch;
+use crate::apply_watch::ApplyWatch;
 use crate::log_id::LogId;
 use crate::metrics::Metrics;
 use crate::planner::apply::apply;
@@ -22,8 +22,7 @@ pub(super) struct Applier {
     pub durable_every: Duration,
     pub durable_every_bytes: u64,
     pub metrics: Arc<Metrics>,
-    pub applied: Arc<tokio::sync::Notify>,
-    pub appends: Arc<AppendWatch>,
+    pub apply_watch: Arc<ApplyWatch>,
 }
 
 impl Applier {
@@ -72,7 +71,6 @@ impl Applier {
             self.metrics.qlog_bytes_written.inc_by(batch.bytes);
             self.metrics.group_commit_entries.observe(count as f64);
             self.metrics.group_commit_seconds.observe(batch.started.elapsed().as_secs_f64());
-            self.applied.notify_waiters();
             let mut queues: Vec<u64> = batch
                 .planned
                 .iter()
@@ -81,7 +79,7 @@ impl Applier {
                 .collect();
             queues.sort_unstable();
             queues.dedup();
-            self.appends.appended(queues);
+            self.apply_watch.batch_applied(queues);
         }
         for (p, reply) in batch.planned {
             if let Answer::Pushed(outcomes) = &p.answer {

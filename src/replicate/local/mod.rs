@@ -17,7 +17,7 @@ mod sequencer;
 mod syncer;
 
 use super::{Proposal, ProposeError, Replicator};
-use crate::append_watch::AppendWatch;
+use crate::apply_watch::ApplyWatch;
 use crate::fatal;
 use crate::metrics::Metrics;
 use crate::planner::command::{Answer, Command};
@@ -82,10 +82,8 @@ pub struct Pipeline {
     pub durable_every: Duration,
     pub durable_every_bytes: u64,
     pub metrics: Arc<Metrics>,
-    /// Woken after every apply, for readers that wait for new data.
-    pub applied: Arc<tokio::sync::Notify>,
-    /// Woken per queue after every apply that appends to it.
-    pub appends: Arc<AppendWatch>,
+    /// Wakes readers after every apply: any, or per queue appended to.
+    pub apply_watch: Arc<ApplyWatch>,
 }
 
 pub struct LocalReplicator {
@@ -128,8 +126,7 @@ impl LocalReplicator {
             durable_every: p.durable_every,
             durable_every_bytes: p.durable_every_bytes,
             metrics: p.metrics.clone(),
-            applied: p.applied,
-            appends: p.appends,
+            apply_watch: p.apply_watch,
         };
         let applier = spawn("applier", move || applier.run(applier_rx));
         let syncer = syncer::Syncer {

@@ -1,9 +1,11 @@
-//! Waking the readers that wait for appends to particular queues. A Kafka
-//! fetch long-polls a few partitions; woken by every write anywhere, each
-//! idle consumer re-read its partitions once per group commit.
+//! Waking the readers that wait for what apply changes: any apply (an HTTP
+//! pop may find a partition freed by an ack), or an append to particular
+//! queues. A Kafka fetch long-polls a few partitions; woken by every write
+//! anywhere, each idle consumer re-read its partitions once per group commit.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
+use tokio::sync::futures::Notified;
 use tokio::sync::Notify;
 
 /// Every this many watches, queues whose readers all gave up are forgotten,
@@ -11,7 +13,8 @@ use tokio::sync::Notify;
 const SWEEP_EVERY: u64 = 4096;
 
 #[derive(Default)]
-pub struct AppendWatch {
+pub struct ApplyWatch {
+    any: Notify,
     waiting: Mutex<Waiting>,
 }
 
@@ -21,7 +24,13 @@ struct Waiting {
     watches: u64,
 }
 
-impl AppendWatch {
+impl ApplyWatch {
+    /// Resolves at the next apply of anything; enabled, it catches an apply
+    /// that lands before it is awaited.
+    pub fn applied(&self) -> Notified<'_> {
+        self.any.notified()
+    }
+
     /// A signal that fires at the first append to any of `queues` applied
     /// after this call, even one that lands before the caller awaits it.
     pub fn watch(&self, queues: impl IntoIterator<Item = u64>) -> Arc<Notify> {
@@ -44,8 +53,10 @@ impl AppendWatch {
         signal
     }
 
-    /// Wakes every reader watching one of `queues`.
-    pub fn appended(&self, queues: impl IntoIterator<Item = u64>) {
+    /// Wakes the readers of any apply, and those watching one of `queues`,
+    /// the queues the batch appended to.
+    pub fn batch_applied(&self, queues: impl IntoIterator<Item = u64>) {
+        self.any.notify_waiters();
         let mut waiting = self.waiting.lock().expect("append watch lock");
         for queue in queues {
             for reader in waiting.by_queue.remove(&queue).into_iter().flatten() {
@@ -69,20 +80,20 @@ mod tests {
 
     #[tokio::test]
     async fn a_reader_wakes_for_its_queues_only_and_keeps_an_early_append() {
-        let watch = AppendWatch::default();
+        let watch = ApplyWatch::default();
         let a = watch.watch([1, 2]);
         let b = watch.watch([3]);
         // Lands before either reader awaits.
-        watch.appended([2]);
+        watch.batch_applied([2]);
         assert!(fires(&a).await);
         assert!(!fires(&b).await, "an append to another queue woke the reader");
-        watch.appended([3]);
+        watch.batch_applied([3]);
         assert!(fires(&b).await);
     }
 
     #[test]
     fn readers_that_gave_up_are_not_kept() {
-        let watch = AppendWatch::default();
+        let watch = ApplyWatch::default();
         for _ in 0..100 {
             drop(watch.watch([7]));
         }
