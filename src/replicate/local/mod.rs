@@ -1,18 +1,18 @@
 //! The single-node replicator: a pipeline of three threads, so that the disk
 //! is kept busy while the CPU plans and applies.
 //!
-//! - the sequencer plans every command that arrives into the open batch and
-//!   stages its records, and hands the batch on as soon as the syncer is
-//!   free, so whatever arrives during one fsync shares the next (group
-//!   commit);
-//! - the syncer writes a batch into every log it touches and fdatasyncs each
-//!   of them once;
+//! - the sequencer plans every command that arrives and adds it to the open
+//!   batch, which stages its records;
+//! - the syncer takes the open batch whenever it is free, so whatever
+//!   arrives during one fsync shares the next (group commit), writes it into
+//!   every log it touches and fdatasyncs each of them once;
 //! - the applier applies the batch, answers its commands, and checkpoints.
 //!
 //! No answer leaves before its batch, and every batch before it, is durable
 //! and applied: the batches pass through each stage in order.
 
 mod applier;
+mod open_batch;
 mod sequencer;
 mod syncer;
 
@@ -28,7 +28,8 @@ use crate::qlog::sync_ledger::SyncLedger;
 use crate::qlog::writer::QlogWriter;
 use crate::store::checkpointer::Checkpointer;
 use crate::store::Store;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use open_batch::OpenBatch;
+use std::sync::atomic::AtomicU64;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, RwLock};
 use std::thread::JoinHandle;
@@ -40,14 +41,12 @@ type Reply = oneshot::Sender<Result<Answer, ProposeError>>;
 /// What reaches the sequencer.
 enum Msg {
     Propose(Command, Reply),
-    /// Wakes a waiting sequencer: the syncer finished a batch and can take
-    /// the next.
-    Synced,
     Stop,
 }
 
 /// One group commit on its way through the pipeline.
 struct Batch {
+    /// The number of its last planned chunk.
     number: u64,
     started: Instant,
     planned: Vec<(Planned, Reply)>,
@@ -115,10 +114,9 @@ impl LocalReplicator {
     pub fn start(p: Pipeline) -> Self {
         let (tx, rx) = mpsc::channel();
         let (to_applier, applier_rx) = mpsc::channel();
-        let (to_syncer, syncer_rx) = mpsc::channel();
         // The last batch the store holds; written under the store's lock.
         let applied_batch = Arc::new(AtomicU64::new(0));
-        let syncer_free = Arc::new(AtomicBool::new(true));
+        let open = Arc::new(OpenBatch::new(p.writer));
         let applier = applier::Applier {
             state: p.state.clone(),
             applied_batch: applied_batch.clone(),
@@ -133,18 +131,15 @@ impl LocalReplicator {
             files: p.files,
             metrics: p.metrics,
             ledger: p.ledger,
-            free: syncer_free.clone(),
-            synced: tx.clone(),
+            open: open.clone(),
             next: to_applier,
         };
-        let syncer = spawn("syncer", move || syncer.run(syncer_rx));
+        let syncer = spawn("syncer", move || syncer.run());
         let sequencer = sequencer::Sequencer {
             planner: p.planner,
-            writer: p.writer,
             state: p.state,
             applied_batch,
-            syncer_free,
-            to_syncer,
+            open,
             threads: vec![syncer, applier],
         };
         let thread = spawn("sequencer", move || sequencer.run(rx));
@@ -152,9 +147,8 @@ impl LocalReplicator {
     }
 }
 
-/// A replicator dropped without `stop` still drains and checkpoints: the
-/// syncer holds a sender of the sequencer's channel, so it would never see
-/// the channel close.
+/// A replicator dropped without `stop` still drains, and its final
+/// checkpoint is written before the drop returns.
 impl Drop for LocalReplicator {
     fn drop(&mut self) {
         self.stop();

@@ -1,0 +1,87 @@
+//! The group commit being gathered, shared by the sequencer, which adds each
+//! planned chunk to it, and the syncer, which takes it whole the moment it
+//! is free. Taking it is the syncer's own step, not a hand-off from the
+//! sequencer, so a finished fdatasync is followed by the next write without
+//! waiting for another thread to be scheduled.
+
+use super::{Batch, Reply};
+use crate::planner::Planned;
+use crate::qlog::writer::{EntryWrite, QlogWriter};
+use std::sync::{Condvar, Mutex};
+
+/// The most commands one group commit takes: past it the sequencer waits for
+/// the syncer, so a slow disk cannot grow one batch (and the applier's hold
+/// of the store's lock) without bound.
+const MAX_BATCH: usize = 16384;
+
+pub(super) struct OpenBatch {
+    open: Mutex<Open>,
+    /// Signalled when a chunk is added or the batch is closed.
+    added: Condvar,
+    /// Signalled when the syncer takes the batch.
+    taken: Condvar,
+}
+
+struct Open {
+    /// Holds the batch's records, staged as each chunk is added.
+    writer: QlogWriter,
+    batch: Option<Batch>,
+    closed: bool,
+}
+
+impl OpenBatch {
+    pub fn new(writer: QlogWriter) -> Self {
+        Self {
+            open: Mutex::new(Open { writer, batch: None, closed: false }),
+            added: Condvar::new(),
+            taken: Condvar::new(),
+        }
+    }
+
+    /// Adds a chunk planned as batch `number` and stages its records. Chunk
+    /// numbers rise, and a taken batch carries the number of its last chunk,
+    /// so the planner forgets a chunk's decisions only once it is applied.
+    pub fn add(&self, number: u64, planned: Vec<(Planned, Reply)>) {
+        // Encoded before the lock, so the syncer waits for the copy only.
+        let effects: Vec<_> = planned.iter().filter_map(|(p, _)| p.entry.as_ref().map(|e| e.body.encode())).collect();
+        let mut open = self.open.lock().expect("open batch lock");
+        while open.batch.as_ref().is_some_and(|b| b.planned.len() >= MAX_BATCH) {
+            open = self.taken.wait(open).expect("open batch lock");
+        }
+        let Open { writer, batch, .. } = &mut *open;
+        let batch = batch.get_or_insert_with(|| Batch::new(number));
+        batch.number = number;
+        let entries = planned.iter().filter_map(|(p, _)| p.entry.as_ref());
+        for (e, effects) in entries.zip(effects) {
+            let write = EntryWrite { id: e.id, effects, queues: e.queues(), messages: &e.messages };
+            batch.locations.push(writer.stage(&write));
+        }
+        batch.planned.extend(planned);
+        drop(open);
+        self.added.notify_one();
+    }
+
+    /// The batch gathered so far, with its staged bytes, once it holds at
+    /// least one chunk; `None` once closed with nothing left.
+    pub fn take(&self) -> Option<Batch> {
+        let mut open = self.open.lock().expect("open batch lock");
+        loop {
+            if let Some(mut batch) = open.batch.take() {
+                batch.pending = open.writer.take_pending();
+                drop(open);
+                self.taken.notify_one();
+                return Some(batch);
+            }
+            if open.closed {
+                return None;
+            }
+            open = self.added.wait(open).expect("open batch lock");
+        }
+    }
+
+    /// No chunk follows: the syncer takes what is left and ends.
+    pub fn close(&self) {
+        self.open.lock().expect("open batch lock").closed = true;
+        self.added.notify_one();
+    }
+}
