@@ -1,7 +1,9 @@
 //! Append benchmarks for the single-node core, each figure beside what the
 //! same harness measures of the same disk in the same run:
 //!
-//! - the disk: fdatasync'd sequential-write bandwidth and fdatasync latency;
+//! - the disk: fdatasync'd sequential-write bandwidth and fdatasync latency,
+//!   and per writer count the bandwidth a bare loop gets holding only what
+//!   that many closed-loop writers can have unsynced (the window's ceiling);
 //! - append throughput and latency of 1 KiB messages with 1, 16 and 256
 //!   concurrent writers through the planner, the local replicator (group
 //!   commit, fsync before every answer) and apply;
@@ -25,7 +27,7 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 
 mod harness;
-use harness::{disk_bandwidth, fdatasync_latency, payload, setup, spawn_queen};
+use harness::{disk_bandwidth, fdatasync_latency, payload, setup, spawn_queen, window_bandwidth};
 
 fn main() {
     let (root, length) = setup("target/bench-data");
@@ -36,14 +38,25 @@ fn main() {
     let (sync_p50, sync_p99) = fdatasync_latency(&root.join("disk-lat"), 2000);
     println!("| measure | value |\n|---|---|");
     println!("| fdatasync'd sequential write, 1 MiB per fdatasync | {:.1} MB/s |", disk_bw / 1e6);
-    println!("| fdatasync latency (4 KiB append), p50 / p99 | {:.3} / {:.3} ms |\n", ms(sync_p50), ms(sync_p99));
+    println!("| fdatasync latency (4 KiB append), p50 / p99 | {:.3} / {:.3} ms |", ms(sync_p50), ms(sync_p99));
+    let window_bw: Vec<(usize, f64)> = [1usize, 16, 256]
+        .into_iter()
+        .map(|writers| (writers, window_bandwidth(&root.join("disk-window"), writers * 1024)))
+        .collect();
+    for (writers, bw) in &window_bw {
+        println!(
+            "| bare loop holding {writers} KiB unsynced ({writers} writers' window): one fdatasync per {writers} KiB, or two threads of half | {:.1} MB/s |",
+            bw / 1e6
+        );
+    }
+    println!();
 
     let only = std::env::var("QUEEN_BENCH_ONLY").unwrap_or_default();
     let want = |section: &str| only.is_empty() || only.split(',').any(|s| s == section);
     if want("append") {
         println!("## Append, 1 KiB messages, fsync before every answer\n");
-        println!("| writers | queues | logs | zstd | messages/s | MB/s of payload | % of disk bandwidth | p50 latency | p99 latency | p99 / p99 fdatasync | entries per group commit | syncing |");
-        println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+        println!("| writers | queues | logs | zstd | messages/s | MB/s of payload | % of disk bandwidth | p50 latency | p99 latency | p99 / p99 fdatasync | % of the window's ceiling | entries per group commit | syncing |");
+        println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
         let runs = [
             (1usize, 1usize, 0u32, 1),
             (16, 1, 0, 1),
@@ -57,14 +70,16 @@ fn main() {
             let r = rt.block_on(append_run(&dir, writers, queues, shards, zstd, length, 1024));
             let mbs = r.messages as f64 * 1024.0 / r.elapsed.as_secs_f64();
             let logs = if shards == 0 { queues.to_string() } else { shards.to_string() };
+            let ceiling = window_bw.iter().find(|(w, _)| *w == writers).map_or(f64::NAN, |(_, bw)| *bw);
             println!(
-                "| {writers} | {queues} | {logs} | {zstd} | {:.0} | {:.1} | {:.0}% | {:.3} ms | {:.3} ms | {:.2} | {:.0} | {:.0}% |",
+                "| {writers} | {queues} | {logs} | {zstd} | {:.0} | {:.1} | {:.0}% | {:.3} ms | {:.3} ms | {:.2} | {:.0}% | {:.0} | {:.0}% |",
                 r.messages as f64 / r.elapsed.as_secs_f64(),
                 mbs / 1e6,
                 100.0 * mbs / disk_bw,
                 ms(r.p50),
                 ms(r.p99),
                 r.p99.as_secs_f64() / sync_p99.as_secs_f64(),
+                100.0 * mbs / ceiling,
                 r.per_commit,
                 100.0 * r.disk_busy,
             );

@@ -5,6 +5,8 @@
 
 use std::fs::OpenOptions;
 use std::io::Write;
+use std::os::unix::fs::FileExt;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -34,6 +36,39 @@ pub fn disk_bandwidth(path: &Path, chunk: usize, total: usize) -> f64 {
     let bw = total as f64 / start.elapsed().as_secs_f64();
     std::fs::remove_file(path).unwrap();
     bw
+}
+
+/// The most a bare loop gets from the disk while it holds at most `window`
+/// unsynced bytes, as closed-loop writers whose messages add up to `window`
+/// can: the better of one thread that writes and fdatasyncs the whole window
+/// at a time and two threads that each do so with half of it, side by side
+/// in one file. No design answering each writer after an fdatasync can beat
+/// it on this disk.
+pub fn window_bandwidth(path: &Path, window: usize) -> f64 {
+    let total = (window * 2000).min(128 << 20);
+    let run = |threads: usize| {
+        let f = OpenOptions::new().create(true).write(true).truncate(true).open(path).unwrap();
+        let chunk = window / threads;
+        let buf = payload(chunk, 3);
+        let next = AtomicUsize::new(0);
+        let start = Instant::now();
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(|| loop {
+                    let at = next.fetch_add(chunk, Ordering::Relaxed);
+                    if at >= total {
+                        return;
+                    }
+                    f.write_all_at(&buf, at as u64).unwrap();
+                    f.sync_data().unwrap();
+                });
+            }
+        });
+        total as f64 / start.elapsed().as_secs_f64()
+    };
+    let best = run(1).max(run(2));
+    std::fs::remove_file(path).unwrap();
+    best
 }
 
 pub fn fdatasync_latency(path: &Path, n: usize) -> (Duration, Duration) {
