@@ -55,8 +55,8 @@ fn main() {
     let want = |section: &str| only.is_empty() || only.split(',').any(|s| s == section);
     if want("append") {
         println!("## Append, 1 KiB messages, fsync before every answer\n");
-        println!("| writers | queues | logs | zstd | messages/s | MB/s of payload | % of disk bandwidth | p50 latency | p99 latency | p99 / p99 fdatasync | % of the window's ceiling | entries per group commit | syncing |");
-        println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+        println!("| writers | queues | logs | zstd | messages/s | MB/s of payload | % of disk bandwidth | p50 latency | p99 latency | p99 / p99 fdatasync | % of the window's ceiling | entries per group commit | syncing | CPU per message |");
+        println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
         let runs = [
             (1usize, 1usize, 0u32, 1),
             (16, 1, 0, 1),
@@ -72,7 +72,7 @@ fn main() {
             let logs = if shards == 0 { queues.to_string() } else { shards.to_string() };
             let ceiling = window_bw.iter().find(|(w, _)| *w == writers).map_or(f64::NAN, |(_, bw)| *bw);
             println!(
-                "| {writers} | {queues} | {logs} | {zstd} | {:.0} | {:.1} | {:.0}% | {:.3} ms | {:.3} ms | {:.2} | {:.0}% | {:.0} | {:.0}% |",
+                "| {writers} | {queues} | {logs} | {zstd} | {:.0} | {:.1} | {:.0}% | {:.3} ms | {:.3} ms | {:.2} | {:.0}% | {:.0} | {:.0}% | {:.1} µs |",
                 r.messages as f64 / r.elapsed.as_secs_f64(),
                 mbs / 1e6,
                 100.0 * mbs / disk_bw,
@@ -82,6 +82,7 @@ fn main() {
                 100.0 * mbs / ceiling,
                 r.per_commit,
                 100.0 * r.disk_busy,
+                r.cpu.as_secs_f64() * 1e6 / r.messages as f64,
             );
         }
     }
@@ -145,6 +146,17 @@ struct Run {
     per_commit: f64,
     /// The share of the run during which a group commit's sync was in flight.
     disk_busy: f64,
+    /// CPU time of the whole process (node and writers, user and system)
+    /// during the run.
+    cpu: Duration,
+}
+
+/// CPU time this process has used so far, user and system.
+fn cpu_used() -> Duration {
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(usage.ru_utime) + tv(usage.ru_stime)
 }
 
 /// `writers` concurrent writers, each pushing one message at a time to one of
@@ -159,6 +171,7 @@ async fn append_run(
     size: usize,
 ) -> Run {
     let node = Arc::new(Node::boot(settings(dir, shards)).unwrap());
+    let cpu_before = cpu_used();
     let start = Instant::now();
     let tasks: Vec<_> = (0..writers)
         .map(|w| {
@@ -184,6 +197,7 @@ async fn append_run(
         lat.extend(t.await.unwrap());
     }
     let elapsed = start.elapsed();
+    let cpu = cpu_used() - cpu_before;
     let per_commit = node.metrics.entries_applied.get() as f64 / node.metrics.group_commits.get().max(1) as f64;
     let disk_busy = node.metrics.qlog_sync_seconds.get() / elapsed.as_secs_f64();
     node.replicator.stop();
@@ -195,6 +209,7 @@ async fn append_run(
         p99: lat[lat.len() * 99 / 100],
         per_commit,
         disk_busy,
+        cpu,
     }
 }
 

@@ -6,8 +6,8 @@
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::os::unix::fs::FileExt;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// Incompressible bytes, so zstd stores them raw and the disk sees every byte.
