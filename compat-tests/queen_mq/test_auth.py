@@ -53,6 +53,8 @@ async def test_roles_missing_forged_and_expired_tokens(secured):
         for bad in (no_iss, token(role="admin", secret="wrong"), token(role="admin", exp_in=-120), token(role="admin", iss="other"), "not.a.jwt"):
             r = await http.post("/api/v1/push", json=body, headers={"Authorization": f"Bearer {bad}"})
             assert r.status_code == 401, r.text
+            # The body was not read, so the connection is not reused.
+            assert r.headers.get("connection") == "close"
         ro = {"Authorization": f"Bearer {token(role='read-only')}"}
         r = await http.post("/api/v1/push", json=body, headers=ro)
         assert r.status_code == 403 and r.json()["code"] == "forbidden"

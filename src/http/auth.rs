@@ -8,7 +8,7 @@ use super::error::ApiError;
 use crate::config::Settings;
 use crate::node::Node;
 use axum::extract::{Request, State};
-use axum::http::{Method, StatusCode};
+use axum::http::{header, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use jsonwebtoken::{decode, decode_header, Algorithm, DecodingKey, Validation};
@@ -173,13 +173,21 @@ pub async fn authenticate(State(node): State<Arc<Node>>, request: Request, next:
         Some(r) => r,
     };
     match role {
-        Err(why) => ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", why).into_response(),
-        Ok(role) if role < required_role(request.method(), path) => ApiError::new(
+        Err(why) => refuse(ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", why)),
+        Ok(role) if role < required_role(request.method(), path) => refuse(ApiError::new(
             StatusCode::FORBIDDEN,
             "forbidden",
             format!("the token's role may not {} {path}", request.method()),
-        )
-        .into_response(),
+        )),
         Ok(_) => next.run(request).await,
     }
+}
+
+/// A refusal answered without reading the request's body, so the connection
+/// cannot carry another request. Saying so in the answer keeps a client from
+/// sending its next request on a connection the server is closing.
+fn refuse(error: ApiError) -> Response {
+    let mut answer = error.into_response();
+    answer.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+    answer
 }
