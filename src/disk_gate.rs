@@ -62,9 +62,8 @@ pub async fn guard(
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
-    use axum::response::IntoResponse;
     if grows_storage(request.method(), request.uri().path()) && node.disk_gate.is_full() {
-        return crate::http::error::ApiError::storage_full().into_response();
+        return crate::http::error::ApiError::storage_full().before_the_body();
     }
     next.run(request).await
 }

@@ -8,9 +8,9 @@ use super::error::ApiError;
 use crate::config::Settings;
 use crate::node::Node;
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderValue, Method, StatusCode};
+use axum::http::{Method, StatusCode};
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use jsonwebtoken::{decode, decode_header, Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
 use std::sync::Arc;
@@ -173,21 +173,13 @@ pub async fn authenticate(State(node): State<Arc<Node>>, request: Request, next:
         Some(r) => r,
     };
     match role {
-        Err(why) => refuse(ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", why)),
-        Ok(role) if role < required_role(request.method(), path) => refuse(ApiError::new(
+        Err(why) => ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", why).before_the_body(),
+        Ok(role) if role < required_role(request.method(), path) => ApiError::new(
             StatusCode::FORBIDDEN,
             "forbidden",
             format!("the token's role may not {} {path}", request.method()),
-        )),
+        )
+        .before_the_body(),
         Ok(_) => next.run(request).await,
     }
-}
-
-/// A refusal answered without reading the request's body, so the connection
-/// cannot carry another request. Saying so in the answer keeps a client from
-/// sending its next request on a connection the server is closing.
-fn refuse(error: ApiError) -> Response {
-    let mut answer = error.into_response();
-    answer.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
-    answer
 }

@@ -1,7 +1,7 @@
 //! Every HTTP refusal: JSON `{error, code}` with a stable `code` and the
 //! status the client maps.
 
-use axum::http::StatusCode;
+use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 
@@ -15,6 +15,15 @@ pub struct ApiError {
 }
 
 impl ApiError {
+    /// The answer to a request refused before its body was read: the
+    /// connection cannot carry another request, and saying so keeps a client
+    /// from sending its next one on a connection the server is closing.
+    pub fn before_the_body(self) -> Response {
+        let mut answer = self.into_response();
+        answer.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+        answer
+    }
+
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
         Self { status, code, message: message.into(), reason: None }
     }
