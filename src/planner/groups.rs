@@ -5,12 +5,12 @@ use super::cursor;
 use super::effect::Effect;
 use super::overlay::Overlay;
 use crate::store::rows::{CursorRow, GroupRow};
-use crate::store::Store;
+use crate::store::{CursorKey, Store};
 
-/// The queues (id) a group has a cursor or a subscription on, but for those
-/// an unapplied batch deletes.
-fn queues_of(store: &Store, overlay: &Overlay, group: &str) -> Vec<u64> {
-    let mut out: Vec<u64> = overlay.group_cursors(store, None, group).into_iter().map(|k| k.0).collect();
+/// The queues (id) a group has one of `cursors` or a subscription on, but for
+/// those an unapplied batch deletes.
+fn queues_of(store: &Store, overlay: &Overlay, cursors: &[CursorKey], group: &str) -> Vec<u64> {
+    let mut out: Vec<u64> = cursors.iter().map(|k| k.0).collect();
     out.extend(overlay.group_rows(store, group));
     out.sort_unstable();
     out.dedup();
@@ -50,24 +50,33 @@ pub fn plan_delete(
     group: &str,
     metadata: bool,
 ) -> (Vec<Effect>, usize) {
-    let queues = match queue {
+    let mut cursors = overlay.group_cursors(store, group);
+    let queues: Vec<u64> = match queue {
         Some(name) => overlay.queue_id(store, name).into_iter().collect(),
-        None => queues_of(store, overlay, group),
+        None => queues_of(store, overlay, &cursors, group),
     };
-    let mut cursors = 0;
+    // Gone for the commands planned after this one, applied or not.
+    cursors.retain(|k| queues.contains(&k.0));
+    let removed = cursors.len();
+    for key in cursors {
+        overlay.remove_cursor(key);
+    }
     let mut effects = Vec::with_capacity(queues.len());
     for queue in queues {
-        cursors += overlay.delete_group(store, queue, group, metadata);
+        if metadata {
+            overlay.remove_group(queue, group);
+        }
         effects.push(Effect::DeleteGroup { queue, group: group.to_string(), metadata });
     }
-    (effects, cursors)
+    (effects, removed)
 }
 
 /// Re-subscribes the group from `from_us` on every queue it consumes: its
 /// cursors are moved to the first message stored at or after that time.
 pub fn plan_resubscribe(store: &Store, overlay: &mut Overlay, group: &str, from_us: i64, now_us: i64) -> Vec<Effect> {
     let mut effects = Vec::new();
-    for q in queues_of(store, overlay, group) {
+    let cursors = overlay.group_cursors(store, group);
+    for q in queues_of(store, overlay, &cursors, group) {
         let conflate = overlay.group(store, q, group).is_some_and(|g| g.conflate);
         overlay.put_group(q, group, GroupRow { from_us, created_us: now_us, conflate });
         effects.push(Effect::Subscribe { queue: q, group: group.to_string(), from_us, conflate });
@@ -111,20 +120,16 @@ pub fn plan_redeliver(
 #[cfg(test)]
 mod tests {
     use crate::planner::command::{AckStatus, Answer, Command};
-    use crate::planner::testing::{ack, claimed, fresh, plan, pop, push, settle};
+    use crate::planner::testing::{ack, claimed, delete_group, one_message_applied, plan, pop, settle};
 
     #[test]
     fn commands_planned_after_an_unapplied_group_delete_see_the_group_gone() {
-        let (mut store, mut planner) = fresh();
-        let push = plan(&mut planner, &store, 1, push("t1"));
-        settle(&mut store, &push);
-        planner.batches_applied(1);
+        let (mut store, mut planner) = one_message_applied();
 
         // Batches 2 to 4 are planned while none of them is applied.
         let pop = plan(&mut planner, &store, 2, pop("g"));
         let claim = claimed(&pop);
-        let delete = Command::DeleteGroup { queue: Some("q".into()), group: "g".into(), metadata: true };
-        let delete = plan(&mut planner, &store, 3, delete);
+        let delete = plan(&mut planner, &store, 3, delete_group("g"));
         assert!(matches!(delete.answer, Answer::GroupChanged { partitions: 1 }), "{:?}", delete.answer);
         let ack = plan(&mut planner, &store, 4, ack(&claim, "t1", AckStatus::Completed));
         let Answer::Acked(outcomes) = &ack.answer else { panic!("ack answered {:?}", ack.answer) };
@@ -138,9 +143,7 @@ mod tests {
 
     #[test]
     fn a_dead_letter_is_not_redelivered_to_a_group_deleted_since() {
-        let (mut store, mut planner) = fresh();
-        let push = plan(&mut planner, &store, 1, push("t1"));
-        settle(&mut store, &push);
+        let (mut store, mut planner) = one_message_applied();
         let pop = plan(&mut planner, &store, 2, pop("g"));
         let claim = claimed(&pop);
         settle(&mut store, &pop);
@@ -150,8 +153,7 @@ mod tests {
         assert_eq!(store.dlq.iter().count(), 1, "the ack did not dead-letter the message");
 
         // The delete is planned and not applied when the redelivery is planned.
-        let delete = Command::DeleteGroup { queue: Some("q".into()), group: "g".into(), metadata: true };
-        let delete = plan(&mut planner, &store, 4, delete);
+        let delete = plan(&mut planner, &store, 4, delete_group("g"));
         let redeliver = Command::Redeliver {
             queue: claim.queue_id,
             partition: claim.partition_id,

@@ -49,6 +49,21 @@ impl<K: Hash + Eq, V> Layer<K, V> {
     }
 }
 
+/// A layer of rows that unapplied batches wrote (`Some`) or removed (`None`).
+impl<K: Hash + Eq, V: Clone> Layer<K, Option<V>> {
+    /// The row as the batches planned so far leave it: this layer's
+    /// decision if it has one, else the store's row from `stored`.
+    fn row<Q: Hash + Eq + ?Sized>(&self, key: &Q, stored: impl FnOnce() -> Option<V>) -> Option<V>
+    where
+        K: Borrow<Q>,
+    {
+        match self.get(key) {
+            Some(row) => row.clone(),
+            None => stored(),
+        }
+    }
+}
+
 /// A counter the planner advanced, stamped like a layer's rows.
 #[derive(Default, Clone, Copy)]
 struct Next(Option<(u64, u64)>);
@@ -251,16 +266,13 @@ impl Overlay {
         if self.is_deleted(key.0) {
             return None;
         }
-        match self.cursors.get(key) {
-            Some(row) => row.clone(),
-            None => store.cursors.get(key).cloned(),
-        }
+        self.cursors.row(key, || store.cursors.get(key).cloned())
     }
 
-    /// The cursors `group` holds, on `queue` or on every queue, as the
-    /// batches planned so far leave them.
-    pub fn group_cursors(&self, store: &Store, queue: Option<u64>, group: &str) -> Vec<CursorKey> {
-        let wanted = |k: &CursorKey| k.2 == group && queue.is_none_or(|q| k.0 == q);
+    /// The cursors `group` holds on every queue, as the batches planned so
+    /// far leave them.
+    pub fn group_cursors(&self, store: &Store, group: &str) -> Vec<CursorKey> {
+        let wanted = |k: &CursorKey| k.2 == group;
         let mut keys: Vec<CursorKey> = store.cursors.iter().map(|(k, _)| k).filter(|k| wanted(k)).cloned().collect();
         keys.extend(self.cursors.iter().map(|(k, _)| k).filter(|k| wanted(k)).cloned());
         keys.sort_unstable();
@@ -269,19 +281,15 @@ impl Overlay {
         keys
     }
 
-    /// Removes the group's cursors on `queue`, and with `metadata` its row,
-    /// for the commands planned after this one.
-    /// Answers how many cursors went.
-    pub fn delete_group(&mut self, store: &Store, queue: u64, group: &str, metadata: bool) -> usize {
-        let keys = self.group_cursors(store, Some(queue), group);
-        let removed = keys.len();
-        for key in keys {
-            self.cursors.insert(self.batch, key, None);
-        }
-        if metadata {
-            self.groups.insert(self.batch, (queue, group.to_string()), None);
-        }
-        removed
+    /// Removes a group's cursor for the commands planned after this one.
+    pub fn remove_cursor(&mut self, key: CursorKey) {
+        self.cursors.insert(self.batch, key, None);
+    }
+
+    /// Removes the group's row on `queue` for the commands planned after
+    /// this one.
+    pub fn remove_group(&mut self, queue: u64, group: &str) {
+        self.groups.insert(self.batch, (queue, group.to_string()), None);
     }
 
     pub fn put_cursor(&mut self, key: CursorKey, row: CursorRow) {
@@ -318,10 +326,7 @@ impl Overlay {
 
     pub fn group(&self, store: &Store, queue: u64, group: &str) -> Option<GroupRow> {
         let key = (queue, group.to_string());
-        match self.groups.get(&key) {
-            Some(row) => row.clone(),
-            None => store.groups.get(&key).cloned(),
-        }
+        self.groups.row(&key, || store.groups.get(&key).cloned())
     }
 
     /// The queues on which `group` has a row, as the batches planned so far
@@ -341,10 +346,7 @@ impl Overlay {
 
     /// A KV row as the batch left it, expired or not.
     pub fn kv_row(&self, store: &Store, key: &str) -> Option<KvRow> {
-        match self.kv.get(key) {
-            Some(row) => row.clone(),
-            None => store.kv.get(&key.to_string()).cloned(),
-        }
+        self.kv.row(key, || store.kv.get(&key.to_string()).cloned())
     }
 
     pub fn kv_keys_with_prefix<'a>(&'a self, prefix: &'a str) -> impl Iterator<Item = String> + 'a {
@@ -364,10 +366,7 @@ impl Overlay {
     }
 
     pub fn timer(&self, store: &Store, key: &str) -> Option<TimerRow> {
-        match self.timers.get(key) {
-            Some(row) => row.clone(),
-            None => store.timer(key).cloned(),
-        }
+        self.timers.row(key, || store.timer(key).cloned())
     }
 
     pub fn put_timer(&mut self, key: String, row: Option<TimerRow>) {

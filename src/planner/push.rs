@@ -37,11 +37,13 @@ pub fn check_max_size(store: &Store, overlay: &Overlay, items: &[PushItem]) -> R
     let mut adding: BTreeMap<u64, Adding> = BTreeMap::new();
     for item in items {
         let Some(queue) = overlay.queue_id(store, &item.queue) else { continue };
-        let max = overlay.max_size(store, queue);
-        if max == 0 {
+        // The bound is read once per queue: from an unapplied configure it
+        // means parsing the queue's options.
+        let slot =
+            adding.entry(queue).or_insert_with(|| Adding { max: overlay.max_size(store, queue), new: HashSet::new() });
+        if slot.max == 0 {
             continue;
         }
-        let slot = adding.entry(queue).or_insert_with(|| Adding { max, new: HashSet::new() });
         let hash = transaction_hash(&item.transaction_id);
         let partition = overlay.partition_id(store, queue, &item.partition);
         if partition.is_none_or(|p| overlay.dedup(store, queue, p, &hash).is_none()) {
@@ -49,7 +51,7 @@ pub fn check_max_size(store: &Store, overlay: &Overlay, items: &[PushItem]) -> R
         }
     }
     for (queue, Adding { max, new }) in adding {
-        if new.is_empty() {
+        if max == 0 || new.is_empty() {
             continue;
         }
         let unfinished = overlay.unfinished(store, queue, QUEUE_MODE);
@@ -138,14 +140,11 @@ pub fn plan_push(
 #[cfg(test)]
 mod tests {
     use crate::planner::command::{Answer, Command, ConfigureQueue};
-    use crate::planner::testing::{fresh, plan, push, settle};
+    use crate::planner::testing::{one_message_applied, plan, push};
 
     #[test]
     fn a_bound_set_by_an_unapplied_configure_refuses_the_push_after_it() {
-        let (mut store, mut planner) = fresh();
-        let first = plan(&mut planner, &store, 1, push("t1"));
-        settle(&mut store, &first);
-        planner.batches_applied(1);
+        let (store, mut planner) = one_message_applied();
 
         let mut options = serde_json::Map::new();
         options.insert("maxSize".into(), 1.into());

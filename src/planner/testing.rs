@@ -28,6 +28,21 @@ pub fn fresh() -> (Store, Planner) {
     (Store::default(), Planner::new(1, LogId::default()))
 }
 
+/// A store holding one applied message, "t1" in partition "p" of queue "q",
+/// and the planner that planned it as batch 1.
+pub fn one_message_applied() -> (Store, Planner) {
+    let (mut store, mut planner) = fresh();
+    let planned = plan(&mut planner, &store, 1, push("t1"));
+    settle(&mut store, &planned);
+    planner.batches_applied(1);
+    (store, planner)
+}
+
+/// A delete of `group` on queue "q", cursors and row.
+pub fn delete_group(group: &str) -> Command {
+    Command::DeleteGroup { queue: Some("q".into()), group: group.into(), metadata: true }
+}
+
 /// One message with `transaction_id`, pushed to partition "p" of queue "q".
 pub fn push(transaction_id: &str) -> Command {
     let message = Message::new(transaction_id.into(), b"1".to_vec());
