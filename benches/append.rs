@@ -13,7 +13,8 @@
 //!
 //! Run: `cargo bench --bench append` (QUEEN_BENCH_DIR picks the disk; the
 //! default is target/bench-data; QUEEN_BENCH_SECONDS the length of each run;
-//! QUEEN_BENCH_ONLY=append,fanout,boot a subset of the sections).
+//! QUEEN_BENCH_ONLY=append,fanout,boot a subset of the sections;
+//! QUEEN_BENCH_WRITERS=1,256 only the append runs with those writer counts).
 
 use queen::config::Settings;
 use queen::message::Message;
@@ -65,7 +66,11 @@ fn main() {
             (256, 16, 0, 1),
             (256, 16, 1, 1),
         ];
-        for (writers, queues, shards, zstd) in runs {
+        let writer_counts = std::env::var("QUEEN_BENCH_WRITERS").unwrap_or_default();
+        let chosen = |writers: usize| {
+            writer_counts.is_empty() || writer_counts.split(',').any(|w| w.trim() == writers.to_string())
+        };
+        for (writers, queues, shards, zstd) in runs.into_iter().filter(|run| chosen(run.0)) {
             let dir = root.join(format!("append-{writers}-{queues}-{shards}-{zstd}"));
             let r = rt.block_on(append_run(&dir, writers, queues, shards, zstd, length, 1024));
             let mbs = r.messages as f64 * 1024.0 / r.elapsed.as_secs_f64();

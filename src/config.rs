@@ -88,6 +88,20 @@ pub struct Settings {
     #[arg(long, env = "QUEEN_STORE_SCRUB_ROWS_PER_S", default_value_t = 2000)]
     pub scrub_rows_per_s: usize,
 
+    /// Partitions the retention scanner walks per second.
+    #[arg(long, env = "QUEEN_RAFT_RETENTION_SCAN_PER_S", default_value_t = 50_000)]
+    pub retention_scan_per_s: usize,
+
+    /// The shortest time transactionId hashes are kept after their message
+    /// was stored, in seconds, so dedup outlives the payload.
+    #[arg(long, env = "QUEEN_RAFT_TXN_WINDOW_MIN_S", default_value_t = 900)]
+    pub txn_window_min_s: u64,
+
+    /// An active qlog file holding a record older than this many seconds is
+    /// sealed at its next write, so reclaim can reach it.
+    #[arg(long, env = "QUEEN_QLOG_SEAL_AGE_S", default_value_t = 600)]
+    pub seal_age_s: u64,
+
     /// The largest payload one message may carry, in bytes.
     #[arg(long, env = "QUEEN_MAX_PAYLOAD_BYTES", default_value_t = 1024 * 1024)]
     pub max_payload_bytes: usize,

@@ -36,4 +36,5 @@ pub mod qlog;
 pub mod reader;
 pub mod recovery;
 pub mod replicate;
+pub mod retention_scan;
 pub mod store;

@@ -20,6 +20,7 @@ use crate::store::checkpoint::{CheckpointError, CheckpointFile};
 use crate::store::checkpointer::Checkpointer;
 use crate::store::{scrub, Store};
 use std::path::PathBuf;
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -68,6 +69,11 @@ pub struct Node {
     pub cipher: Option<Cipher>,
     /// When this process booted, for uptime and rates since then.
     pub started_us: i64,
+    pub qlog_root: PathBuf,
+    pub layout: Layout,
+    /// The applied index of the last committed store checkpoint: reclaim
+    /// keeps every file holding a record above it.
+    pub checkpointed: Arc<AtomicU64>,
 }
 
 impl Node {
@@ -84,6 +90,7 @@ impl Node {
 
         let checkpoint = Arc::new(CheckpointFile::open(&dir.join("store"))?);
         let mut store = Store::from_rows(checkpoint.load()?, checkpoint.path())?;
+        let checkpointed = Arc::new(AtomicU64::new(store.applied.index));
         tracing::info!(applied = %store.applied, queues = store.queues.len(), "store reopened at its checkpoint");
         if cipher.is_none() {
             let sealed = store.queues.iter().find(|(_, row)| store.traits(row.id).encrypted);
@@ -105,7 +112,13 @@ impl Node {
 
         let metrics = Arc::new(Metrics::default());
         metrics.applied_index.set(store.applied.index as i64);
-        let writer = QlogWriter::new(qlog_root, layout, recovered.logs, settings.segment_bytes);
+        let writer = QlogWriter::new(
+            qlog_root.clone(),
+            layout.clone(),
+            recovered.logs,
+            settings.segment_bytes,
+            Duration::from_secs(settings.seal_age_s),
+        );
         // Batches planned from now on are later than anything applied.
         store.applied_us = store.applied_us.max(chrono::Utc::now().timestamp_micros());
         let ephemeral = Ephemeral::default();
@@ -125,7 +138,7 @@ impl Node {
             files: files.clone(),
             ledger: ledger.clone(),
             state: state.clone(),
-            checkpointer: Checkpointer::start(checkpoint, ledger),
+            checkpointer: Checkpointer::start(checkpoint, ledger, checkpointed.clone()),
             durable_every: Duration::from_millis(settings.durable_every_ms),
             durable_every_bytes: settings.durable_every_bytes,
             metrics: metrics.clone(),
@@ -143,6 +156,9 @@ impl Node {
             disk_gate,
             cipher,
             started_us: chrono::Utc::now().timestamp_micros(),
+            qlog_root,
+            layout,
+            checkpointed,
         })
     }
 }

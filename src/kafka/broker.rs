@@ -224,7 +224,7 @@ impl facade::Broker for QueenBroker {
     ) -> Result<Option<(i64, i64)>, BrokerError> {
         let store = self.store();
         let (q, p) = locate(&store, topic, partition)?;
-        let found = store.locator.first_at_or_after(q, p, timestamp_ms.saturating_mul(1000));
+        let found = store.first_kept_at_or_after(q, p, timestamp_ms.saturating_mul(1000));
         Ok(found.and_then(|o| store.locator.timestamp_of(q, p, o).map(|t| (o as i64, t / 1000))))
     }
 

@@ -94,7 +94,14 @@ pub fn apply(store: &mut Store, entry: &Entry, locations: &[Location]) -> bool {
             Effect::CreatePartition { queue, id, name } => store.insert_partition(
                 *queue,
                 *id,
-                PartitionRow { name: name.clone(), next_offset: 0, log_start: 0, created_us: ts, last_write_us: ts },
+                PartitionRow {
+                    name: name.clone(),
+                    next_offset: 0,
+                    log_start: 0,
+                    txns_start: 0,
+                    created_us: ts,
+                    last_write_us: ts,
+                },
             ),
             Effect::Append { queue, partition, first_offset, count } => {
                 let end = first_offset + *count as u64;
@@ -120,6 +127,19 @@ pub fn apply(store: &mut Store, entry: &Entry, locations: &[Location]) -> bool {
                     *partition,
                     Span { first_offset: *first_offset, count: *count, timestamp_us: ts, at: locations[i] },
                 );
+            }
+            Effect::Retain { queue, partition, log_start, txns_start } => {
+                store.retain(*queue, *partition, *log_start, *txns_start);
+                let behind: Vec<CursorKey> = store
+                    .partition_cursors(*queue, *partition)
+                    .filter(|(_, c)| c.committed < *log_start)
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                for key in behind {
+                    let mut row = store.cursors.get(&key).cloned().expect("listed above");
+                    cursor::apply(&mut row, effect);
+                    store.set_cursor(key, row);
+                }
             }
         }
     }

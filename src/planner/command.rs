@@ -59,6 +59,12 @@ pub enum Command {
     /// Deletes KV rows whose time to live ran out, so expired keys stop
     /// taking memory and checkpoint space.
     SweepKv,
+    /// Moves retention's watermarks on the partitions (queue id, partition
+    /// id) the scanner found due (`planner/retention.rs`).
+    Retain {
+        partitions: Vec<(u64, u64)>,
+        txn_window_min_s: u64,
+    },
     /// Sends a dead-lettered message back to its groups (all of them, or
     /// the one named), to be delivered again.
     Redeliver {
@@ -225,6 +231,10 @@ pub enum Answer {
     /// A push refused whole: it would take a queue past its `maxSize`.
     QueueFull(super::push::QueueFull),
     /// Expired KV rows deleted.
+    /// Partitions whose retention watermarks moved.
+    Retained {
+        partitions: usize,
+    },
     Swept {
         rows: usize,
     },

@@ -94,7 +94,7 @@ pub fn plan_pop(
             let start = match &existing {
                 Some(c) => c.committed,
                 None if from_us == 0 => row.log_start,
-                None => store.locator.first_at_or_after(queue, partition, from_us).unwrap_or(row.next_offset),
+                None => store.first_kept_at_or_after(queue, partition, from_us).unwrap_or(row.next_offset),
             };
             let mut cur = existing.unwrap_or(CursorRow { committed: start, ..Default::default() });
             if cur.lease.as_ref().is_some_and(|l| l.expires_us > now_us) || cur.not_before_us > now_us {

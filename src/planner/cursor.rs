@@ -60,6 +60,21 @@ pub fn deliver(cursor: &mut CursorRow, lease: &LeaseRow, auto_ack: bool, offsets
     }
 }
 
+/// Retention removed every offset below `log_start`: a cursor behind it
+/// starts there and forgets what it knew of the offsets before it. A lease
+/// is left to run out or be acked, as the messages it covers are gone.
+pub fn skip_to(cursor: &mut CursorRow, log_start: u64) {
+    if cursor.committed >= log_start {
+        return;
+    }
+    cursor.committed = log_start;
+    cursor.done_above = cursor.done_above.split_off(&log_start);
+    cursor.failures = cursor.failures.split_off(&log_start);
+    while cursor.done_above.remove(&cursor.committed) {
+        cursor.committed += 1;
+    }
+}
+
 /// Moves a cursor by one of the cursor effects; others leave it alone.
 pub fn apply(cursor: &mut CursorRow, effect: &Effect) {
     match effect {
@@ -83,6 +98,7 @@ pub fn apply(cursor: &mut CursorRow, effect: &Effect) {
             let offsets: Vec<u64> = (lease.first..=lease.last).filter(|o| !is_done(cursor, *o)).collect();
             deliver(cursor, lease, *auto_ack, &offsets)
         }
+        Effect::Retain { log_start, .. } => skip_to(cursor, *log_start),
         _ => {}
     }
 }

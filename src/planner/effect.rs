@@ -126,6 +126,15 @@ pub enum Effect {
     TimerDelete {
         key: String,
     },
+    /// Retention's watermarks for a partition (`planner/retention.rs`):
+    /// payloads below `log_start` and transactionId hashes below
+    /// `txns_start` are gone; cursors behind `log_start` move up to it.
+    Retain {
+        queue: u64,
+        partition: u64,
+        log_start: u64,
+        txns_start: u64,
+    },
 }
 
 impl Effect {
@@ -145,7 +154,8 @@ impl Effect {
             | Effect::Seek { queue, .. }
             | Effect::Redeliver { queue, .. }
             | Effect::LeaseExpired { queue, .. }
-            | Effect::DeleteGroup { queue, .. } => *queue,
+            | Effect::DeleteGroup { queue, .. }
+            | Effect::Retain { queue, .. } => *queue,
         }
     }
 }

@@ -28,7 +28,7 @@ pub fn plan_seek(store: &Store, overlay: &mut Overlay, queue: &str, group: &str,
         .map(|(p, end)| {
             let offset = match to {
                 SeekTo::End => end,
-                SeekTo::Time(t) => store.locator.first_at_or_after(q, p, t).unwrap_or(end),
+                SeekTo::Time(t) => store.first_kept_at_or_after(q, p, t).unwrap_or(end),
             };
             seek(overlay, q, p, group, offset)
         })
@@ -81,7 +81,7 @@ pub fn plan_resubscribe(store: &Store, overlay: &mut Overlay, group: &str, from_
         overlay.put_group(q, group, GroupRow { from_us, created_us: now_us, conflate });
         effects.push(Effect::Subscribe { queue: q, group: group.to_string(), from_us, conflate });
         for (p, end) in overlay.partition_ends(store, q) {
-            let offset = store.locator.first_at_or_after(q, p, from_us).unwrap_or(end);
+            let offset = store.first_kept_at_or_after(q, p, from_us).unwrap_or(end);
             effects.push(seek(overlay, q, p, group, offset));
         }
     }

@@ -14,6 +14,7 @@ pub mod overlay;
 pub mod push;
 pub mod queue_options;
 pub mod queues;
+pub mod retention;
 #[cfg(test)]
 mod testing;
 pub mod timers;
@@ -137,6 +138,11 @@ impl Planner {
                 let effects = kv::plan_sweep(store, overlay, timestamp_us);
                 let rows = effects.len();
                 (effects, vec![], Answer::Swept { rows })
+            }
+            Command::Retain { partitions, txn_window_min_s } => {
+                let effects = retention::plan_retain(store, &partitions, timestamp_us, txn_window_min_s);
+                let partitions = effects.len();
+                (effects, vec![], Answer::Retained { partitions })
             }
             Command::Redeliver { queue, partition, offset, group } => {
                 let effects = groups::plan_redeliver(store, overlay, (queue, partition, offset), group.as_deref());

@@ -8,7 +8,8 @@ use crate::planner::queue_options::QueueOptions;
 use crate::store::rows::{CursorRow, GroupRow, KvRow, TimerRow};
 use crate::store::{CursorKey, Store};
 use std::borrow::Borrow;
-use std::collections::HashMap;
+// Consulted and updated for every planned command: foldhash, not SipHash.
+use foldhash::{HashMap, HashMapExt};
 use std::hash::Hash;
 
 /// Decisions keyed by `K`, each stamped with the batch that made it.

@@ -9,7 +9,8 @@ use crate::log_id::LogId;
 use crate::message::transaction_hash;
 use crate::qlog::message_record::{MessageRecord, MessageSpan};
 use crate::store::Store;
-use std::collections::{BTreeMap, HashSet};
+use foldhash::{HashSet, HashSetExt};
+use std::collections::BTreeMap;
 
 pub struct PlannedPush {
     pub effects: Vec<Effect>,

@@ -113,6 +113,12 @@ impl QueueOptions {
         self.num("retentionSeconds", 0.0).max(0.0) as i64
     }
 
+    /// How long messages every group has completed are kept, in seconds;
+    /// 0 keeps them for `retentionSeconds` (or for good).
+    pub fn completed_retention_seconds(&self) -> i64 {
+        self.num("completedRetentionSeconds", 0.0).max(0.0) as i64
+    }
+
     pub fn as_json(&self) -> Value {
         Value::Object(self.0.clone())
     }

@@ -36,6 +36,11 @@ impl FileTable {
         self.files.write().expect("file table lock").insert((log, segment), file);
     }
 
+    /// Forgets a file reclaim freed; a read already holding it finishes.
+    pub fn remove(&self, log: u64, segment: u32) {
+        self.files.write().expect("file table lock").remove(&(log, segment));
+    }
+
     pub fn get(&self, log: u64, segment: u32) -> Option<Arc<File>> {
         self.files.read().expect("file table lock").get(&(log, segment)).cloned()
     }

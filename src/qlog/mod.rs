@@ -10,6 +10,7 @@ pub mod layout;
 pub mod message_record;
 pub mod pending_sync;
 pub mod queue_log;
+pub mod reclaim;
 pub mod record;
 pub mod segment;
 pub mod sync_ledger;

@@ -13,6 +13,7 @@ use crate::qlog::message_record::MessageSpan;
 use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 pub fn log_dir(root: &Path, id: u64) -> PathBuf {
     root.join(format!("q{id}"))
@@ -29,6 +30,9 @@ pub struct QueueLog {
     staged: Vec<u8>,
     /// What the next write must do to the file system before its bytes.
     prepare: Vec<Prepare>,
+    /// When the active file got its first record (this process's boot for a
+    /// file it resumed): a file older than the seal age is sealed.
+    first_record_at: Option<Instant>,
 }
 
 impl QueueLog {
@@ -42,6 +46,7 @@ impl QueueLog {
             active_rows: Vec::new(),
             staged: Vec::new(),
             prepare: vec![Prepare::CreateDir, Prepare::CreateSegment(1)],
+            first_record_at: None,
         }
     }
 
@@ -56,16 +61,30 @@ impl QueueLog {
     ) -> std::io::Result<Self> {
         let file = Arc::new(OpenOptions::new().read(true).write(true).open(segment_path(&dir, active_no))?);
         files.insert(id, active_no, file);
-        Ok(Self { id, dir, active_no, end: active_len, active_rows, staged: Vec::new(), prepare: Vec::new() })
+        let first_record_at = (active_len > 0).then(Instant::now);
+        Ok(Self {
+            id,
+            dir,
+            active_no,
+            end: active_len,
+            active_rows,
+            staged: Vec::new(),
+            prepare: Vec::new(),
+            first_record_at,
+        })
     }
 
-    /// Seals the active file once it has reached `segment_bytes` and starts
-    /// the next one. Called before the first record of a group commit, so
-    /// the sealed file ends with the last write already handed off.
-    pub fn roll_if_full(&mut self, segment_bytes: u64) {
-        if !self.staged.is_empty() || self.end < segment_bytes {
+    /// Seals the active file once it has reached `segment_bytes`, or holds a
+    /// record older than `seal_age` (so that reclaim, which frees only sealed
+    /// files, can reach it), and starts the next one. Called before the
+    /// first record of a group commit, so the sealed file ends with the last
+    /// write already handed off.
+    pub fn roll_if_due(&mut self, segment_bytes: u64, seal_age: Duration) {
+        let old = self.first_record_at.is_some_and(|t| t.elapsed() >= seal_age);
+        if !self.staged.is_empty() || self.end == 0 || (self.end < segment_bytes && !old) {
             return;
         }
+        self.first_record_at = None;
         let qidx = index_file::encode(self.end, &self.active_rows);
         self.prepare.push(Prepare::Seal { segment: self.active_no, qidx });
         self.active_no += 1;
@@ -85,6 +104,7 @@ impl QueueLog {
     ) -> Location {
         let start = self.staged.len();
         let pos = self.end + start as u64;
+        self.first_record_at.get_or_insert_with(Instant::now);
         frame_with(&mut self.staged, write_body);
         let frame_len = (self.staged.len() - start) as u32;
         let kind =

@@ -12,6 +12,7 @@ use super::queue_log::QueueLog;
 use crate::log_id::LogId;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// One entry as the writer receives it.
 pub struct EntryWrite<'a> {
@@ -30,12 +31,13 @@ pub struct QlogWriter {
     /// The logs that hold staged bytes.
     staged: BTreeSet<u64>,
     segment_bytes: u64,
+    seal_age: Duration,
 }
 
 impl QlogWriter {
-    pub fn new(root: PathBuf, layout: Layout, logs: Vec<QueueLog>, segment_bytes: u64) -> Self {
+    pub fn new(root: PathBuf, layout: Layout, logs: Vec<QueueLog>, segment_bytes: u64, seal_age: Duration) -> Self {
         let logs = logs.into_iter().map(|l| (l.id, l)).collect();
-        Self { root, layout, logs, staged: BTreeSet::new(), segment_bytes }
+        Self { root, layout, logs, staged: BTreeSet::new(), segment_bytes, seal_age }
     }
 
     pub fn layout(&self) -> &Layout {
@@ -99,7 +101,7 @@ impl QlogWriter {
         let root = &self.root;
         let log = self.logs.entry(id).or_insert_with(|| QueueLog::create(root, id));
         if self.staged.insert(id) {
-            log.roll_if_full(self.segment_bytes);
+            log.roll_if_due(self.segment_bytes, self.seal_age);
         }
         log
     }

@@ -3,6 +3,7 @@
 use super::checkpoint::CheckpointFile;
 use super::CheckpointJob;
 use crate::qlog::sync_ledger::SyncLedger;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
 
@@ -18,7 +19,9 @@ pub struct Checkpointer {
 }
 
 impl Checkpointer {
-    pub fn start(file: Arc<CheckpointFile>, ledger: Option<Arc<SyncLedger>>) -> Self {
+    /// Starts the thread; `committed` follows the applied index of the last
+    /// checkpoint it committed.
+    pub fn start(file: Arc<CheckpointFile>, ledger: Option<Arc<SyncLedger>>, committed: Arc<AtomicU64>) -> Self {
         let (tx, rx) = mpsc::channel::<Job>();
         std::thread::Builder::new()
             .name("checkpointer".into())
@@ -38,6 +41,7 @@ impl Checkpointer {
                                     l.record(file.path(), m.len());
                                 }
                             }
+                            committed.store(job.applied.index, Ordering::Release);
                             tracing::debug!(applied = %job.applied, rows = rows.len(), "checkpoint committed");
                         }
                         Job::Flush(done) => {

@@ -11,7 +11,9 @@
 use super::keyspace::{ChangedRows, RowKey};
 use super::rows::DedupRow;
 use super::PartitionKey;
-use std::collections::HashMap;
+// Keyed by transactionId hashes on every push and apply: foldhash, seeded
+// per process, costs a fraction of SipHash and still resists crafted ids.
+use foldhash::HashMap;
 
 pub const KEYSPACE: &str = "dedup";
 
@@ -54,6 +56,19 @@ impl DedupIndex {
     pub fn insert(&mut self, queue: u64, partition: u64, hash: [u8; 16], offset: u64) {
         self.by_hash.entry((queue, partition)).or_default().insert(hash, offset);
         self.changes.push(((queue, partition, offset), Some(DedupRow { hash })));
+    }
+
+    /// Forgets a partition's rows below offset `txns_start`.
+    pub fn remove_below(&mut self, queue: u64, partition: u64, txns_start: u64) {
+        let Some(rows) = self.by_hash.get_mut(&(queue, partition)) else { return };
+        let changes = &mut self.changes;
+        rows.retain(|_, offset| {
+            let keep = *offset >= txns_start;
+            if !keep {
+                changes.push(((queue, partition, *offset), None));
+            }
+            keep
+        });
     }
 
     /// Forgets every row of a deleted partition.

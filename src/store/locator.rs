@@ -26,10 +26,20 @@ pub struct Locator {
 
 impl Locator {
     /// Records an append; appends of one partition arrive in offset order.
+    /// Below a partition's `txns_start` there may be gaps, where reclaim
+    /// freed a file while an older one was kept for other records.
     pub fn insert(&mut self, queue: u64, partition: u64, span: Span) {
         let spans = self.spans.entry((queue, partition)).or_default();
-        debug_assert!(spans.last().is_none_or(|s| s.end() == span.first_offset));
+        debug_assert!(spans.last().is_none_or(|s| s.end() <= span.first_offset));
         spans.push(span);
+    }
+
+    /// Forgets the spans that end at or below `offset`.
+    pub fn remove_below(&mut self, queue: u64, partition: u64, offset: u64) {
+        if let Some(spans) = self.spans.get_mut(&(queue, partition)) {
+            let dead = spans.partition_point(|s| s.end() <= offset);
+            spans.drain(..dead);
+        }
     }
 
     /// The spans from the one holding `offset` to the end of the partition.

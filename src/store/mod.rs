@@ -300,8 +300,36 @@ impl Store {
         }
     }
 
+    /// Moves a partition's retention watermarks forward (never back, never
+    /// past its end, `txns_start` never past `log_start`), and forgets the
+    /// dedup rows and locator spans below `txns_start`.
+    pub fn retain(&mut self, queue: u64, partition: u64, log_start: u64, txns_start: u64) {
+        let mut kept = None;
+        self.partitions.update(&(queue, partition), |row| {
+            row.log_start = row.log_start.max(log_start.min(row.next_offset));
+            row.txns_start = row.txns_start.max(txns_start.min(row.log_start));
+            kept = Some(row.txns_start);
+        });
+        if let Some(txns_start) = kept {
+            self.dedup.remove_below(queue, partition, txns_start);
+            self.locator.remove_below(queue, partition, txns_start);
+        }
+    }
+
+    /// The first offset still held (at or above `log_start`) that was stored
+    /// at or after `timestamp_us`, if any.
+    pub fn first_kept_at_or_after(&self, queue: u64, partition: u64, timestamp_us: i64) -> Option<u64> {
+        let log_start = self.partition(queue, partition)?.log_start;
+        self.locator.first_at_or_after(queue, partition, timestamp_us).map(|o| o.max(log_start))
+    }
+
+    /// Every group's cursor on one partition.
+    pub fn partition_cursors(&self, queue: u64, partition: u64) -> impl Iterator<Item = (&CursorKey, &CursorRow)> {
+        self.cursors.range((queue, partition, String::new())..(queue, partition + 1, String::new()))
+    }
+
     /// Removes a queue and every row that belongs to it. Its messages stay in
-    /// the qlog until reclaim (not built yet) frees them.
+    /// the qlog until reclaim frees their files.
     fn set_traits(&mut self, queue: u64, options: &str) {
         let parsed = QueueOptions::parse(options);
         let traits = QueueTraits {

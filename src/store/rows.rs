@@ -20,8 +20,12 @@ pub struct PartitionRow {
     pub name: String,
     /// The offset the next append gets: the high watermark.
     pub next_offset: u64,
-    /// The oldest offset still stored.
+    /// The oldest offset whose payload is still stored (retention moves it).
     pub log_start: u64,
+    /// The oldest offset whose transactionId hash is still kept, at or below
+    /// `log_start`: dedup outlives the payload. Records wholly below it are
+    /// dead, and reclaim may free their files.
+    pub txns_start: u64,
     pub created_us: i64,
     pub last_write_us: i64,
 }

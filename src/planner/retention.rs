@@ -1,0 +1,182 @@
+//! Retention, decided: where a partition's two watermarks belong now.
+//!
+//! - `log_start`: payloads below it are gone. A message goes once it is
+//!   older than its queue's `retentionSeconds`, or once it is older than
+//!   `completedRetentionSeconds` and every consumer group on its partition
+//!   has completed it (with no group, nothing is completed, and a dead
+//!   letter is never completed).
+//! - `txns_start`: transactionId hashes below it are gone. They are kept for
+//!   the longer of the completed retention and `QUEEN_RAFT_TXN_WINDOW_MIN_S`,
+//!   so a retry is still answered its original offset after the payload
+//!   went, and never above `log_start`.
+//!
+//! The scanner (`retention_scan.rs`) finds the partitions whose watermarks
+//! would move; the planner computes them again against the state it plans
+//! on and logs them as `Effect::Retain`, so every node applies the same.
+
+use super::effect::Effect;
+use super::queue_options::QueueOptions;
+use crate::store::Store;
+
+const SECOND_US: i64 = 1_000_000;
+
+/// A partition's watermarks as retention would set them at `now_us`; none
+/// when neither moves (or the partition is gone).
+pub fn watermarks(
+    store: &Store,
+    options: &QueueOptions,
+    queue: u64,
+    partition: u64,
+    now_us: i64,
+    txn_window_min_s: u64,
+) -> Option<(u64, u64)> {
+    let row = store.partition(queue, partition)?;
+    // The first offset stored at or after `seconds` ago: everything below is older.
+    let first_within = |seconds: i64| {
+        store.locator.first_at_or_after(queue, partition, now_us - seconds * SECOND_US).unwrap_or(row.next_offset)
+    };
+    let mut log_start = row.log_start;
+    let age = options.retention_seconds();
+    if age > 0 {
+        log_start = log_start.max(first_within(age));
+    }
+    let completed_age = options.completed_retention_seconds();
+    if completed_age > 0 {
+        let completed = store.partition_cursors(queue, partition).map(|(_, c)| c.committed).min().unwrap_or(0);
+        let first_dead_letter = store
+            .dlq
+            .range((queue, partition, String::new(), 0)..(queue, partition + 1, String::new(), 0))
+            .map(|(k, _)| k.3)
+            .min()
+            .unwrap_or(u64::MAX);
+        log_start = log_start.max(completed.min(first_dead_letter).min(first_within(completed_age)));
+    }
+    let hash_window = completed_age.max(txn_window_min_s as i64);
+    let txns_start = row.txns_start.max(log_start.min(first_within(hash_window)));
+    (log_start > row.log_start || txns_start > row.txns_start).then_some((log_start, txns_start))
+}
+
+/// The `Retain` effects for the partitions the scanner found due, each
+/// judged again against the store.
+pub fn plan_retain(store: &Store, partitions: &[(u64, u64)], now_us: i64, txn_window_min_s: u64) -> Vec<Effect> {
+    let mut effects = Vec::new();
+    let mut options: Option<(u64, QueueOptions)> = None;
+    for &(queue, partition) in partitions {
+        if options.as_ref().is_none_or(|(q, _)| *q != queue) {
+            let Some(row) = store.queue_name(queue).and_then(|name| store.queues.get(&name.to_string())) else {
+                continue;
+            };
+            options = Some((queue, QueueOptions::parse(&row.options)));
+        }
+        let (_, opts) = options.as_ref().expect("set above");
+        if let Some((log_start, txns_start)) = watermarks(store, opts, queue, partition, now_us, txn_window_min_s) {
+            effects.push(Effect::Retain { queue, partition, log_start, txns_start });
+        }
+    }
+    effects
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::planner::command::{Answer, Command, ConfigureQueue, PushStatus};
+    use crate::planner::testing::{fresh, push, settle};
+    use crate::planner::Planner;
+    use serde_json::json;
+
+    const T0: i64 = 1_000 * SECOND_US;
+
+    /// Plans and applies `command` at `at_us`, as its own batch.
+    fn run(planner: &mut Planner, store: &mut Store, at_us: i64, command: Command) -> Answer {
+        planner.open_batch(at_us as u64);
+        let planned = planner.plan(store, command, at_us);
+        settle(store, &planned);
+        planner.batches_applied(at_us as u64);
+        planned.answer
+    }
+
+    /// Queue "q" with `options`, and ten messages t0..t9 in partition "p":
+    /// the first six stored at T0, the rest at T0 + 60 s.
+    fn ten_messages(options: serde_json::Value) -> (Store, Planner) {
+        let (mut store, mut planner) = fresh();
+        let options = options.as_object().unwrap().clone();
+        let configure = Command::Configure(ConfigureQueue { queue: "q".into(), namespace: None, task: None, options });
+        run(&mut planner, &mut store, T0 - 1, configure);
+        for i in 0..10 {
+            let at = if i < 6 { T0 + i } else { T0 + 60 * SECOND_US + i };
+            run(&mut planner, &mut store, at, push(&format!("t{i}")));
+        }
+        (store, planner)
+    }
+
+    fn retain(planner: &mut Planner, store: &mut Store, at_us: i64, txn_window_min_s: u64) -> usize {
+        let partitions = vec![(1, 1)];
+        match run(planner, store, at_us, Command::Retain { partitions, txn_window_min_s }) {
+            Answer::Retained { partitions } => partitions,
+            other => panic!("retain answered {other:?}"),
+        }
+    }
+
+    fn marks(store: &Store) -> (u64, u64) {
+        let row = store.partition(1, 1).unwrap();
+        (row.log_start, row.txns_start)
+    }
+
+    fn pushed_again(planner: &mut Planner, store: &mut Store, at_us: i64, id: &str) -> (PushStatus, u64) {
+        match run(planner, store, at_us, push(id)) {
+            Answer::Pushed(outcomes) => (outcomes[0].status, outcomes[0].offset),
+            other => panic!("push answered {other:?}"),
+        }
+    }
+
+    #[test]
+    fn messages_older_than_the_retention_go_and_their_hashes_outlive_them() {
+        let (mut store, mut planner) = ten_messages(json!({"retentionSeconds": 30}));
+        assert_eq!(retain(&mut planner, &mut store, T0 + 20 * SECOND_US, 0), 0, "nothing is 30 s old yet");
+        // At T0 + 40 s the first six are older than 30 s; hashes stay for the 900 s window.
+        assert_eq!(retain(&mut planner, &mut store, T0 + 40 * SECOND_US, 900), 1);
+        assert_eq!(marks(&store), (6, 0));
+        assert_eq!(pushed_again(&mut planner, &mut store, T0 + 41 * SECOND_US, "t2"), (PushStatus::Duplicate, 2));
+        // Past the window the hashes go too, up to the log start and no further.
+        assert_eq!(retain(&mut planner, &mut store, T0 + 1000 * SECOND_US, 900), 1);
+        assert_eq!(marks(&store), (10, 10), "everything is past retention now");
+        assert_eq!(pushed_again(&mut planner, &mut store, T0 + 1001 * SECOND_US, "t2").0, PushStatus::Queued);
+    }
+
+    #[test]
+    fn completed_retention_waits_for_every_group_and_spares_dead_letters() {
+        let (mut store, mut planner) = ten_messages(json!({"completedRetentionSeconds": 10}));
+        let later = T0 + 100 * SECOND_US;
+        assert_eq!(retain(&mut planner, &mut store, later, 0), 0, "no group has completed anything");
+        let commit = |group: &str, offset: u64| {
+            Command::CommitOffsets(vec![crate::planner::command::CursorCommit {
+                queue: 1,
+                partition: 1,
+                group: group.into(),
+                offset,
+            }])
+        };
+        run(&mut planner, &mut store, later, commit("a", 8));
+        run(&mut planner, &mut store, later, commit("b", 4));
+        assert_eq!(retain(&mut planner, &mut store, later + 1, 0), 1);
+        assert_eq!(marks(&store), (4, 4), "the slower group holds the start");
+        run(&mut planner, &mut store, later, commit("b", 10));
+        assert_eq!(retain(&mut planner, &mut store, T0 + 65 * SECOND_US, 0), 1);
+        assert_eq!(marks(&store).0, 6, "the last four are completed but younger than 10 s");
+    }
+
+    #[test]
+    fn a_cursor_behind_the_log_start_moves_up_to_it() {
+        let (mut store, mut planner) = ten_messages(json!({"retentionSeconds": 30}));
+        let commit = Command::CommitOffsets(vec![crate::planner::command::CursorCommit {
+            queue: 1,
+            partition: 1,
+            group: "slow".into(),
+            offset: 2,
+        }]);
+        run(&mut planner, &mut store, T0 + 30 * SECOND_US, commit);
+        retain(&mut planner, &mut store, T0 + 40 * SECOND_US, 0);
+        let cursor = store.cursors.get(&(1, 1, "slow".to_string())).unwrap();
+        assert_eq!(cursor.committed, 6);
+    }
+}

@@ -1,0 +1,100 @@
+//! Retention on a running node: every `RETENTION_INTERVAL` the scanner walks
+//! the partitions of queues that have a retention, at most
+//! `QUEEN_RAFT_RETENTION_SCAN_PER_S` a second, and proposes
+//! `Command::Retain` for those whose watermarks would move; the planner
+//! decides them again (`planner/retention.rs`). Then one reclaim pass frees
+//! the qlog files nothing needs any more (`qlog/reclaim.rs`).
+
+use crate::node::Node;
+use crate::planner::command::Command;
+use crate::planner::queue_options::QueueOptions;
+use crate::planner::retention::watermarks;
+use crate::qlog::reclaim::{self, Position};
+use crate::store::{PartitionKey, Store};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub const RETENTION_INTERVAL: Duration = Duration::from_millis(5000);
+/// Partitions judged under one hold of the store's read lock, so apply
+/// never waits long for a scan.
+const PARTITIONS_PER_LOCK: usize = 1024;
+/// Partitions one `Retain` entry carries.
+const PARTITIONS_PER_ENTRY: usize = 1000;
+
+pub async fn run(node: Arc<Node>) {
+    let mut interval = tokio::time::interval(RETENTION_INTERVAL);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut scan_from: PartitionKey = (0, 0);
+    let mut reclaim_from: Position = (0, 0);
+    loop {
+        interval.tick().await;
+        let mut budget = node.settings.retention_scan_per_s * RETENTION_INTERVAL.as_secs() as usize;
+        let mut due = Vec::new();
+        while budget > 0 {
+            let now_us = chrono::Utc::now().timestamp_micros();
+            let slice = budget.min(PARTITIONS_PER_LOCK);
+            let next = scan(&node.state.read().expect("store lock"), scan_from, slice, now_us, &node, &mut due);
+            budget -= slice;
+            match next {
+                Some(key) => scan_from = key,
+                None => {
+                    scan_from = (0, 0);
+                    break;
+                }
+            }
+            tokio::task::yield_now().await;
+        }
+        let txn_window_min_s = node.settings.txn_window_min_s;
+        for chunk in due.chunks(PARTITIONS_PER_ENTRY) {
+            let retain = Command::Retain { partitions: chunk.to_vec(), txn_window_min_s };
+            if node.replicator.propose(retain).await.is_err() {
+                return;
+            }
+        }
+        let n = node.clone();
+        let checkpointed = node.checkpointed.load(Ordering::Acquire);
+        let pass = move || reclaim::pass(&n.qlog_root, &n.files, &n.state, checkpointed, reclaim_from);
+        match tokio::task::spawn_blocking(pass).await {
+            Ok(Ok((freed, next))) => {
+                reclaim_from = next;
+                if freed.files > 0 {
+                    tracing::info!(files = freed.files, bytes = freed.bytes, "qlog files reclaimed");
+                }
+            }
+            Ok(Err(e)) => tracing::warn!(error = %e, "a qlog reclaim pass failed; the next one retries"),
+            Err(_) => return,
+        }
+    }
+}
+
+/// Judges up to `max` partitions from `from` on, adding those whose
+/// watermarks would move to `due`; answers where to go on, if anywhere.
+fn scan(
+    store: &Store,
+    from: PartitionKey,
+    max: usize,
+    now_us: i64,
+    node: &Node,
+    due: &mut Vec<(u64, u64)>,
+) -> Option<PartitionKey> {
+    let mut options: Option<(u64, Option<QueueOptions>)> = None;
+    for (i, (&(queue, partition), _)) in store.partitions.range(from..).enumerate() {
+        if i == max {
+            return Some((queue, partition));
+        }
+        if options.as_ref().is_none_or(|(q, _)| *q != queue) {
+            let parsed = store
+                .queue_name(queue)
+                .and_then(|name| store.queues.get(&name.to_string()))
+                .map(|row| QueueOptions::parse(&row.options))
+                .filter(|o| o.retention_seconds() > 0 || o.completed_retention_seconds() > 0);
+            options = Some((queue, parsed));
+        }
+        let Some((_, Some(opts))) = &options else { continue };
+        if watermarks(store, opts, queue, partition, now_us, node.settings.txn_window_min_s).is_some() {
+            due.push((queue, partition));
+        }
+    }
+    None
+}
