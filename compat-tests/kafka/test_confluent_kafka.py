@@ -1,7 +1,7 @@
 """confluent-kafka (librdkafka 2.x) against a real node: the idempotent
 producer in every compression, a three-member consumer group over six
 partitions that rebalances and resumes after a node restart, the admin
-client, and offsets by timestamp."""
+client, offsets by timestamp, and retention.ms moving the log start."""
 
 import threading
 import time
@@ -9,7 +9,14 @@ import uuid
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions, NewTopic
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewPartitions,
+    NewTopic,
+)
 
 
 def topic(prefix):
@@ -63,6 +70,12 @@ def create_topic(node, t, partitions):
     a = admin(node)  # held until the futures resolve: a dropped client cancels them
     for f in a.create_topics([NewTopic(t, num_partitions=partitions, replication_factor=1)]).values():
         f.result(30)
+
+
+def set_retention_ms(a, t, ms):
+    entry = ConfigEntry("retention.ms", str(ms), incremental_operation=AlterConfigOpType.SET)
+    resource = ConfigResource(ConfigResource.Type.TOPIC, t, incremental_configs=[entry])
+    a.incremental_alter_configs([resource])[resource].result(30)
 
 
 def drain(c, want, timeout=30):
@@ -214,3 +227,32 @@ def test_offsets_for_times(node):
     low, high = c.get_watermark_offsets(TopicPartition(t, 0), timeout=10)
     assert (low, high) == (0, 3)
     c.close()
+
+
+def test_retention_ms_moves_the_log_start_and_committed_offsets_past_expired_records(node):
+    t = topic("cfk-retention")
+    create_topic(node, t, 1)
+    produce_all(producer(node), t, [f"old-{i}".encode() for i in range(20)])
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    c = consumer(node, group)
+    c.commit(offsets=[TopicPartition(t, 0, 5)], asynchronous=False)
+    a = admin(node)
+    set_retention_ms(a, t, 2000)
+
+    # Retention runs every 5 s: within a few rounds every old record is gone.
+    deadline = time.time() + 20
+    while c.get_watermark_offsets(TopicPartition(t, 0), timeout=10) != (20, 20):
+        assert time.time() < deadline, c.get_watermark_offsets(TopicPartition(t, 0), timeout=10)
+        time.sleep(0.3)
+    assert c.committed([TopicPartition(t, 0)], timeout=10)[0].offset == 20
+
+    # A reader from the beginning starts at the log start, and new records
+    # (kept for an hour now) follow it.
+    set_retention_ms(a, t, 3_600_000)
+    produce_all(producer(node), t, [b"new-20"])
+    reader = consumer(node, f"g-{uuid.uuid4().hex[:6]}")
+    reader.assign([TopicPartition(t, 0, -2)])  # OFFSET_BEGINNING
+    got = drain(reader, 1, timeout=30)
+    reader.close()
+    c.close()
+    assert [(m.offset(), m.value()) for m in got] == [(20, b"new-20")]

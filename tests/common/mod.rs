@@ -150,8 +150,14 @@ impl Node {
 
     /// Every record of a partition, read by offset from 0.
     pub async fn read_all(&self, queue: &str, partition: &str) -> PartitionRead {
+        self.read_from(queue, partition, 0).await
+    }
+
+    /// Every record of a partition from offset `from` on, with the log
+    /// start and high watermark the last fetch answered.
+    pub async fn read_from(&self, queue: &str, partition: &str, from: u64) -> PartitionRead {
         let mut out = PartitionRead::default();
-        let mut offset = 0u64;
+        let mut offset = from;
         loop {
             let (status, body) = self
                 .post(
@@ -162,6 +168,7 @@ impl Node {
             assert_eq!(status, 200, "fetch failed: {body}");
             let e = &body["entries"][0];
             out.high_watermark = e["highWatermark"].as_u64().unwrap();
+            out.log_start = e["logStartOffset"].as_u64().unwrap();
             if e["error"].is_string() {
                 out.error = e["error"].as_str().map(str::to_string);
                 return out;
@@ -196,6 +203,7 @@ impl Drop for Node {
 pub struct PartitionRead {
     pub records: Vec<(u64, String, Value)>,
     pub high_watermark: u64,
+    pub log_start: u64,
     pub error: Option<String>,
 }
 

@@ -1,0 +1,189 @@
+//! Retention and reclaim on a real node: messages older than a queue's
+//! `retentionSeconds` leave the log (a fetch below the new log start answers
+//! OFFSET_OUT_OF_RANGE with it), the sealed files that held only them are
+//! unlinked, a queue without retention keeps everything, and a kill -9
+//! followed by a restart boots on the reclaimed directory with the offsets
+//! going on where they were; and kill -9 at random moments while retention
+//! frees files loses no acknowledged message above the log start.
+
+mod common;
+
+use common::crash::{kill_rounds, Ledger, Rounds};
+use common::{push_body, qlog_files, Node};
+use rand::{Rng, SeedableRng};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+async fn push(node: &Node, queue: &str, from: usize, count: usize) {
+    let payload = json!({"pad": "x".repeat(300)});
+    let items: Vec<_> = (from..from + count)
+        .map(|i| (queue.to_string(), "p".to_string(), format!("{queue}-{i}"), payload.clone()))
+        .collect();
+    let (status, body) = node.post("/api/v1/push", &push_body(&items)).await;
+    assert_eq!(status, 201, "push failed: {body}");
+}
+
+/// The fetch answer's entry for offset `offset` of partition "p".
+async fn fetch(node: &Node, queue: &str, offset: u64) -> Value {
+    let ask = json!({"entries": [{"queue": queue, "partition": "p", "offset": offset}]});
+    let (status, body) = node.post("/api/v1/fetch", &ask).await;
+    assert_eq!(status, 200, "fetch failed: {body}");
+    body["entries"][0].clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expired_messages_leave_the_log_and_their_files_are_freed_across_a_kill9() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let env = [
+        ("QUEEN_RAFT_SEGMENT_BYTES", "8192"),
+        ("QUEEN_RAFT_DURABLE_EVERY_MS", "100"),
+        ("QUEEN_RAFT_TXN_WINDOW_MIN_S", "0"),
+    ];
+    let mut node = Node::start(&dir, &env).await;
+    let (status, body) =
+        node.post("/api/v1/configure", &json!({"queue": "short", "options": {"retentionSeconds": 2}})).await;
+    assert_eq!(status, 200, "{body}");
+    // Queue ids follow creation: "short" logs to q1, "kept" to q2.
+    for batch in 0..20 {
+        push(&node, "short", batch * 10, 10).await;
+        push(&node, "kept", batch * 5, 5).await;
+    }
+    let before = qlog_files(&dir);
+    assert!(before["q1"].len() >= 5, "200 messages of 300 bytes roll 8 KiB files: {:?}", before["q1"]);
+
+    // Past the retention, one more push rolls the last old file, so every
+    // old message sits in a sealed file.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    push(&node, "short", 200, 30).await;
+    let sealed_old = &before["q1"][..before["q1"].len() - 1];
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let entry = loop {
+        let entry = fetch(&node, "short", 0).await;
+        let files = qlog_files(&dir);
+        if entry["logStartOffset"].as_u64().unwrap() >= 200 && sealed_old.iter().all(|f| !files["q1"].contains(f)) {
+            break entry;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "retention did not move the log start and free the files: {entry}, {files:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(entry["error"], json!("OFFSET_OUT_OF_RANGE"));
+    assert_eq!(entry["highWatermark"], json!(230));
+    let after = qlog_files(&dir);
+    assert_eq!(after["q2"], before["q2"], "a queue without retention keeps its files");
+    let kept = node.read_all("kept", "p").await;
+    assert_eq!(kept.records.iter().map(|r| r.0).collect::<Vec<_>>(), (0..100).collect::<Vec<u64>>());
+
+    node.kill9();
+    let node = node.restart().await;
+    let entry = fetch(&node, "short", 0).await;
+    assert!(entry["logStartOffset"].as_u64().unwrap() >= 200, "the log start survives the restart: {entry}");
+    assert_eq!(entry["highWatermark"], json!(230));
+    push(&node, "short", 230, 1).await;
+    let last = fetch(&node, "short", 230).await;
+    assert_eq!(last["records"][0]["transactionId"], json!("short-230"), "offsets go on where they were: {last}");
+    assert_eq!(node.read_all("kept", "p").await.records.len(), 100);
+}
+
+/// Where a message was acknowledged: (queue, offset), by transactionId.
+type At = (String, u64);
+
+const EXPIRING: &str = "expiring";
+const KEPT: &str = "kept";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn kill9_while_retention_frees_files_loses_nothing_above_the_log_start() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let env = [
+        ("QUEEN_RAFT_SEGMENT_BYTES", "4096"),
+        ("QUEEN_RAFT_DURABLE_EVERY_MS", "100"),
+        ("QUEEN_RAFT_TXN_WINDOW_MIN_S", "0"),
+    ];
+    let node = Node::start(&dir, &env).await;
+    let (status, body) =
+        node.post("/api/v1/configure", &json!({"queue": EXPIRING, "options": {"retentionSeconds": 1}})).await;
+    assert_eq!(status, 200, "{body}");
+    // Every boot runs a retention round and a reclaim pass at once, so
+    // rounds of a few seconds kill the node around its reclaims.
+    let rounds = Rounds { kills: 6, writers: 4, pause_ms: 1500..3500, seed: 11 };
+    let writer =
+        |node: &Node, ledger, round, w| tokio::spawn(write_until_killed(node.url("/api/v1/push"), ledger, round, w));
+    let (node, ledger) = kill_rounds(node, rounds, writer, verify).await;
+    let kept = ledger.acked.values().filter(|at| at.0 == KEPT).count();
+    assert!(kept > 100, "the writers got too few acknowledgements to mean anything: {kept}");
+    assert!(!dir.join("qlog/q1/r00000001.qlog").exists(), "reclaim freed the expiring queue's first file");
+    drop(node);
+}
+
+/// Pushes one to three messages at a time, all to one of the two queues,
+/// until the node dies under it.
+async fn write_until_killed(url: String, ledger: Arc<Mutex<Ledger<At>>>, round: usize, writer: usize) {
+    let client = reqwest::Client::new();
+    let mut rng = rand::rngs::StdRng::seed_from_u64((round * 100 + writer) as u64);
+    for seq in 0.. {
+        let queue = if rng.gen_bool(0.5) { EXPIRING } else { KEPT };
+        let items: Vec<(String, String, String, Value)> = (0..rng.gen_range(1..=3))
+            .map(|i| {
+                let t = format!("r{round}-w{writer}-s{seq}-i{i}");
+                (queue.to_string(), "p".to_string(), t, json!({"pad": "x".repeat(300)}))
+            })
+            .collect();
+        let answer = client.post(&url).json(&push_body(&items)).send().await;
+        let answer = match answer {
+            Ok(r) if r.status().as_u16() == 201 => r.json::<Vec<Value>>().await.ok(),
+            Ok(r) => panic!("push answered {}: {:?}", r.status(), r.text().await),
+            Err(_) => None,
+        };
+        let mut l = ledger.lock().unwrap();
+        let Some(results) = answer else {
+            l.unanswered.push(items.iter().map(|i| i.2.clone()).collect());
+            return;
+        };
+        for (item, r) in items.iter().zip(results) {
+            l.acked.insert(item.2.clone(), (queue.to_string(), r["offset"].as_u64().unwrap()));
+        }
+    }
+}
+
+/// The kept queue holds every acknowledged message at its offset, gapless,
+/// and every unanswered push wholly or not at all; the expiring queue holds
+/// every acknowledged message at or above its log start, gapless from there.
+async fn verify(node: &Node, ledger: &Ledger<At>) {
+    let mut found: HashMap<String, At> = HashMap::new();
+    let mut expiring_start = 0;
+    for queue in [KEPT, EXPIRING] {
+        // Retention may move the log start while the read goes on: read
+        // again from the new one.
+        let read = loop {
+            let start = node.read_from(queue, "p", 0).await.log_start;
+            let read = node.read_from(queue, "p", start).await;
+            if read.error.is_none() {
+                break read;
+            }
+        };
+        let offsets: Vec<u64> = read.records.iter().map(|r| r.0).collect();
+        assert_eq!(offsets, (read.log_start..read.high_watermark).collect::<Vec<_>>(), "{queue} is gapless");
+        if queue == EXPIRING {
+            expiring_start = read.log_start;
+        } else {
+            assert_eq!(read.log_start, 0, "the kept queue has no retention");
+        }
+        for (offset, t, _) in read.records {
+            assert!(found.insert(t, (queue.to_string(), offset)).is_none(), "a transactionId is stored twice");
+        }
+    }
+    for (t, at) in &ledger.acked {
+        if at.0 == KEPT || at.1 >= expiring_start {
+            assert_eq!(found.get(t), Some(at), "acknowledged message {t} is not where it was acknowledged");
+        }
+    }
+    for names in ledger.unanswered.iter().filter(|n| n.iter().any(|t| found.get(t).is_some_and(|at| at.0 == KEPT))) {
+        assert!(names.iter().all(|t| found.contains_key(t)), "an unanswered push to the kept queue is partly stored");
+    }
+}
