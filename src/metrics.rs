@@ -18,6 +18,10 @@ pub struct Metrics {
     /// share of time the qlog's disk had a sync in flight.
     pub qlog_sync_seconds: Counter<f64, AtomicU64>,
     pub checkpoints: Counter,
+    /// Partitions whose retention watermarks moved.
+    pub partitions_retained: Counter,
+    pub qlog_files_reclaimed: Counter,
+    pub qlog_bytes_reclaimed: Counter,
     pub applied_index: Gauge,
     pub group_commit_seconds: Histogram,
     pub group_commit_entries: Histogram,
@@ -34,6 +38,9 @@ impl Default for Metrics {
             qlog_bytes_written: Counter::default(),
             qlog_sync_seconds: Counter::default(),
             checkpoints: Counter::default(),
+            partitions_retained: Counter::default(),
+            qlog_files_reclaimed: Counter::default(),
+            qlog_bytes_reclaimed: Counter::default(),
             applied_index: Gauge::default(),
             group_commit_seconds: Histogram::new(exponential_buckets(0.0001, 2.0, 16)),
             group_commit_entries: Histogram::new(exponential_buckets(1.0, 2.0, 14)),
@@ -54,6 +61,17 @@ impl Default for Metrics {
             m.qlog_sync_seconds.clone(),
         );
         registry.register("checkpoints", "Store checkpoints submitted", m.checkpoints.clone());
+        registry.register(
+            "partitions_retained",
+            "Retention watermark moves, one per partition per Retain entry",
+            m.partitions_retained.clone(),
+        );
+        registry.register("qlog_files_reclaimed", "Sealed qlog files reclaim unlinked", m.qlog_files_reclaimed.clone());
+        registry.register(
+            "qlog_bytes_reclaimed",
+            "Bytes of the qlog files reclaim unlinked",
+            m.qlog_bytes_reclaimed.clone(),
+        );
         registry.register("applied_index", "Index of the last applied entry", m.applied_index.clone());
         registry.register(
             "group_commit_seconds",

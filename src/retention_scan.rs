@@ -6,7 +6,7 @@
 //! the qlog files nothing needs any more (`qlog/reclaim.rs`).
 
 use crate::node::Node;
-use crate::planner::command::Command;
+use crate::planner::command::{Answer, Command};
 use crate::planner::queue_options::QueueOptions;
 use crate::planner::retention::watermarks;
 use crate::qlog::reclaim::{self, Position};
@@ -48,8 +48,12 @@ pub async fn run(node: Arc<Node>) {
         let txn_window_min_s = node.settings.txn_window_min_s;
         for chunk in due.chunks(PARTITIONS_PER_ENTRY) {
             let retain = Command::Retain { partitions: chunk.to_vec(), txn_window_min_s };
-            if node.replicator.propose(retain).await.is_err() {
-                return;
+            match node.replicator.propose(retain).await {
+                Ok(Answer::Retained { partitions }) => {
+                    node.metrics.partitions_retained.inc_by(partitions as u64);
+                }
+                Ok(_) => {}
+                Err(_) => return,
             }
         }
         let n = node.clone();
@@ -59,6 +63,8 @@ pub async fn run(node: Arc<Node>) {
             Ok(Ok((freed, next))) => {
                 reclaim_from = next;
                 if freed.files > 0 {
+                    node.metrics.qlog_files_reclaimed.inc_by(freed.files);
+                    node.metrics.qlog_bytes_reclaimed.inc_by(freed.bytes);
                     tracing::info!(files = freed.files, bytes = freed.bytes, "qlog files reclaimed");
                 }
             }

@@ -76,6 +76,13 @@ async fn expired_messages_leave_the_log_and_their_files_are_freed_across_a_kill9
     assert_eq!(entry["highWatermark"], json!(230));
     let after = qlog_files(&dir);
     assert_eq!(after["q2"], before["q2"], "a queue without retention keeps its files");
+    let metrics = node.http.get(node.url("/metrics")).send().await.unwrap().text().await.unwrap();
+    let counter = |name: &str| -> u64 {
+        let line = metrics.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("{name} in {metrics}"));
+        line.rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    assert!(counter("queen_qlog_files_reclaimed_total") >= sealed_old.len() as u64);
+    assert!(counter("queen_partitions_retained_total") >= 1);
     let kept = node.read_all("kept", "p").await;
     assert_eq!(kept.records.iter().map(|r| r.0).collect::<Vec<_>>(), (0..100).collect::<Vec<u64>>());
 
