@@ -102,6 +102,12 @@ pub struct Settings {
     #[arg(long, env = "QUEEN_QLOG_SEAL_AGE_S", default_value_t = 600)]
     pub seal_age_s: u64,
 
+    /// The share of a sealed file's message bytes, in percent, that must be
+    /// dead before reclaim rewrites it with only its live records; unset:
+    /// any in a log of one queue, half in a shared log (QUEEN_QLOG_SHARDS).
+    #[arg(long, env = "QUEEN_QLOG_COMPACT_MIN_DEAD_PCT", value_parser = clap::value_parser!(u8).range(0..=100))]
+    pub compact_min_dead_pct: Option<u8>,
+
     /// The largest payload one message may carry, in bytes.
     #[arg(long, env = "QUEEN_MAX_PAYLOAD_BYTES", default_value_t = 1024 * 1024)]
     pub max_payload_bytes: usize,

@@ -21,6 +21,7 @@ pub struct Metrics {
     /// Partitions whose retention watermarks moved.
     pub partitions_retained: Counter,
     pub qlog_files_reclaimed: Counter,
+    pub qlog_files_rewritten: Counter,
     pub qlog_bytes_reclaimed: Counter,
     pub applied_index: Gauge,
     pub group_commit_seconds: Histogram,
@@ -40,6 +41,7 @@ impl Default for Metrics {
             checkpoints: Counter::default(),
             partitions_retained: Counter::default(),
             qlog_files_reclaimed: Counter::default(),
+            qlog_files_rewritten: Counter::default(),
             qlog_bytes_reclaimed: Counter::default(),
             applied_index: Gauge::default(),
             group_commit_seconds: Histogram::new(exponential_buckets(0.0001, 2.0, 16)),
@@ -68,8 +70,13 @@ impl Default for Metrics {
         );
         registry.register("qlog_files_reclaimed", "Sealed qlog files reclaim unlinked", m.qlog_files_reclaimed.clone());
         registry.register(
+            "qlog_files_rewritten",
+            "Sealed qlog files reclaim rewrote with only their live records",
+            m.qlog_files_rewritten.clone(),
+        );
+        registry.register(
             "qlog_bytes_reclaimed",
-            "Bytes of the qlog files reclaim unlinked",
+            "Bytes reclaim freed: unlinked files and the records rewrites dropped",
             m.qlog_bytes_reclaimed.clone(),
         );
         registry.register("applied_index", "Index of the last applied entry", m.applied_index.clone());

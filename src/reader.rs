@@ -4,8 +4,9 @@
 use crate::encryption::EncryptionError;
 use crate::message::Message;
 use crate::node::Node;
-use crate::qlog::files::ReadError;
+use crate::qlog::files::{Location, ReadError};
 use crate::qlog::message_record::{MessageRecord, MessageRecordError};
+use crate::store::locator::Span;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReaderError {
@@ -17,6 +18,8 @@ pub enum ReaderError {
     Message(#[from] bincode::Error),
     #[error(transparent)]
     Sealed(#[from] EncryptionError),
+    #[error("the record at byte {pos} of segment {segment} of log {log} is not the one the locator names there")]
+    Misplaced { log: u64, segment: u32, pos: u64 },
 }
 
 /// A stored message as a reader sees it: decoded, and opened if sealed.
@@ -26,6 +29,31 @@ fn open(node: &Node, bytes: &[u8]) -> Result<Message, ReaderError> {
         node.cipher.as_ref().ok_or(EncryptionError::NoKey)?.open(&mut message)?;
     }
     Ok(message)
+}
+
+/// The message record of `span`. Reclaim may have rewritten its file since
+/// the span was looked up, moving the record: a read that fails, or finds
+/// another record there, looks the span up once more.
+fn record_of(node: &Node, queue: u64, partition: u64, span: &Span) -> Result<MessageRecord, ReaderError> {
+    let read = |at: Location| -> Result<MessageRecord, ReaderError> {
+        let record = MessageRecord::decode(&node.files.read_body(at)?)?;
+        let s = record.span;
+        if (s.queue, s.partition, s.first_offset) != (queue, partition, span.first_offset) {
+            return Err(ReaderError::Misplaced { log: at.log, segment: at.segment, pos: at.pos });
+        }
+        Ok(record)
+    };
+    let first = read(span.at);
+    if first.is_ok() {
+        return first;
+    }
+    let store = node.state.read().expect("store lock");
+    let now = store.locator.from_offset(queue, partition, span.first_offset).first().map(|s| s.at);
+    drop(store);
+    match now {
+        Some(at) if at != span.at => read(at),
+        _ => first,
+    }
 }
 
 pub struct StoredMessage {
@@ -53,7 +81,7 @@ pub fn read_offsets(
         if wanted.peek().is_some_and(|o| **o >= span.end()) {
             continue;
         }
-        let record = MessageRecord::decode(&node.files.read_body(span.at)?)?;
+        let record = record_of(node, queue, partition, &span)?;
         while let Some(&&o) = wanted.peek() {
             if o >= span.end() {
                 break;
@@ -81,7 +109,7 @@ pub fn read_from(
     let mut out = Vec::new();
     let mut used = 0u64;
     for span in spans {
-        let record = MessageRecord::decode(&node.files.read_body(span.at)?)?;
+        let record = record_of(node, queue, partition, &span)?;
         for (i, payload) in record.payloads.iter().enumerate() {
             let at = record.span.first_offset + i as u64;
             if at < offset || at >= end {

@@ -3,13 +3,14 @@
 //! `QUEEN_RAFT_RETENTION_SCAN_PER_S` a second, and proposes
 //! `Command::Retain` for those whose watermarks would move; the planner
 //! decides them again (`planner/retention.rs`). Then one reclaim pass frees
-//! the qlog files nothing needs any more (`qlog/reclaim.rs`).
+//! the qlog files, or the parts of them, nothing needs any more
+//! (`qlog/reclaim.rs`).
 
 use crate::node::Node;
 use crate::planner::command::{Answer, Command};
 use crate::planner::queue_options::QueueOptions;
 use crate::planner::retention::watermarks;
-use crate::qlog::reclaim::{self, Position};
+use crate::qlog::reclaim::{self, Policy, Position};
 use crate::store::{PartitionKey, Store};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -58,14 +59,21 @@ pub async fn run(node: Arc<Node>) {
         }
         let n = node.clone();
         let checkpointed = node.checkpointed.load(Ordering::Acquire);
-        let pass = move || reclaim::pass(&n.qlog_root, &n.files, &n.state, checkpointed, reclaim_from);
+        let policy = Policy { shared_logs: n.layout.shards > 0, min_dead_pct: n.settings.compact_min_dead_pct };
+        let pass = move || reclaim::pass(&n.qlog_root, &n.files, &n.state, checkpointed, policy, reclaim_from);
         match tokio::task::spawn_blocking(pass).await {
             Ok(Ok((freed, next))) => {
                 reclaim_from = next;
-                if freed.files > 0 {
+                if freed.bytes > 0 {
                     node.metrics.qlog_files_reclaimed.inc_by(freed.files);
+                    node.metrics.qlog_files_rewritten.inc_by(freed.rewritten);
                     node.metrics.qlog_bytes_reclaimed.inc_by(freed.bytes);
-                    tracing::info!(files = freed.files, bytes = freed.bytes, "qlog files reclaimed");
+                    tracing::info!(
+                        unlinked = freed.files,
+                        rewritten = freed.rewritten,
+                        bytes = freed.bytes,
+                        "qlog files reclaimed"
+                    );
                 }
             }
             Ok(Err(e)) => tracing::warn!(error = %e, "a qlog reclaim pass failed; the next one retries"),

@@ -194,3 +194,51 @@ async fn verify(node: &Node, ledger: &Ledger<At>) {
         assert!(names.iter().all(|t| found.contains_key(t)), "an unanswered push to the kept queue is partly stored");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shared_file_mostly_expired_is_rewritten_with_its_live_records() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let env = [
+        ("QUEEN_QLOG_SHARDS", "1"),
+        ("QUEEN_RAFT_SEGMENT_BYTES", "16384"),
+        ("QUEEN_RAFT_DURABLE_EVERY_MS", "100"),
+        ("QUEEN_RAFT_TXN_WINDOW_MIN_S", "0"),
+    ];
+    let mut node = Node::start(&dir, &env).await;
+    let (status, body) =
+        node.post("/api/v1/configure", &json!({"queue": "short", "options": {"retentionSeconds": 1}})).await;
+    assert_eq!(status, 200, "{body}");
+    // Both queues share log q0; the expiring one holds most of each file's bytes.
+    for batch in 0..10 {
+        push(&node, "short", batch * 6, 6).await;
+        push(&node, "kept", batch * 2, 2).await;
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    push(&node, "kept", 20, 30).await;
+    let size = |f: &std::path::PathBuf| std::fs::metadata(f).map_or(0, |m| m.len());
+    let sealed: Vec<(std::path::PathBuf, u64)> =
+        qlog_files(&dir)["q0"].iter().rev().skip(1).map(|f| (f.clone(), size(f))).collect();
+
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let metrics = node.http.get(node.url("/metrics")).send().await.unwrap().text().await.unwrap();
+        let rewritten = metrics.lines().find(|l| l.starts_with("queen_qlog_files_rewritten_total")).unwrap();
+        if !rewritten.ends_with(" 0") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no file was rewritten: {metrics}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let shrunk = sealed.iter().filter(|(f, was)| f.exists() && size(f) < *was).count();
+    assert!(shrunk >= 1, "a sealed file is smaller than it was: {sealed:?}");
+    let kept = node.read_all("kept", "p").await;
+    assert_eq!(kept.records.iter().map(|r| r.0).collect::<Vec<_>>(), (0..50).collect::<Vec<u64>>());
+
+    node.kill9();
+    let node = node.restart().await;
+    let kept = node.read_all("kept", "p").await;
+    assert_eq!(kept.records.iter().map(|r| r.0).collect::<Vec<_>>(), (0..50).collect::<Vec<u64>>());
+    assert_eq!(kept.records[7].1, "kept-7", "a moved record reads back as itself");
+    assert!(fetch(&node, "short", 0).await["logStartOffset"].as_u64().unwrap() >= 60);
+}

@@ -1,41 +1,89 @@
 //! Reclaim: each node frees its own qlog files once retention has left
 //! nothing in them that anyone still needs.
 //!
-//! A sealed file is dead when every message record in it ends at or below
-//! its partition's `txns_start` (or its partition is gone), and no record in
-//! it is above the last committed store checkpoint, which a restart would
-//! replay. A dead file is unlinked with its `.qidx`; the active file is
-//! never touched. A partly live file is kept whole: rewriting it with only
-//! its live records is not built yet, so its dead bytes wait for the rest.
+//! A message record is dead when it ends at or below its partition's
+//! `txns_start` (or its partition is gone). A sealed file none of whose
+//! records is above the last committed store checkpoint (which a restart
+//! would replay) is then:
+//! - unlinked with its `.qidx`, when every message record in it is dead;
+//! - rewritten with only its live message records, when enough of its
+//!   message bytes are dead (any, in a log of its own; half, in a shared
+//!   log; `QUEEN_QLOG_COMPACT_MIN_DEAD_PCT` overrides both). The copy is
+//!   made without any lock, since a sealed file is immutable, and swapped
+//!   in under the store's lock together with the locator's new positions.
+//!
+//! The active file is never touched.
 
-use super::durable_fs::sync_dir;
-use super::files::FileTable;
+use super::durable_fs::{create_durable, sync_dir};
+use super::files::{FileTable, Location};
 use super::index_file;
+use super::record::{read_frame, Frame, RecordKind};
 use super::segment::{index_path, segment_number, segment_path, IndexRow};
 use crate::store::Store;
+use std::fs::File;
 use std::path::Path;
-use std::sync::RwLock;
+use std::sync::{Arc, RwLock};
 
 /// The most files one pass examines.
 pub const FILES_PER_PASS: usize = 256;
+/// The suffix of a rewrite's copy until it replaces its file; a crash can
+/// leave one behind, which the next pass removes.
+const REWRITE_SUFFIX: &str = ".rewrite";
+
+/// How much of a file must be dead before it is rewritten.
+#[derive(Debug, Clone, Copy)]
+pub struct Policy {
+    /// The logs are shared by many queues (`QUEEN_QLOG_SHARDS` > 0).
+    pub shared_logs: bool,
+    /// `QUEEN_QLOG_COMPACT_MIN_DEAD_PCT`: the share of a file's message
+    /// bytes that must be dead, in percent.
+    pub min_dead_pct: Option<u8>,
+}
+
+impl Policy {
+    fn worth_rewriting(&self, dead: u64, total: u64) -> bool {
+        let pct = self.min_dead_pct.unwrap_or(if self.shared_logs { 50 } else { 0 });
+        dead > 0 && dead * 100 >= total * u64::from(pct)
+    }
+}
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Freed {
+    /// Files unlinked.
     pub files: u64,
+    /// Files rewritten with only their live records.
+    pub rewritten: u64,
+    /// Bytes the unlinked files held, and those the rewrites dropped.
     pub bytes: u64,
 }
 
 /// Where a pass stopped: the last (log, file) it examined.
 pub type Position = (u64, u32);
 
-/// One pass over the logs under `root`: unlinks the dead sealed files after
-/// `resume`, examining at most `FILES_PER_PASS`. Answers what it freed and
-/// where the next pass resumes (the start, once it reached the end).
+/// What a sealed file holds that anyone still needs.
+enum Verdict {
+    /// A record above the checkpoint: a restart would replay it.
+    Replayable,
+    Dead,
+    /// The rows (by index) of its live message records, and the frame bytes
+    /// of its dead and of all its message records.
+    Live {
+        live: Vec<usize>,
+        dead_bytes: u64,
+        message_bytes: u64,
+    },
+}
+
+/// One pass over the logs under `root`: frees the dead sealed files after
+/// `resume`, examining at most `FILES_PER_PASS` and rewriting at most one.
+/// Answers what it freed and where the next pass resumes (the start, once
+/// it reached the end).
 pub fn pass(
     root: &Path,
     files: &FileTable,
     store: &RwLock<Store>,
     checkpointed: u64,
+    policy: Policy,
     resume: Position,
 ) -> std::io::Result<(Freed, Position)> {
     let mut logs: Vec<u64> = std::fs::read_dir(root)?
@@ -47,15 +95,23 @@ pub fn pass(
     let mut examined = 0;
     for log in logs {
         let dir = root.join(format!("q{log}"));
-        let mut segments: Vec<u32> =
-            std::fs::read_dir(&dir)?.filter_map(|d| segment_number(d.ok()?.file_name().to_str()?)).collect();
+        let mut segments = Vec::new();
+        for dirent in std::fs::read_dir(&dir)? {
+            let name = dirent?.file_name();
+            let name = name.to_string_lossy();
+            if name.ends_with(REWRITE_SUFFIX) {
+                std::fs::remove_file(dir.join(&*name))?;
+            } else if let Some(no) = segment_number(&name) {
+                segments.push(no);
+            }
+        }
         segments.sort_unstable();
         // The newest file is the active one.
         segments.pop();
-        let mut unlinked = false;
+        let mut changed = false;
         for no in segments.into_iter().filter(|no| (log, *no) > resume) {
             if examined == FILES_PER_PASS {
-                if unlinked {
+                if changed {
                     sync_dir(&dir)?;
                 }
                 return Ok((freed, (log, no - 1)));
@@ -66,31 +122,123 @@ pub fn pass(
             // A sealed file's index is written by its roll; without one that
             // matches, the file is left for a later pass or the next boot.
             let Some(rows) = index_file::load(&index_path(&dir, no), len) else { continue };
-            if !is_dead(&rows, &store.read().expect("store lock"), checkpointed) {
-                continue;
+            let verdict = judge(&rows, &store.read().expect("store lock"), checkpointed);
+            match verdict {
+                Verdict::Replayable => {}
+                Verdict::Dead => {
+                    files.remove(log, no);
+                    std::fs::remove_file(&path)?;
+                    std::fs::remove_file(index_path(&dir, no))?;
+                    freed.files += 1;
+                    freed.bytes += len;
+                    changed = true;
+                }
+                Verdict::Live { live, dead_bytes, message_bytes } => {
+                    if freed.rewritten == 0 && policy.worth_rewriting(dead_bytes, message_bytes) {
+                        let kept = rewrite(&dir, log, no, &rows, &live, files, store)?;
+                        freed.rewritten += 1;
+                        freed.bytes += len - kept;
+                        changed = true;
+                    }
+                }
             }
-            files.remove(log, no);
-            std::fs::remove_file(&path)?;
-            std::fs::remove_file(index_path(&dir, no))?;
-            freed.files += 1;
-            freed.bytes += len;
-            unlinked = true;
         }
-        if unlinked {
+        if changed {
             sync_dir(&dir)?;
         }
     }
     Ok((freed, (0, 0)))
 }
 
-/// Whether nothing in a sealed file with these index rows is still needed.
-fn is_dead(rows: &[IndexRow], store: &Store, checkpointed: u64) -> bool {
-    rows.iter().all(|row| {
-        row.id.index <= checkpointed
-            && row.span.is_none_or(|span| {
-                store
-                    .partition(span.queue, span.partition)
-                    .is_none_or(|p| span.first_offset + span.count as u64 <= p.txns_start)
-            })
-    })
+fn judge(rows: &[IndexRow], store: &Store, checkpointed: u64) -> Verdict {
+    let mut live = Vec::new();
+    let (mut dead_bytes, mut message_bytes) = (0, 0);
+    for (i, row) in rows.iter().enumerate() {
+        if row.id.index > checkpointed {
+            return Verdict::Replayable;
+        }
+        let Some(span) = row.span else { continue };
+        message_bytes += u64::from(row.frame_len);
+        let end = span.first_offset + span.count as u64;
+        if store.partition(span.queue, span.partition).is_some_and(|p| end > p.txns_start) {
+            live.push(i);
+        } else {
+            dead_bytes += u64::from(row.frame_len);
+        }
+    }
+    if live.is_empty() {
+        Verdict::Dead
+    } else {
+        Verdict::Live { live, dead_bytes, message_bytes }
+    }
+}
+
+/// Replaces sealed file `no` of `log` with a copy holding only the message
+/// records `live` (indexes into `rows`); answers the copy's length.
+///
+/// Crash safety: the copy is fsynced under a name boot ignores, then
+/// renamed over the file. Its entry records and stubs are all at or below
+/// the checkpoint, which no recovery reads, so only message records are
+/// kept. A crash before the rename leaves the old file; after it, the new
+/// one, whose stale `.qidx` (the lengths differ) boot rebuilds by a scan.
+fn rewrite(
+    dir: &Path,
+    log: u64,
+    no: u32,
+    rows: &[IndexRow],
+    live: &[usize],
+    files: &FileTable,
+    store: &RwLock<Store>,
+) -> std::io::Result<u64> {
+    let path = segment_path(dir, no);
+    let old = std::fs::read(&path)?;
+    let mut bytes = Vec::new();
+    let mut kept_rows = Vec::with_capacity(live.len());
+    for &i in live {
+        let row = rows[i];
+        let frame = &old[row.pos as usize..(row.pos + u64::from(row.frame_len)) as usize];
+        if !matches!(read_frame(frame, 0), Frame::Valid { next, .. } if next == frame.len()) {
+            return Err(std::io::Error::other(format!(
+                "{}: the record at byte {} fails its checksum; the file is left as it is",
+                path.display(),
+                row.pos
+            )));
+        }
+        debug_assert_eq!(row.kind, RecordKind::Message);
+        kept_rows.push(IndexRow { pos: bytes.len() as u64, ..row });
+        bytes.extend_from_slice(frame);
+    }
+    let copy = dir.join(format!("r{no:08}.qlog{REWRITE_SUFFIX}"));
+    create_durable(&copy, &bytes)?;
+    let file = Arc::new(File::open(&copy)?);
+    {
+        // Under the store's lock, so no reader looks up a position of one
+        // file and reads it in the other (a reader that looked up before
+        // finds another record there, and looks up again: `reader.rs`).
+        let mut store = store.write().expect("store lock");
+        std::fs::rename(&copy, &path)?;
+        files.insert(log, no, file);
+        for row in &kept_rows {
+            let span = row.span.expect("only message records are kept");
+            let at = Location { log, segment: no, pos: row.pos, frame_len: row.frame_len };
+            store.locator.relocate(span.queue, span.partition, span.first_offset, at);
+        }
+    }
+    create_durable(&index_path(dir, no), &index_file::encode(bytes.len() as u64, &kept_rows))?;
+    Ok(bytes.len() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Policy;
+
+    #[test]
+    fn a_log_of_its_own_is_rewritten_on_its_first_dead_byte_and_a_shared_one_at_half() {
+        let own = Policy { shared_logs: false, min_dead_pct: None };
+        let shared = Policy { shared_logs: true, min_dead_pct: None };
+        assert!(!own.worth_rewriting(0, 100) && own.worth_rewriting(1, 100));
+        assert!(!shared.worth_rewriting(49, 100) && shared.worth_rewriting(50, 100));
+        let set = Policy { shared_logs: true, min_dead_pct: Some(10) };
+        assert!(!set.worth_rewriting(9, 100) && set.worth_rewriting(10, 100));
+    }
 }

@@ -34,6 +34,15 @@ impl Locator {
         spans.push(span);
     }
 
+    /// Moves the span starting at `first_offset` to `at`, where reclaim
+    /// copied its record.
+    pub fn relocate(&mut self, queue: u64, partition: u64, first_offset: u64, at: Location) {
+        let Some(spans) = self.spans.get_mut(&(queue, partition)) else { return };
+        if let Ok(i) = spans.binary_search_by_key(&first_offset, |s| s.first_offset) {
+            spans[i].at = at;
+        }
+    }
+
     /// Forgets the spans that end at or below `offset`.
     pub fn remove_below(&mut self, queue: u64, partition: u64, offset: u64) {
         if let Some(spans) = self.spans.get_mut(&(queue, partition)) {
