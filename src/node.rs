@@ -88,6 +88,16 @@ impl Node {
             None => None,
         };
 
+        // The layout first: its FORMAT says whether this build can read the
+        // checkpoint's rows at all.
+        let qlog_root = dir.join("qlog");
+        let wanted =
+            Layout { lanes: settings.qlog_lanes, shards: settings.qlog_shards, replicator: REPLICATOR_NAME.into() };
+        let layout = Layout::open_or_create(&qlog_root, &wanted)?;
+        if layout != wanted {
+            tracing::warn!(?layout, "QUEEN_QLOG_SHARDS and QUEEN_QLOG_LANES take effect only on a new directory; keeping the directory's own");
+        }
+
         let checkpoint = Arc::new(CheckpointFile::open(&dir.join("store"))?);
         let mut store = Store::from_rows(checkpoint.load()?, checkpoint.path())?;
         let checkpointed = Arc::new(AtomicU64::new(store.applied.index));
@@ -99,13 +109,6 @@ impl Node {
             }
         }
 
-        let qlog_root = dir.join("qlog");
-        let wanted =
-            Layout { lanes: settings.qlog_lanes, shards: settings.qlog_shards, replicator: REPLICATOR_NAME.into() };
-        let layout = Layout::open_or_create(&qlog_root, &wanted)?;
-        if layout != wanted {
-            tracing::warn!(?layout, "QUEEN_QLOG_SHARDS and QUEEN_QLOG_LANES take effect only on a new directory; keeping the directory's own");
-        }
         let files = Arc::new(FileTable::default());
         let recovered = recover(&mut store, &qlog_root, &layout, &files, ledger.as_deref())?;
         tracing::info!(last = %recovered.last, replayed = recovered.replayed, cut = recovered.cut, "qlog recovered");

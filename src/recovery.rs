@@ -146,6 +146,11 @@ pub fn recover(
     let last = store.applied;
 
     check_partitions_reach_durable(store, root, layout)?;
+    // Below `txns_start` nothing is read; reclaim may free those files later.
+    let watermarks: Vec<_> = store.partitions.iter().map(|(k, row)| (*k, row.txns_start)).collect();
+    for ((q, p), txns_start) in watermarks {
+        store.locator.remove_below(q, p, txns_start);
+    }
     let logs =
         scans.into_iter().map(|scan| cut_and_resume(scan, keep, files, ledger)).collect::<Result<Vec<_>, _>>()?;
     sync_dir(root).map_err(io(root))?;

@@ -41,6 +41,7 @@ async fn expired_messages_leave_the_log_and_their_files_are_freed_across_a_kill9
         ("QUEEN_RAFT_SEGMENT_BYTES", "8192"),
         ("QUEEN_RAFT_DURABLE_EVERY_MS", "100"),
         ("QUEEN_RAFT_TXN_WINDOW_MIN_S", "0"),
+        ("QUEEN_QLOG_SEAL_AGE_S", "1"),
     ];
     let mut node = Node::start(&dir, &env).await;
     let (status, body) =
@@ -54,11 +55,14 @@ async fn expired_messages_leave_the_log_and_their_files_are_freed_across_a_kill9
     let before = qlog_files(&dir);
     assert!(before["q1"].len() >= 5, "200 messages of 300 bytes roll 8 KiB files: {:?}", before["q1"]);
 
-    // Past the retention, one more push rolls the last old file, so every
-    // old message sits in a sealed file.
+    // Past the retention (and the seal age), the next push seals the active
+    // file, so every old message sits in a sealed file; reclaim spares a
+    // log's two newest files, and the push after it rolls one more.
     tokio::time::sleep(Duration::from_millis(2500)).await;
-    push(&node, "short", 200, 30).await;
-    let sealed_old = &before["q1"][..before["q1"].len() - 1];
+    push(&node, "short", 200, 29).await;
+    push(&node, "short", 229, 1).await;
+    assert!(qlog_files(&dir)["q1"].len() >= before["q1"].len() + 2, "the old active file was sealed by age");
+    let sealed_old = &before["q1"];
     let deadline = Instant::now() + Duration::from_secs(20);
     let entry = loop {
         let entry = fetch(&node, "short", 0).await;
@@ -114,11 +118,11 @@ async fn kill9_while_retention_frees_files_loses_nothing_above_the_log_start() {
     ];
     let node = Node::start(&dir, &env).await;
     let (status, body) =
-        node.post("/api/v1/configure", &json!({"queue": EXPIRING, "options": {"retentionSeconds": 1}})).await;
+        node.post("/api/v1/configure", &json!({"queue": EXPIRING, "options": {"retentionSeconds": 3}})).await;
     assert_eq!(status, 200, "{body}");
     // Every boot runs a retention round and a reclaim pass at once, so
     // rounds of a few seconds kill the node around its reclaims.
-    let rounds = Rounds { kills: 6, writers: 4, pause_ms: 1500..3500, seed: 11 };
+    let rounds = Rounds { kills: 6, writers: 4, pause_ms: 2000..4000, seed: 11 };
     let writer =
         |node: &Node, ledger, round, w| tokio::spawn(write_until_killed(node.url("/api/v1/push"), ledger, round, w));
     let (node, ledger) = kill_rounds(node, rounds, writer, verify).await;
@@ -241,4 +245,33 @@ async fn a_shared_file_mostly_expired_is_rewritten_with_its_live_records() {
     assert_eq!(kept.records.iter().map(|r| r.0).collect::<Vec<_>>(), (0..50).collect::<Vec<u64>>());
     assert_eq!(kept.records[7].1, "kept-7", "a moved record reads back as itself");
     assert!(fetch(&node, "short", 0).await["logStartOffset"].as_u64().unwrap() >= 60);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_log_whose_active_file_is_empty_keeps_the_file_before_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let env = [("QUEEN_RAFT_DURABLE_EVERY_MS", "100"), ("QUEEN_RAFT_TXN_WINDOW_MIN_S", "0")];
+    let mut node = Node::start(&dir, &env).await;
+    let (status, body) =
+        node.post("/api/v1/configure", &json!({"queue": "short", "options": {"retentionSeconds": 1}})).await;
+    assert_eq!(status, 200, "{body}");
+    push(&node, "short", 0, 10).await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while fetch(&node, "short", 0).await["logStartOffset"] != json!(10) {
+        assert!(Instant::now() < deadline, "retention did not move the log start");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // The newest entry, that Retain, is in the system log's active file. A
+    // crash right after a roll leaves an empty file after it, as this does.
+    node.terminate();
+    let newest = qlog_files(&dir)["q0"].last().unwrap().clone();
+    let number: u32 = newest.file_stem().unwrap().to_str().unwrap()[1..].parse().unwrap();
+    std::fs::File::create(dir.join(format!("qlog/q0/r{:08}.qlog", number + 1))).unwrap();
+    let mut node = node.restart().await;
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    node.terminate();
+    assert!(newest.exists(), "reclaim spared the file holding the newest entry");
+    let node = node.restart().await;
+    assert_eq!(fetch(&node, "short", 0).await["logStartOffset"], json!(10));
 }

@@ -91,12 +91,17 @@ pub fn plan_pop(
             }
             let key: CursorKey = (queue, partition, req.group.clone());
             let existing = overlay.cursor(store, &key);
+            let log_start = overlay.log_start(store, queue, partition);
             let start = match &existing {
                 Some(c) => c.committed,
-                None if from_us == 0 => row.log_start,
+                None if from_us == 0 => log_start,
                 None => store.first_kept_at_or_after(queue, partition, from_us).unwrap_or(row.next_offset),
-            };
+            }
+            .max(log_start);
             let mut cur = existing.unwrap_or(CursorRow { committed: start, ..Default::default() });
+            // Retention planned but not yet applied moves this cursor when it
+            // applies; plan as if it had.
+            cursor::skip_to(&mut cur, log_start);
             if cur.lease.as_ref().is_some_and(|l| l.expires_us > now_us) || cur.not_before_us > now_us {
                 continue;
             }

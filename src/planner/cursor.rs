@@ -62,7 +62,8 @@ pub fn deliver(cursor: &mut CursorRow, lease: &LeaseRow, auto_ack: bool, offsets
 
 /// Retention removed every offset below `log_start`: a cursor behind it
 /// starts there and forgets what it knew of the offsets before it. A lease
-/// is left to run out or be acked, as the messages it covers are gone.
+/// wholly below it is released; one reaching above it is left to run out or
+/// be acked.
 pub fn skip_to(cursor: &mut CursorRow, log_start: u64) {
     if cursor.committed >= log_start {
         return;
@@ -72,6 +73,9 @@ pub fn skip_to(cursor: &mut CursorRow, log_start: u64) {
     cursor.failures = cursor.failures.split_off(&log_start);
     while cursor.done_above.remove(&cursor.committed) {
         cursor.committed += 1;
+    }
+    if cursor.lease.as_ref().is_some_and(|l| l.last < cursor.committed) {
+        cursor.lease = None;
     }
 }
 

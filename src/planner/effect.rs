@@ -138,10 +138,17 @@ pub enum Effect {
 }
 
 impl Effect {
-    /// The queue the effect touches; 0, the system log's, for KV effects.
+    /// The queue whose log holds the effect's entry record; 0, the system
+    /// log's, for KV, timer and retention effects.
     pub fn queue(&self) -> u64 {
         match self {
-            Effect::KvPut { .. } | Effect::KvDelete { .. } | Effect::TimerSet { .. } | Effect::TimerDelete { .. } => 0,
+            // Retention changes rows only; in the system log, a round that
+            // moves a thousand queues' watermarks syncs one file, not a thousand.
+            Effect::KvPut { .. }
+            | Effect::KvDelete { .. }
+            | Effect::TimerSet { .. }
+            | Effect::TimerDelete { .. }
+            | Effect::Retain { .. } => 0,
             Effect::CreateQueue { id, .. } | Effect::ConfigureQueue { id, .. } | Effect::DeleteQueue { id } => *id,
             Effect::CreatePartition { queue, .. }
             | Effect::Append { queue, .. }
@@ -154,8 +161,7 @@ impl Effect {
             | Effect::Seek { queue, .. }
             | Effect::Redeliver { queue, .. }
             | Effect::LeaseExpired { queue, .. }
-            | Effect::DeleteGroup { queue, .. }
-            | Effect::Retain { queue, .. } => *queue,
+            | Effect::DeleteGroup { queue, .. } => *queue,
         }
     }
 }

@@ -96,7 +96,8 @@ pub fn plan_redeliver(
     (queue, partition, offset): (u64, u64, u64),
     only: Option<&str>,
 ) -> Vec<Effect> {
-    if overlay.is_deleted(queue) {
+    // Below the log start the message is gone: nothing to deliver again.
+    if overlay.is_deleted(queue) || offset < overlay.log_start(store, queue, partition) {
         return vec![];
     }
     let dead: Vec<String> = store

@@ -140,7 +140,7 @@ impl Planner {
                 (effects, vec![], Answer::Swept { rows })
             }
             Command::Retain { partitions, txn_window_min_s } => {
-                let effects = retention::plan_retain(store, &partitions, timestamp_us, txn_window_min_s);
+                let effects = retention::plan_retain(store, overlay, &partitions, timestamp_us, txn_window_min_s);
                 let partitions = effects.len();
                 (effects, vec![], Answer::Retained { partitions })
             }

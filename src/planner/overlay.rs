@@ -100,6 +100,8 @@ pub struct Overlay {
     options: Layer<u64, String>,
     partitions: Layer<(u64, String), u64>,
     next_offsets: Layer<(u64, u64), u64>,
+    /// Log starts that unapplied retention moved.
+    log_starts: Layer<(u64, u64), u64>,
     dedup: Layer<(u64, u64, [u8; 16]), u64>,
     next_queue_id: Next,
     next_partition_id: Next,
@@ -135,6 +137,7 @@ impl Overlay {
         self.options.forget_through(applied);
         self.partitions.forget_through(applied);
         self.next_offsets.forget_through(applied);
+        self.log_starts.forget_through(applied);
         self.dedup.forget_through(applied);
         self.next_queue_id.forget_through(applied);
         self.next_partition_id.forget_through(applied);
@@ -144,6 +147,17 @@ impl Overlay {
         self.kv.forget_through(applied);
         self.next_kv_version.forget_through(applied);
         self.timers.forget_through(applied);
+    }
+
+    /// A partition's log start as the batches planned so far leave it: no
+    /// message below it can be delivered.
+    pub fn log_start(&self, store: &Store, queue: u64, partition: u64) -> u64 {
+        let stored = store.partition(queue, partition).map_or(0, |row| row.log_start);
+        self.log_starts.get(&(queue, partition)).map_or(stored, |planned| stored.max(*planned))
+    }
+
+    pub fn move_log_start(&mut self, queue: u64, partition: u64, log_start: u64) {
+        self.log_starts.insert(self.batch, (queue, partition), log_start);
     }
 
     pub fn queue_id(&self, store: &Store, name: &str) -> Option<u64> {

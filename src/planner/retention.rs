@@ -3,8 +3,9 @@
 //! - `log_start`: payloads below it are gone. A message goes once it is
 //!   older than its queue's `retentionSeconds`, or once it is older than
 //!   `completedRetentionSeconds` and every consumer group on its partition
-//!   has completed it (with no group, nothing is completed, and a dead
-//!   letter is never completed).
+//!   has completed it (a group subscribed to the queue with no cursor on the
+//!   partition has completed nothing it would deliver; with no group,
+//!   nothing is completed; a dead letter is never completed).
 //! - `txns_start`: transactionId hashes below it are gone. They are kept for
 //!   the longer of the completed retention and `QUEEN_RAFT_TXN_WINDOW_MIN_S`,
 //!   so a retry is still answered its original offset after the payload
@@ -15,6 +16,7 @@
 //! on and logs them as `Effect::Retain`, so every node applies the same.
 
 use super::effect::Effect;
+use super::overlay::Overlay;
 use super::queue_options::QueueOptions;
 use crate::store::Store;
 
@@ -42,7 +44,7 @@ pub fn watermarks(
     }
     let completed_age = options.completed_retention_seconds();
     if completed_age > 0 {
-        let completed = store.partition_cursors(queue, partition).map(|(_, c)| c.committed).min().unwrap_or(0);
+        let completed = completed_by_every_group(store, queue, partition, row.log_start, row.next_offset);
         let first_dead_letter = store
             .dlq
             .range((queue, partition, String::new(), 0)..(queue, partition + 1, String::new(), 0))
@@ -56,9 +58,31 @@ pub fn watermarks(
     (log_start > row.log_start || txns_start > row.txns_start).then_some((log_start, txns_start))
 }
 
+/// Where the slowest consumer group stands on a partition: the lowest
+/// cursor, counting a group subscribed to the queue that has no cursor here
+/// yet at the offset its first pop would start from. 0 with no group.
+fn completed_by_every_group(store: &Store, queue: u64, partition: u64, log_start: u64, next_offset: u64) -> u64 {
+    let cursors = store.partition_cursors(queue, partition).map(|(_, c)| c.committed);
+    let without_cursor = store
+        .groups
+        .range((queue, String::new())..(queue + 1, String::new()))
+        .filter(|((_, group), _)| store.cursors.get(&(queue, partition, group.clone())).is_none())
+        .map(|(_, g)| match g.from_us {
+            0 => log_start,
+            from_us => store.locator.first_at_or_after(queue, partition, from_us).unwrap_or(next_offset),
+        });
+    cursors.chain(without_cursor).min().unwrap_or(0)
+}
+
 /// The `Retain` effects for the partitions the scanner found due, each
 /// judged again against the store.
-pub fn plan_retain(store: &Store, partitions: &[(u64, u64)], now_us: i64, txn_window_min_s: u64) -> Vec<Effect> {
+pub fn plan_retain(
+    store: &Store,
+    overlay: &mut Overlay,
+    partitions: &[(u64, u64)],
+    now_us: i64,
+    txn_window_min_s: u64,
+) -> Vec<Effect> {
     let mut effects = Vec::new();
     let mut options: Option<(u64, QueueOptions)> = None;
     for &(queue, partition) in partitions {
@@ -70,6 +94,7 @@ pub fn plan_retain(store: &Store, partitions: &[(u64, u64)], now_us: i64, txn_wi
         }
         let (_, opts) = options.as_ref().expect("set above");
         if let Some((log_start, txns_start)) = watermarks(store, opts, queue, partition, now_us, txn_window_min_s) {
+            overlay.move_log_start(queue, partition, log_start);
             effects.push(Effect::Retain { queue, partition, log_start, txns_start });
         }
     }
@@ -80,8 +105,9 @@ pub fn plan_retain(store: &Store, partitions: &[(u64, u64)], now_us: i64, txn_wi
 mod tests {
     use super::*;
     use crate::planner::command::{Answer, Command, ConfigureQueue, PushStatus};
-    use crate::planner::testing::{fresh, push, settle};
+    use crate::planner::testing::{claimed, fresh, pop, push, settle};
     use crate::planner::Planner;
+    use crate::store::rows::GroupRow;
     use serde_json::json;
 
     const T0: i64 = 1_000 * SECOND_US;
@@ -96,14 +122,14 @@ mod tests {
     }
 
     /// Queue "q" with `options`, and ten messages t0..t9 in partition "p":
-    /// the first six stored at T0, the rest at T0 + 60 s.
+    /// the first six stored at T0, the rest at T0 + 300 s.
     fn ten_messages(options: serde_json::Value) -> (Store, Planner) {
         let (mut store, mut planner) = fresh();
         let options = options.as_object().unwrap().clone();
         let configure = Command::Configure(ConfigureQueue { queue: "q".into(), namespace: None, task: None, options });
         run(&mut planner, &mut store, T0 - 1, configure);
         for i in 0..10 {
-            let at = if i < 6 { T0 + i } else { T0 + 60 * SECOND_US + i };
+            let at = if i < 6 { T0 + i } else { T0 + 300 * SECOND_US + i };
             run(&mut planner, &mut store, at, push(&format!("t{i}")));
         }
         (store, planner)
@@ -139,8 +165,10 @@ mod tests {
         assert_eq!(pushed_again(&mut planner, &mut store, T0 + 41 * SECOND_US, "t2"), (PushStatus::Duplicate, 2));
         // Past the window the hashes go too, up to the log start and no further.
         assert_eq!(retain(&mut planner, &mut store, T0 + 1000 * SECOND_US, 900), 1);
-        assert_eq!(marks(&store), (10, 10), "everything is past retention now");
-        assert_eq!(pushed_again(&mut planner, &mut store, T0 + 1001 * SECOND_US, "t2").0, PushStatus::Queued);
+        assert_eq!(marks(&store), (10, 6), "all past retention; the later four's hashes are in the window");
+        assert_eq!(retain(&mut planner, &mut store, T0 + 1300 * SECOND_US, 900), 1);
+        assert_eq!(marks(&store), (10, 10));
+        assert_eq!(pushed_again(&mut planner, &mut store, T0 + 1301 * SECOND_US, "t2").0, PushStatus::Queued);
     }
 
     #[test]
@@ -161,8 +189,44 @@ mod tests {
         assert_eq!(retain(&mut planner, &mut store, later + 1, 0), 1);
         assert_eq!(marks(&store), (4, 4), "the slower group holds the start");
         run(&mut planner, &mut store, later, commit("b", 10));
-        assert_eq!(retain(&mut planner, &mut store, T0 + 65 * SECOND_US, 0), 1);
-        assert_eq!(marks(&store).0, 6, "the last four are completed but younger than 10 s");
+        assert_eq!(retain(&mut planner, &mut store, T0 + 305 * SECOND_US, 0), 1);
+        assert_eq!(marks(&store).0, 6, "6 and 7 are completed by both groups but younger than 10 s");
+        assert_eq!(retain(&mut planner, &mut store, T0 + 320 * SECOND_US, 0), 1);
+        assert_eq!(marks(&store).0, 8, "group a stands at 8");
+    }
+
+    #[test]
+    fn a_subscribed_group_without_a_cursor_here_has_completed_nothing() {
+        let (mut store, mut planner) = ten_messages(json!({"completedRetentionSeconds": 10}));
+        let later = T0 + 400 * SECOND_US;
+        let commit = Command::CommitOffsets(vec![crate::planner::command::CursorCommit {
+            queue: 1,
+            partition: 1,
+            group: "fast".into(),
+            offset: 10,
+        }]);
+        run(&mut planner, &mut store, later, commit);
+        let lazy = GroupRow { from_us: 0, created_us: later, conflate: false };
+        store.groups.insert((1, "lazy".into()), lazy);
+        assert_eq!(retain(&mut planner, &mut store, later + 1, 0), 0, "the lazy group would start at 0");
+        store
+            .groups
+            .insert((1, "lazy".into()), GroupRow { from_us: T0 + 100 * SECOND_US, created_us: later, conflate: false });
+        assert_eq!(retain(&mut planner, &mut store, later + 2, 0), 1);
+        assert_eq!(marks(&store).0, 6, "subscribed from after the first six: those are nothing it would get");
+    }
+
+    #[test]
+    fn a_pop_planned_after_an_unapplied_retain_starts_at_the_new_log_start() {
+        let (mut store, mut planner) = ten_messages(json!({"retentionSeconds": 200}));
+        let at = T0 + 400 * SECOND_US;
+        planner.open_batch(at as u64);
+        let retained = planner.plan(&store, Command::Retain { partitions: vec![(1, 1)], txn_window_min_s: 0 }, at);
+        let popped = planner.plan(&store, pop("g"), at);
+        settle(&mut store, &retained);
+        settle(&mut store, &popped);
+        assert_eq!(claimed(&popped).messages[0].0, 6, "the first message still held");
+        assert_eq!(store.cursors.get(&(1, 1, "g".to_string())).unwrap().lease.as_ref().unwrap().first, 6);
     }
 
     #[test]

@@ -43,11 +43,13 @@ pub fn plan_commits(store: &Store, overlay: &mut Overlay, commits: Vec<CursorCom
     let mut effects = Vec::new();
     for c in commits {
         let key = (c.queue, c.partition, c.group.clone());
-        if overlay.cursor(store, &key).is_some_and(|row| row.committed == c.offset) {
+        // Retention took everything below the log start: a cursor never points there.
+        let offset = c.offset.max(overlay.log_start(store, c.queue, c.partition));
+        if overlay.cursor(store, &key).is_some_and(|row| row.committed == offset) {
             continue;
         }
-        overlay.put_cursor(key, CursorRow { committed: c.offset, ..Default::default() });
-        effects.push(Effect::Seek { queue: c.queue, partition: c.partition, group: c.group, offset: c.offset });
+        overlay.put_cursor(key, CursorRow { committed: offset, ..Default::default() });
+        effects.push(Effect::Seek { queue: c.queue, partition: c.partition, group: c.group, offset });
     }
     effects
 }

@@ -10,9 +10,10 @@ use std::path::{Path, PathBuf};
 pub const SYSTEM_LOG: u64 = 0;
 
 /// The on-disk format this build writes and reads (`docs/storage.md`).
-/// 2: varint record heads, dedup rows keyed by offset. A directory without
-/// a `FORMAT` file was written by a build before that.
-pub const FORMAT: u32 = 2;
+/// 2: varint record heads, dedup rows keyed by offset. 3: partition rows
+/// carry `txns_start`, and entries the `Retain` effect. A directory without
+/// a `FORMAT` file was written by a build before format 2.
+pub const FORMAT: u32 = 3;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Layout {

@@ -131,3 +131,30 @@ impl QueueLog {
         write
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::qlog::entry_record::Stub;
+
+    fn stage_one(log: &mut QueueLog, index: u64) {
+        let stub = Stub { id: LogId::new(1, index), home: 0, copies: 2, ordinal: 1, digest: [7; 16] }.encode();
+        log.stage(|b| b.extend_from_slice(&stub), LogId::new(1, index), None, 0);
+        log.take_write();
+    }
+
+    #[test]
+    fn an_active_file_is_sealed_when_full_or_old_and_never_when_empty() {
+        let mut log = QueueLog::create(Path::new("unused"), 5);
+        log.roll_if_due(1, Duration::ZERO);
+        assert_eq!(log.active_no, 1, "an empty file is never sealed");
+        stage_one(&mut log, 1);
+        log.roll_if_due(1 << 20, Duration::from_secs(600));
+        assert_eq!(log.active_no, 1, "neither full nor old");
+        log.roll_if_due(1 << 20, Duration::ZERO);
+        assert_eq!(log.active_no, 2, "its first record is older than the seal age");
+        stage_one(&mut log, 2);
+        log.roll_if_due(1, Duration::from_secs(600));
+        assert_eq!(log.active_no, 3, "full");
+    }
+}

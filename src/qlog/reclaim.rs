@@ -12,7 +12,10 @@
 //!   made without any lock, since a sealed file is immutable, and swapped
 //!   in under the store's lock together with the locator's new positions.
 //!
-//! The active file is never touched.
+//! A log's two newest files are never touched: the active one, and the one
+//! before it, which holds the log's newest record when a crash right after
+//! a roll left the active file empty (recovery's logs-end check needs the
+//! highest index of all logs).
 
 use super::durable_fs::{create_durable, sync_dir};
 use super::files::{FileTable, Location};
@@ -106,8 +109,10 @@ pub fn pass(
             }
         }
         segments.sort_unstable();
-        // The newest file is the active one.
-        segments.pop();
+        // The newest file is the active one. The one before it is kept too:
+        // after a crash the active file can be empty, and then the log's
+        // newest record, which recovery's logs-end check may need, is there.
+        segments.truncate(segments.len().saturating_sub(2));
         let mut changed = false;
         for no in segments.into_iter().filter(|no| (log, *no) > resume) {
             if examined == FILES_PER_PASS {
