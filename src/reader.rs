@@ -56,6 +56,9 @@ fn record_of(node: &Node, queue: u64, partition: u64, span: &Span) -> Result<Mes
     }
 }
 
+/// The most appends one `read_from` looks at.
+const SPANS_PER_READ: usize = 4096;
+
 pub struct StoredMessage {
     pub offset: u64,
     pub timestamp_us: i64,
@@ -70,8 +73,17 @@ pub fn read_offsets(
     partition: u64,
     offsets: &[u64],
 ) -> Result<Vec<StoredMessage>, ReaderError> {
-    let Some(&first) = offsets.first() else { return Ok(vec![]) };
-    let spans = node.state.read().expect("store lock").locator.from_offset(queue, partition, first).to_vec();
+    let (Some(&first), Some(&last)) = (offsets.first(), offsets.last()) else { return Ok(vec![]) };
+    let spans: Vec<Span> = {
+        let store = node.state.read().expect("store lock");
+        store
+            .locator
+            .from_offset(queue, partition, first)
+            .iter()
+            .take_while(|s| s.first_offset <= last)
+            .copied()
+            .collect()
+    };
     let mut out = Vec::with_capacity(offsets.len());
     let mut wanted = offsets.iter().peekable();
     for span in spans {
@@ -105,7 +117,14 @@ pub fn read_from(
     end: u64,
     budget: u64,
 ) -> Result<(Vec<StoredMessage>, u64), ReaderError> {
-    let spans = node.state.read().expect("store lock").locator.from_offset(queue, partition, offset).to_vec();
+    // Not every span to the partition's end: a reader far behind would copy
+    // them all for each read. A read that needs more than this many answers
+    // what it has, at least one message, and the caller reads on from there.
+    let spans: Vec<Span> = {
+        let store = node.state.read().expect("store lock");
+        let from = store.locator.from_offset(queue, partition, offset);
+        from.iter().take_while(|s| s.first_offset < end).take(SPANS_PER_READ).copied().collect()
+    };
     let mut out = Vec::new();
     let mut used = 0u64;
     for span in spans {
