@@ -26,9 +26,11 @@ use crate::store::Store;
 use std::fs::File;
 use std::path::Path;
 use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
 
-/// The most files one pass examines.
+/// The most files one pass examines, and the longest it goes on examining.
 pub const FILES_PER_PASS: usize = 256;
+pub const PASS_BUDGET: Duration = Duration::from_millis(200);
 /// The suffix of a rewrite's copy until it replaces its file; a crash can
 /// leave one behind, which the next pass removes.
 const REWRITE_SUFFIX: &str = ".rewrite";
@@ -78,7 +80,8 @@ enum Verdict {
 }
 
 /// One pass over the logs under `root`: frees the dead sealed files after
-/// `resume`, examining at most `FILES_PER_PASS` and rewriting at most one.
+/// `resume`, examining at most `FILES_PER_PASS` for at most `PASS_BUDGET`
+/// (a rewrite under way finishes) and rewriting at most one.
 /// Answers what it freed and where the next pass resumes (the start, once
 /// it reached the end).
 pub fn pass(
@@ -96,6 +99,7 @@ pub fn pass(
     logs.sort_unstable();
     let mut freed = Freed::default();
     let mut examined = 0;
+    let started = Instant::now();
     for log in logs {
         let dir = root.join(format!("q{log}"));
         let mut segments = Vec::new();
@@ -115,7 +119,7 @@ pub fn pass(
         segments.truncate(segments.len().saturating_sub(2));
         let mut changed = false;
         for no in segments.into_iter().filter(|no| (log, *no) > resume) {
-            if examined == FILES_PER_PASS {
+            if examined == FILES_PER_PASS || started.elapsed() >= PASS_BUDGET {
                 if changed {
                     sync_dir(&dir)?;
                 }
