@@ -31,10 +31,11 @@ fn open(node: &Node, bytes: &[u8]) -> Result<Message, ReaderError> {
     Ok(message)
 }
 
-/// The message record of `span`. Reclaim may have rewritten its file since
-/// the span was looked up, moving the record: a read that fails, or finds
-/// another record there, looks the span up once more.
-fn record_of(node: &Node, queue: u64, partition: u64, span: &Span) -> Result<MessageRecord, ReaderError> {
+/// The message record of `span`; none when retention removed it since the
+/// span was looked up. Reclaim may also have rewritten its file, moving the
+/// record: a read that fails, or finds another record there, looks the span
+/// up once more.
+fn record_of(node: &Node, queue: u64, partition: u64, span: &Span) -> Result<Option<MessageRecord>, ReaderError> {
     let read = |at: Location| -> Result<MessageRecord, ReaderError> {
         let record = MessageRecord::decode(&node.files.read_body(at)?)?;
         let s = record.span;
@@ -45,14 +46,16 @@ fn record_of(node: &Node, queue: u64, partition: u64, span: &Span) -> Result<Mes
     };
     let first = read(span.at);
     if first.is_ok() {
-        return first;
+        return first.map(Some);
     }
     let store = node.state.read().expect("store lock");
-    let now = store.locator.from_offset(queue, partition, span.first_offset).first().map(|s| s.at);
+    let now = store.locator.from_offset(queue, partition, span.first_offset).first().copied();
     drop(store);
     match now {
-        Some(at) if at != span.at => read(at),
-        _ => first,
+        Some(s) if s.first_offset != span.first_offset => Ok(None),
+        None => Ok(None),
+        Some(s) if s.at != span.at => read(s.at).map(Some),
+        Some(_) => first.map(Some),
     }
 }
 
@@ -93,7 +96,7 @@ pub fn read_offsets(
         if wanted.peek().is_some_and(|o| **o >= span.end()) {
             continue;
         }
-        let record = record_of(node, queue, partition, &span)?;
+        let Some(record) = record_of(node, queue, partition, &span)? else { continue };
         while let Some(&&o) = wanted.peek() {
             if o >= span.end() {
                 break;
@@ -128,7 +131,7 @@ pub fn read_from(
     let mut out = Vec::new();
     let mut used = 0u64;
     for span in spans {
-        let record = record_of(node, queue, partition, &span)?;
+        let Some(record) = record_of(node, queue, partition, &span)? else { continue };
         for (i, payload) in record.payloads.iter().enumerate() {
             let at = record.span.first_offset + i as u64;
             if at < offset || at >= end {

@@ -8,9 +8,8 @@
 
 use crate::node::Node;
 use crate::planner::command::{Answer, Command};
-use crate::planner::queue_options::QueueOptions;
-use crate::planner::retention::watermarks;
-use crate::qlog::reclaim::{self, Policy, Position};
+use crate::planner::retention::{watermarks, QueueRetention};
+use crate::qlog::reclaim::{Pass, Policy, Position};
 use crate::store::{PartitionKey, Store};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -60,7 +59,10 @@ pub async fn run(node: Arc<Node>) {
         let n = node.clone();
         let checkpointed = node.checkpointed.load(Ordering::Acquire);
         let policy = Policy { shared_logs: n.layout.shards > 0, min_dead_pct: n.settings.compact_min_dead_pct };
-        let pass = move || reclaim::pass(&n.qlog_root, &n.files, &n.state, checkpointed, policy, reclaim_from);
+        let pass = move || {
+            let pass = Pass { root: &n.qlog_root, files: &n.files, store: &n.state, checkpointed, policy };
+            pass.run(reclaim_from)
+        };
         match tokio::task::spawn_blocking(pass).await {
             Ok(Ok((freed, next))) => {
                 reclaim_from = next;
@@ -92,21 +94,16 @@ fn scan(
     node: &Node,
     due: &mut Vec<(u64, u64)>,
 ) -> Option<PartitionKey> {
-    let mut options: Option<(u64, Option<QueueOptions>)> = None;
+    let mut current: Option<(u64, Option<QueueRetention>)> = None;
     for (i, (&(queue, partition), _)) in store.partitions.range(from..).enumerate() {
         if i == max {
             return Some((queue, partition));
         }
-        if options.as_ref().is_none_or(|(q, _)| *q != queue) {
-            let parsed = store
-                .queue_name(queue)
-                .and_then(|name| store.queues.get(&name.to_string()))
-                .map(|row| QueueOptions::parse(&row.options))
-                .filter(|o| o.retention_seconds() > 0 || o.completed_retention_seconds() > 0);
-            options = Some((queue, parsed));
+        if current.as_ref().is_none_or(|(q, _)| *q != queue) {
+            current = Some((queue, QueueRetention::of(store, queue)));
         }
-        let Some((_, Some(opts))) = &options else { continue };
-        if watermarks(store, opts, queue, partition, now_us, node.settings.txn_window_min_s).is_some() {
+        let Some((_, Some(retention))) = &current else { continue };
+        if watermarks(store, retention, partition, now_us, node.settings.txn_window_min_s).is_some() {
             due.push((queue, partition));
         }
     }

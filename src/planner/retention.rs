@@ -19,32 +19,68 @@ use super::effect::Effect;
 use super::overlay::Overlay;
 use super::queue_options::QueueOptions;
 use crate::store::Store;
+use std::collections::BTreeMap;
 
 const SECOND_US: i64 = 1_000_000;
+
+/// What retention needs to know of one queue, gathered once for all its
+/// partitions.
+pub struct QueueRetention {
+    queue: u64,
+    retention_s: i64,
+    completed_retention_s: i64,
+    /// For completed retention: every consumer group of the queue, with the
+    /// time it subscribed from (0: from the log start). A group with a
+    /// cursor on some partition and no `groups` row (queue mode, Kafka
+    /// groups) counts as subscribed from the log start.
+    groups: Vec<(String, i64)>,
+}
+
+impl QueueRetention {
+    /// None when the queue is gone or keeps its messages for good.
+    pub fn of(store: &Store, queue: u64) -> Option<Self> {
+        let row = store.queues.get(&store.queue_name(queue)?.to_string())?;
+        let options = QueueOptions::parse(&row.options);
+        let (retention_s, completed_retention_s) = (options.retention_seconds(), options.completed_retention_seconds());
+        if retention_s == 0 && completed_retention_s == 0 {
+            return None;
+        }
+        let mut groups = BTreeMap::new();
+        if completed_retention_s > 0 {
+            for ((_, group), row) in store.groups.range((queue, String::new())..(queue + 1, String::new())) {
+                groups.insert(group.clone(), row.from_us);
+            }
+            for ((_, _, group), _) in store.cursors.range((queue, 0, String::new())..(queue + 1, 0, String::new())) {
+                groups.entry(group.clone()).or_insert(0);
+            }
+        }
+        Some(Self { queue, retention_s, completed_retention_s, groups: groups.into_iter().collect() })
+    }
+}
 
 /// A partition's watermarks as retention would set them at `now_us`; none
 /// when neither moves (or the partition is gone).
 pub fn watermarks(
     store: &Store,
-    options: &QueueOptions,
-    queue: u64,
+    retention: &QueueRetention,
     partition: u64,
     now_us: i64,
     txn_window_min_s: u64,
 ) -> Option<(u64, u64)> {
+    let queue = retention.queue;
     let row = store.partition(queue, partition)?;
     // The first offset stored at or after `seconds` ago: everything below is older.
     let first_within = |seconds: i64| {
         store.locator.first_at_or_after(queue, partition, now_us - seconds * SECOND_US).unwrap_or(row.next_offset)
     };
     let mut log_start = row.log_start;
-    let age = options.retention_seconds();
+    let age = retention.retention_s;
     if age > 0 {
         log_start = log_start.max(first_within(age));
     }
-    let completed_age = options.completed_retention_seconds();
+    let completed_age = retention.completed_retention_s;
     if completed_age > 0 {
-        let completed = completed_by_every_group(store, queue, partition, row.log_start, row.next_offset);
+        let completed = completed_by_every_group(store, retention, partition, row.log_start, row.next_offset);
         let first_dead_letter = store
             .dlq
             .range((queue, partition, String::new(), 0)..(queue, partition + 1, String::new(), 0))
@@ -58,20 +94,23 @@ pub fn watermarks(
     (log_start > row.log_start || txns_start > row.txns_start).then_some((log_start, txns_start))
 }
 
-/// Where the slowest consumer group stands on a partition: the lowest
-/// cursor, counting a group subscribed to the queue that has no cursor here
-/// yet at the offset its first pop would start from. 0 with no group.
-fn completed_by_every_group(store: &Store, queue: u64, partition: u64, log_start: u64, next_offset: u64) -> u64 {
-    let cursors = store.partition_cursors(queue, partition).map(|(_, c)| c.committed);
-    let without_cursor = store
-        .groups
-        .range((queue, String::new())..(queue + 1, String::new()))
-        .filter(|((_, group), _)| store.cursors.get(&(queue, partition, group.clone())).is_none())
-        .map(|(_, g)| match g.from_us {
-            0 => log_start,
-            from_us => store.locator.first_at_or_after(queue, partition, from_us).unwrap_or(next_offset),
-        });
-    cursors.chain(without_cursor).min().unwrap_or(0)
+/// Where the slowest consumer group of the queue stands on a partition: its
+/// cursor there, or for a group with none yet, the offset its first pop
+/// would start from. 0 with no group: nothing is completed.
+fn completed_by_every_group(
+    store: &Store,
+    retention: &QueueRetention,
+    partition: u64,
+    log_start: u64,
+    next_offset: u64,
+) -> u64 {
+    let queue = retention.queue;
+    let position = |(group, from_us): &(String, i64)| match store.cursors.get(&(queue, partition, group.clone())) {
+        Some(cursor) => cursor.committed,
+        None if *from_us == 0 => log_start,
+        None => store.locator.first_at_or_after(queue, partition, *from_us).unwrap_or(next_offset),
+    };
+    retention.groups.iter().map(position).min().unwrap_or(0)
 }
 
 /// The `Retain` effects for the partitions the scanner found due, each
@@ -84,16 +123,13 @@ pub fn plan_retain(
     txn_window_min_s: u64,
 ) -> Vec<Effect> {
     let mut effects = Vec::new();
-    let mut options: Option<(u64, QueueOptions)> = None;
+    let mut current: Option<(u64, Option<QueueRetention>)> = None;
     for &(queue, partition) in partitions {
-        if options.as_ref().is_none_or(|(q, _)| *q != queue) {
-            let Some(row) = store.queue_name(queue).and_then(|name| store.queues.get(&name.to_string())) else {
-                continue;
-            };
-            options = Some((queue, QueueOptions::parse(&row.options)));
+        if current.as_ref().is_none_or(|(q, _)| *q != queue) {
+            current = Some((queue, QueueRetention::of(store, queue)));
         }
-        let (_, opts) = options.as_ref().expect("set above");
-        if let Some((log_start, txns_start)) = watermarks(store, opts, queue, partition, now_us, txn_window_min_s) {
+        let Some((_, Some(retention))) = &current else { continue };
+        if let Some((log_start, txns_start)) = watermarks(store, retention, partition, now_us, txn_window_min_s) {
             overlay.move_log_start(queue, partition, log_start);
             effects.push(Effect::Retain { queue, partition, log_start, txns_start });
         }
@@ -214,6 +250,27 @@ mod tests {
             .insert((1, "lazy".into()), GroupRow { from_us: T0 + 100 * SECOND_US, created_us: later, conflate: false });
         assert_eq!(retain(&mut planner, &mut store, later + 2, 0), 1);
         assert_eq!(marks(&store).0, 6, "subscribed from after the first six: those are nothing it would get");
+    }
+
+    #[test]
+    fn a_group_with_a_cursor_elsewhere_in_the_queue_and_none_here_has_completed_nothing_here() {
+        let (mut store, mut planner) = ten_messages(json!({"completedRetentionSeconds": 10}));
+        let later = T0 + 400 * SECOND_US;
+        let message = crate::message::Message::new("other".into(), b"1".to_vec());
+        let other = crate::planner::command::PushItem::new("q".into(), "p2".into(), &message, 0);
+        run(&mut planner, &mut store, later, Command::Push(vec![other]));
+        let commit = |group: &str, partition: u64, offset: u64| {
+            Command::CommitOffsets(vec![crate::planner::command::CursorCommit {
+                queue: 1,
+                partition,
+                group: group.into(),
+                offset,
+            }])
+        };
+        run(&mut planner, &mut store, later, commit("fast", 1, 10));
+        // Queue mode and Kafka groups have cursors and no `groups` row.
+        run(&mut planner, &mut store, later, commit("__QUEUE_MODE__", 2, 1));
+        assert_eq!(retain(&mut planner, &mut store, later + 1, 0), 0, "queue mode has not popped partition p");
     }
 
     #[test]

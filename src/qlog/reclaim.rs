@@ -79,84 +79,137 @@ enum Verdict {
     },
 }
 
-/// One pass over the logs under `root`: frees the dead sealed files after
-/// `resume`, examining at most `FILES_PER_PASS` for at most `PASS_BUDGET`
-/// (a rewrite under way finishes) and rewriting at most one.
-/// Answers what it freed and where the next pass resumes (the start, once
-/// it reached the end).
-pub fn pass(
-    root: &Path,
-    files: &FileTable,
-    store: &RwLock<Store>,
-    checkpointed: u64,
-    policy: Policy,
-    resume: Position,
-) -> std::io::Result<(Freed, Position)> {
-    let mut logs: Vec<u64> = std::fs::read_dir(root)?
-        .filter_map(|d| d.ok()?.file_name().to_str()?.strip_prefix('q')?.parse().ok())
-        .filter(|log| *log >= resume.0)
-        .collect();
-    logs.sort_unstable();
-    let mut freed = Freed::default();
-    let mut examined = 0;
-    let started = Instant::now();
-    for log in logs {
-        let dir = root.join(format!("q{log}"));
-        let mut segments = Vec::new();
-        for dirent in std::fs::read_dir(&dir)? {
-            let name = dirent?.file_name();
-            let name = name.to_string_lossy();
-            if name.ends_with(REWRITE_SUFFIX) {
-                std::fs::remove_file(dir.join(&*name))?;
-            } else if let Some(no) = segment_number(&name) {
-                segments.push(no);
-            }
-        }
-        segments.sort_unstable();
-        // The newest file is the active one. The one before it is kept too:
-        // after a crash the active file can be empty, and then the log's
-        // newest record, which recovery's logs-end check may need, is there.
-        segments.truncate(segments.len().saturating_sub(2));
-        let mut changed = false;
-        for no in segments.into_iter().filter(|no| (log, *no) > resume) {
-            if examined == FILES_PER_PASS || started.elapsed() >= PASS_BUDGET {
-                if changed {
-                    sync_dir(&dir)?;
+/// What one pass works with.
+pub struct Pass<'a> {
+    pub root: &'a Path,
+    pub files: &'a FileTable,
+    pub store: &'a RwLock<Store>,
+    /// The applied index of the last committed checkpoint.
+    pub checkpointed: u64,
+    pub policy: Policy,
+}
+
+/// What a pass did with one file.
+enum Outcome {
+    Kept,
+    Unlinked { bytes: u64 },
+    Rewritten { dropped: u64 },
+}
+
+impl Pass<'_> {
+    /// Frees the dead sealed files after `resume`, examining at most
+    /// `FILES_PER_PASS` for at most `PASS_BUDGET` and rewriting at most one
+    /// (the pass ends after it, so the next starts beyond it and one busy
+    /// log does not take every pass's rewrite). A file that fails is logged
+    /// and left as it is, and the pass goes on without rewrites (a full
+    /// disk fails every copy, while unlinks still free space). Answers what
+    /// it freed and where the next pass resumes (the start, once it reached
+    /// the end).
+    pub fn run(&self, resume: Position) -> std::io::Result<(Freed, Position)> {
+        let mut logs: Vec<u64> = std::fs::read_dir(self.root)?
+            .filter_map(|d| d.ok()?.file_name().to_str()?.strip_prefix('q')?.parse().ok())
+            .filter(|log| *log >= resume.0)
+            .collect();
+        logs.sort_unstable();
+        let mut freed = Freed::default();
+        let mut examined = 0;
+        let started = Instant::now();
+        let mut may_rewrite = true;
+        for log in logs {
+            let dir = self.root.join(format!("q{log}"));
+            let segments = match sealed_files(&dir) {
+                Ok(segments) => segments,
+                Err(e) => {
+                    tracing::warn!(dir = %dir.display(), error = %e, "reclaim could not list a qlog directory");
+                    continue;
                 }
-                return Ok((freed, (log, no - 1)));
-            }
-            examined += 1;
-            let path = segment_path(&dir, no);
-            let len = std::fs::metadata(&path)?.len();
-            // A sealed file's index is written by its roll; without one that
-            // matches, the file is left for a later pass or the next boot.
-            let Some(rows) = index_file::load(&index_path(&dir, no), len) else { continue };
-            let verdict = judge(&rows, &store.read().expect("store lock"), checkpointed);
-            match verdict {
-                Verdict::Replayable => {}
-                Verdict::Dead => {
-                    files.remove(log, no);
-                    std::fs::remove_file(&path)?;
-                    std::fs::remove_file(index_path(&dir, no))?;
-                    freed.files += 1;
-                    freed.bytes += len;
-                    changed = true;
+            };
+            let mut changed = false;
+            let mut stop = None;
+            for no in segments.into_iter().filter(|no| (log, *no) > resume) {
+                if examined == FILES_PER_PASS || started.elapsed() >= PASS_BUDGET {
+                    stop = Some((log, no - 1));
+                    break;
                 }
-                Verdict::Live { live, dead_bytes, message_bytes } => {
-                    if freed.rewritten == 0 && policy.worth_rewriting(dead_bytes, message_bytes) {
-                        let kept = rewrite(&dir, log, no, &rows, &live, files, store)?;
-                        freed.rewritten += 1;
-                        freed.bytes += len - kept;
+                examined += 1;
+                match self.file(&dir, log, no, may_rewrite) {
+                    Ok(Outcome::Kept) => {}
+                    Ok(Outcome::Unlinked { bytes }) => {
+                        freed.files += 1;
+                        freed.bytes += bytes;
                         changed = true;
+                    }
+                    Ok(Outcome::Rewritten { dropped }) => {
+                        freed.rewritten += 1;
+                        freed.bytes += dropped;
+                        changed = true;
+                        stop = Some((log, no));
+                        break;
+                    }
+                    Err(e) => {
+                        let path = segment_path(&dir, no);
+                        tracing::warn!(path = %path.display(), error = %e, "reclaim left a qlog file as it is");
+                        may_rewrite = false;
                     }
                 }
             }
+            if changed {
+                if let Err(e) = sync_dir(&dir) {
+                    tracing::warn!(dir = %dir.display(), error = %e, "reclaim could not fsync a qlog directory");
+                }
+            }
+            if let Some(at) = stop {
+                return Ok((freed, at));
+            }
         }
-        if changed {
-            sync_dir(&dir)?;
+        Ok((freed, (0, 0)))
+    }
+
+    fn file(&self, dir: &Path, log: u64, no: u32, may_rewrite: bool) -> std::io::Result<Outcome> {
+        let path = segment_path(dir, no);
+        let len = std::fs::metadata(&path)?.len();
+        // A sealed file's index is written by its roll; without one that
+        // matches, the file is left for a later pass or the next boot.
+        let Some(rows) = index_file::load(&index_path(dir, no), len) else { return Ok(Outcome::Kept) };
+        let verdict = judge(&rows, &self.store.read().expect("store lock"), self.checkpointed);
+        match verdict {
+            Verdict::Replayable => Ok(Outcome::Kept),
+            Verdict::Dead => {
+                self.files.remove(log, no);
+                std::fs::remove_file(&path)?;
+                std::fs::remove_file(index_path(dir, no))?;
+                Ok(Outcome::Unlinked { bytes: len })
+            }
+            Verdict::Live { live, dead_bytes, message_bytes }
+                if may_rewrite && self.policy.worth_rewriting(dead_bytes, message_bytes) =>
+            {
+                let kept = rewrite(dir, log, no, &rows, &live, self.files, self.store)?;
+                Ok(Outcome::Rewritten { dropped: len - kept })
+            }
+            Verdict::Live { .. } => Ok(Outcome::Kept),
         }
     }
-    Ok((freed, (0, 0)))
+}
+
+/// A log directory's sealed files that reclaim may examine, oldest first;
+/// removes the copies of rewrites a crash left behind.
+fn sealed_files(dir: &Path) -> std::io::Result<Vec<u32>> {
+    let mut segments = Vec::new();
+    for dirent in std::fs::read_dir(dir)? {
+        let name = dirent?.file_name();
+        let name = name.to_string_lossy();
+        if name.ends_with(REWRITE_SUFFIX) {
+            std::fs::remove_file(dir.join(&*name))?;
+        } else if let Some(no) = segment_number(&name) {
+            segments.push(no);
+        }
+    }
+    segments.sort_unstable();
+    // The newest file is the active one. The one before it is kept too:
+    // after a crash the active file can be empty, and then the log's newest
+    // record, which recovery's logs-end check may need, is there.
+    segments.truncate(segments.len().saturating_sub(2));
+    Ok(segments)
 }
 
 fn judge(rows: &[IndexRow], store: &Store, checkpointed: u64) -> Verdict {
@@ -220,12 +273,14 @@ fn rewrite(
     let copy = dir.join(format!("r{no:08}.qlog{REWRITE_SUFFIX}"));
     create_durable(&copy, &bytes)?;
     let file = Arc::new(File::open(&copy)?);
+    // Readers go through the table of open files, not the path: until the
+    // swap below they read the old file, at the old positions.
+    std::fs::rename(&copy, &path)?;
     {
         // Under the store's lock, so no reader looks up a position of one
         // file and reads it in the other (a reader that looked up before
         // finds another record there, and looks up again: `reader.rs`).
         let mut store = store.write().expect("store lock");
-        std::fs::rename(&copy, &path)?;
         files.insert(log, no, file);
         for row in &kept_rows {
             let span = row.span.expect("only message records are kept");
