@@ -33,6 +33,13 @@ async fn fetch(node: &Node, queue: &str, offset: u64) -> Value {
     body["entries"][0].clone()
 }
 
+/// A counter's value from `/metrics`.
+async fn counter(node: &Node, name: &str) -> u64 {
+    let metrics = node.http.get(node.url("/metrics")).send().await.unwrap().text().await.unwrap();
+    let line = metrics.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("{name} in {metrics}"));
+    line.rsplit(' ').next().unwrap().parse().unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn expired_messages_leave_the_log_and_their_files_are_freed_across_a_kill9() {
     let tmp = tempfile::tempdir().unwrap();
@@ -80,13 +87,16 @@ async fn expired_messages_leave_the_log_and_their_files_are_freed_across_a_kill9
     assert_eq!(entry["highWatermark"], json!(230));
     let after = qlog_files(&dir);
     assert_eq!(after["q2"], before["q2"], "a queue without retention keeps its files");
-    let metrics = node.http.get(node.url("/metrics")).send().await.unwrap().text().await.unwrap();
-    let counter = |name: &str| -> u64 {
-        let line = metrics.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("{name} in {metrics}"));
-        line.rsplit(' ').next().unwrap().parse().unwrap()
+    // The counters move when the pass that unlinked the files ends.
+    let unlinked = loop {
+        let unlinked = counter(&node, "queen_qlog_files_reclaimed_total").await;
+        if unlinked >= sealed_old.len() as u64 || Instant::now() > deadline {
+            break unlinked;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
     };
-    assert!(counter("queen_qlog_files_reclaimed_total") >= sealed_old.len() as u64);
-    assert!(counter("queen_partitions_retained_total") >= 1);
+    assert!(unlinked >= sealed_old.len() as u64, "{unlinked} files counted, {} unlinked", sealed_old.len());
+    assert!(counter(&node, "queen_partitions_retained_total").await >= 1);
     let kept = node.read_all("kept", "p").await;
     assert_eq!(kept.records.iter().map(|r| r.0).collect::<Vec<_>>(), (0..100).collect::<Vec<u64>>());
 
@@ -225,13 +235,8 @@ async fn a_shared_file_mostly_expired_is_rewritten_with_its_live_records() {
         qlog_files(&dir)["q0"].iter().rev().skip(1).map(|f| (f.clone(), size(f))).collect();
 
     let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let metrics = node.http.get(node.url("/metrics")).send().await.unwrap().text().await.unwrap();
-        let rewritten = metrics.lines().find(|l| l.starts_with("queen_qlog_files_rewritten_total")).unwrap();
-        if !rewritten.ends_with(" 0") {
-            break;
-        }
-        assert!(Instant::now() < deadline, "no file was rewritten: {metrics}");
+    while counter(&node, "queen_qlog_files_rewritten_total").await == 0 {
+        assert!(Instant::now() < deadline, "no file was rewritten");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let shrunk = sealed.iter().filter(|(f, was)| f.exists() && size(f) < *was).count();
