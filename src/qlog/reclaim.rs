@@ -21,7 +21,7 @@ use super::durable_fs::{create_durable, sync_dir};
 use super::files::{FileTable, Location};
 use super::index_file;
 use super::record::{read_frame, Frame, RecordKind};
-use super::segment::{index_path, segment_number, segment_path, IndexRow};
+use super::segment::{index_path, scan, segment_number, segment_path, IndexRow};
 use crate::store::Store;
 use std::fs::File;
 use std::path::Path;
@@ -168,9 +168,10 @@ impl Pass<'_> {
     fn file(&self, dir: &Path, log: u64, no: u32, may_rewrite: bool) -> std::io::Result<Outcome> {
         let path = segment_path(dir, no);
         let len = std::fs::metadata(&path)?.len();
-        // A sealed file's index is written by its roll; without one that
-        // matches, the file is left for a later pass or the next boot.
-        let Some(rows) = index_file::load(&index_path(dir, no), len) else { return Ok(Outcome::Kept) };
+        let rows = match index_file::load(&index_path(dir, no), len) {
+            Some(rows) => rows,
+            None => rebuild_index(dir, no)?,
+        };
         let verdict = judge(&rows, &self.store.read().expect("store lock"), self.checkpointed);
         match verdict {
             Verdict::Replayable => Ok(Outcome::Kept),
@@ -189,6 +190,21 @@ impl Pass<'_> {
             Verdict::Live { .. } => Ok(Outcome::Kept),
         }
     }
+}
+
+/// The index of a sealed file whose `.qidx` is missing or does not match
+/// (its roll wrote it, but a failed write or a power cut can lose it), made
+/// by scanning the file, as boot does, and written beside it.
+fn rebuild_index(dir: &Path, no: u32) -> std::io::Result<Vec<IndexRow>> {
+    let path = segment_path(dir, no);
+    let bytes = std::fs::read(&path)?;
+    let invalid = |what: String| std::io::Error::other(format!("{}: {what}", path.display()));
+    let scanned = scan(&bytes).map_err(|e| invalid(e.to_string()))?;
+    if let Some(damage) = scanned.damage {
+        return Err(invalid(format!("sealed, yet it stops verifying at byte {}", damage.pos)));
+    }
+    create_durable(&index_path(dir, no), &index_file::encode(bytes.len() as u64, &scanned.rows))?;
+    Ok(scanned.rows)
 }
 
 /// A log directory's sealed files that reclaim may examine, oldest first;
@@ -294,7 +310,29 @@ fn rewrite(
 
 #[cfg(test)]
 mod tests {
-    use super::Policy;
+    use super::*;
+    use crate::log_id::LogId;
+    use crate::qlog::entry_record::Stub;
+    use crate::qlog::record::frame_into;
+
+    #[test]
+    fn a_missing_index_is_rebuilt_from_the_file_and_a_damaged_file_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut bytes = Vec::new();
+        for index in 1..=3 {
+            let stub = Stub { id: LogId::new(1, index), home: 0, copies: 2, ordinal: 1, digest: [7; 16] };
+            frame_into(&stub.encode(), &mut bytes);
+        }
+        std::fs::write(segment_path(dir.path(), 4), &bytes).unwrap();
+        let rows = rebuild_index(dir.path(), 4).unwrap();
+        assert_eq!(rows.iter().map(|r| r.id.index).collect::<Vec<_>>(), vec![1, 2, 3]);
+        assert_eq!(index_file::load(&index_path(dir.path(), 4), bytes.len() as u64), Some(rows));
+
+        bytes[70] ^= 0xff;
+        std::fs::write(segment_path(dir.path(), 5), &bytes).unwrap();
+        assert!(rebuild_index(dir.path(), 5).unwrap_err().to_string().contains("stops verifying"));
+        assert!(!index_path(dir.path(), 5).exists());
+    }
 
     #[test]
     fn a_log_of_its_own_is_rewritten_on_its_first_dead_byte_and_a_shared_one_at_half() {
