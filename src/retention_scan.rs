@@ -8,7 +8,7 @@
 
 use crate::node::Node;
 use crate::planner::command::{Answer, Command};
-use crate::planner::retention::{watermarks, QueueRetention};
+use crate::planner::retention::{watermarks, ByQueue};
 use crate::qlog::reclaim::{Pass, Policy, Position};
 use crate::store::{PartitionKey, Store};
 use std::sync::atomic::Ordering;
@@ -34,7 +34,8 @@ pub async fn run(node: Arc<Node>) {
         while budget > 0 {
             let now_us = chrono::Utc::now().timestamp_micros();
             let slice = budget.min(PARTITIONS_PER_LOCK);
-            let next = scan(&node.state.read().expect("store lock"), scan_from, slice, now_us, &node, &mut due);
+            let window = node.settings.txn_window_min_s;
+            let next = scan(&node.state.read().expect("store lock"), scan_from, slice, now_us, window, &mut due);
             budget -= slice;
             match next {
                 Some(key) => scan_from = key,
@@ -91,19 +92,16 @@ fn scan(
     from: PartitionKey,
     max: usize,
     now_us: i64,
-    node: &Node,
+    txn_window_min_s: u64,
     due: &mut Vec<(u64, u64)>,
 ) -> Option<PartitionKey> {
-    let mut current: Option<(u64, Option<QueueRetention>)> = None;
+    let mut by_queue = ByQueue::default();
     for (i, (&(queue, partition), _)) in store.partitions.range(from..).enumerate() {
         if i == max {
             return Some((queue, partition));
         }
-        if current.as_ref().is_none_or(|(q, _)| *q != queue) {
-            current = Some((queue, QueueRetention::of(store, queue)));
-        }
-        let Some((_, Some(retention))) = &current else { continue };
-        if watermarks(store, retention, partition, now_us, node.settings.txn_window_min_s).is_some() {
+        let Some(retention) = by_queue.get(store, queue) else { continue };
+        if watermarks(store, retention, partition, now_us, txn_window_min_s).is_some() {
             due.push((queue, partition));
         }
     }

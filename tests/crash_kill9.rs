@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::crash::{kill_rounds, Ledger, Rounds};
+use common::crash::{kill_rounds, push_until_killed, Ledger, Rounds};
 use common::{push_body, Node};
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
@@ -54,12 +54,7 @@ async fn write_until_killed(url: String, ledger: Arc<Mutex<Ledger<At>>>, round: 
             })
             .collect();
         let txids: Vec<String> = items.iter().map(|i| i.2.clone()).collect();
-        let answer = client.post(&url).json(&push_body(&items)).send().await;
-        let answer = match answer {
-            Ok(r) if r.status().as_u16() == 201 => r.json::<Vec<Value>>().await.ok(),
-            Ok(r) => panic!("push answered {}: {:?}", r.status(), r.text().await),
-            Err(_) => None,
-        };
+        let answer = push_until_killed(&client, &url, &items).await;
         let mut l = ledger.lock().unwrap();
         match answer {
             Some(results) => {

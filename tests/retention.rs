@@ -8,11 +8,12 @@
 
 mod common;
 
-use common::crash::{kill_rounds, Ledger, Rounds};
+use common::crash::{kill_rounds, push_until_killed, Ledger, Rounds};
 use common::{push_body, qlog_files, Node};
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -33,6 +34,19 @@ async fn fetch(node: &Node, queue: &str, offset: u64) -> Value {
     body["entries"][0].clone()
 }
 
+/// A node on `dir` that checkpoints every 100 ms and keeps no hashes past
+/// their payloads (so reclaim may free files within a test), with `env`
+/// added, and `queue` configured to keep its messages for `seconds`.
+async fn start_expiring(dir: &Path, env: &[(&str, &str)], queue: &str, seconds: u64) -> Node {
+    let mut all = vec![("QUEEN_RAFT_DURABLE_EVERY_MS", "100"), ("QUEEN_RAFT_TXN_WINDOW_MIN_S", "0")];
+    all.extend_from_slice(env);
+    let node = Node::start(dir, &all).await;
+    let options = json!({"queue": queue, "options": {"retentionSeconds": seconds}});
+    let (status, body) = node.post("/api/v1/configure", &options).await;
+    assert_eq!(status, 200, "{body}");
+    node
+}
+
 /// A counter's value from `/metrics`.
 async fn counter(node: &Node, name: &str) -> u64 {
     let metrics = node.http.get(node.url("/metrics")).send().await.unwrap().text().await.unwrap();
@@ -44,16 +58,8 @@ async fn counter(node: &Node, name: &str) -> u64 {
 async fn expired_messages_leave_the_log_and_their_files_are_freed_across_a_kill9() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("data");
-    let env = [
-        ("QUEEN_RAFT_SEGMENT_BYTES", "8192"),
-        ("QUEEN_RAFT_DURABLE_EVERY_MS", "100"),
-        ("QUEEN_RAFT_TXN_WINDOW_MIN_S", "0"),
-        ("QUEEN_QLOG_SEAL_AGE_S", "1"),
-    ];
-    let mut node = Node::start(&dir, &env).await;
-    let (status, body) =
-        node.post("/api/v1/configure", &json!({"queue": "short", "options": {"retentionSeconds": 2}})).await;
-    assert_eq!(status, 200, "{body}");
+    let mut node =
+        start_expiring(&dir, &[("QUEEN_RAFT_SEGMENT_BYTES", "8192"), ("QUEEN_QLOG_SEAL_AGE_S", "1")], "short", 2).await;
     // Queue ids follow creation: "short" logs to q1, "kept" to q2.
     for batch in 0..20 {
         push(&node, "short", batch * 10, 10).await;
@@ -121,15 +127,7 @@ const KEPT: &str = "kept";
 async fn kill9_while_retention_frees_files_loses_nothing_above_the_log_start() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("data");
-    let env = [
-        ("QUEEN_RAFT_SEGMENT_BYTES", "4096"),
-        ("QUEEN_RAFT_DURABLE_EVERY_MS", "100"),
-        ("QUEEN_RAFT_TXN_WINDOW_MIN_S", "0"),
-    ];
-    let node = Node::start(&dir, &env).await;
-    let (status, body) =
-        node.post("/api/v1/configure", &json!({"queue": EXPIRING, "options": {"retentionSeconds": 3}})).await;
-    assert_eq!(status, 200, "{body}");
+    let node = start_expiring(&dir, &[("QUEEN_RAFT_SEGMENT_BYTES", "4096")], EXPIRING, 3).await;
     // Every boot runs a retention round and a reclaim pass at once, so
     // rounds of a few seconds kill the node around its reclaims.
     let rounds = Rounds { kills: 6, writers: 4, pause_ms: 2000..4000, seed: 11 };
@@ -155,12 +153,7 @@ async fn write_until_killed(url: String, ledger: Arc<Mutex<Ledger<At>>>, round: 
                 (queue.to_string(), "p".to_string(), t, json!({"pad": "x".repeat(300)}))
             })
             .collect();
-        let answer = client.post(&url).json(&push_body(&items)).send().await;
-        let answer = match answer {
-            Ok(r) if r.status().as_u16() == 201 => r.json::<Vec<Value>>().await.ok(),
-            Ok(r) => panic!("push answered {}: {:?}", r.status(), r.text().await),
-            Err(_) => None,
-        };
+        let answer = push_until_killed(&client, &url, &items).await;
         let mut l = ledger.lock().unwrap();
         let Some(results) = answer else {
             l.unanswered.push(items.iter().map(|i| i.2.clone()).collect());
@@ -213,16 +206,8 @@ async fn verify(node: &Node, ledger: &Ledger<At>) {
 async fn a_shared_file_mostly_expired_is_rewritten_with_its_live_records() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("data");
-    let env = [
-        ("QUEEN_QLOG_SHARDS", "1"),
-        ("QUEEN_RAFT_SEGMENT_BYTES", "16384"),
-        ("QUEEN_RAFT_DURABLE_EVERY_MS", "100"),
-        ("QUEEN_RAFT_TXN_WINDOW_MIN_S", "0"),
-    ];
-    let mut node = Node::start(&dir, &env).await;
-    let (status, body) =
-        node.post("/api/v1/configure", &json!({"queue": "short", "options": {"retentionSeconds": 1}})).await;
-    assert_eq!(status, 200, "{body}");
+    let mut node =
+        start_expiring(&dir, &[("QUEEN_QLOG_SHARDS", "1"), ("QUEEN_RAFT_SEGMENT_BYTES", "16384")], "short", 1).await;
     // Both queues share log q0; the expiring one holds most of each file's bytes.
     for batch in 0..10 {
         push(&node, "short", batch * 6, 6).await;
@@ -256,11 +241,7 @@ async fn a_shared_file_mostly_expired_is_rewritten_with_its_live_records() {
 async fn a_log_whose_active_file_is_empty_keeps_the_file_before_it() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("data");
-    let env = [("QUEEN_RAFT_DURABLE_EVERY_MS", "100"), ("QUEEN_RAFT_TXN_WINDOW_MIN_S", "0")];
-    let mut node = Node::start(&dir, &env).await;
-    let (status, body) =
-        node.post("/api/v1/configure", &json!({"queue": "short", "options": {"retentionSeconds": 1}})).await;
-    assert_eq!(status, 200, "{body}");
+    let mut node = start_expiring(&dir, &[], "short", 1).await;
     push(&node, "short", 0, 10).await;
     let deadline = Instant::now() + Duration::from_secs(20);
     while fetch(&node, "short", 0).await["logStartOffset"] != json!(10) {

@@ -58,6 +58,21 @@ impl QueueRetention {
     }
 }
 
+/// Each queue's `QueueRetention`, gathered once while partitions are walked
+/// in key order (a queue's partitions come together).
+#[derive(Default)]
+pub struct ByQueue(Option<(u64, Option<QueueRetention>)>);
+
+impl ByQueue {
+    /// None when the queue is gone or keeps its messages for good.
+    pub fn get(&mut self, store: &Store, queue: u64) -> Option<&QueueRetention> {
+        if self.0.as_ref().is_none_or(|(q, _)| *q != queue) {
+            self.0 = Some((queue, QueueRetention::of(store, queue)));
+        }
+        self.0.as_ref().and_then(|(_, retention)| retention.as_ref())
+    }
+}
+
 /// A partition's watermarks as retention would set them at `now_us`; none
 /// when neither moves (or the partition is gone).
 pub fn watermarks(
@@ -123,12 +138,9 @@ pub fn plan_retain(
     txn_window_min_s: u64,
 ) -> Vec<Effect> {
     let mut effects = Vec::new();
-    let mut current: Option<(u64, Option<QueueRetention>)> = None;
+    let mut by_queue = ByQueue::default();
     for &(queue, partition) in partitions {
-        if current.as_ref().is_none_or(|(q, _)| *q != queue) {
-            current = Some((queue, QueueRetention::of(store, queue)));
-        }
-        let Some((_, Some(retention))) = &current else { continue };
+        let Some(retention) = by_queue.get(store, queue) else { continue };
         if let Some((log_start, txns_start)) = watermarks(store, retention, partition, now_us, txn_window_min_s) {
             overlay.move_log_start(queue, partition, log_start);
             effects.push(Effect::Retain { queue, partition, log_start, txns_start });

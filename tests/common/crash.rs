@@ -3,8 +3,9 @@
 //! restarted on the same directory, and after every restart a verifier holds
 //! the ledger against what the node stores.
 
-use super::Node;
+use super::{push_body, Node};
 use rand::{Rng, SeedableRng};
+use serde_json::Value;
 use std::collections::HashMap;
 use std::fmt::Debug;
 use std::ops::Range;
@@ -77,4 +78,18 @@ pub async fn kill_rounds<At: Send + 'static>(
     }
     let ledger = std::mem::take(&mut *ledger.lock().unwrap());
     (node, ledger)
+}
+
+/// A push from a writer racing a kill: each item's answer, or none when the
+/// node died before it answered. Any other answer fails the test.
+pub async fn push_until_killed(
+    client: &reqwest::Client,
+    url: &str,
+    items: &[(String, String, String, Value)],
+) -> Option<Vec<Value>> {
+    match client.post(url).json(&push_body(items)).send().await {
+        Ok(r) if r.status().as_u16() == 201 => r.json::<Vec<Value>>().await.ok(),
+        Ok(r) => panic!("push answered {}: {:?}", r.status(), r.text().await),
+        Err(_) => None,
+    }
 }
