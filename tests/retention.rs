@@ -68,19 +68,15 @@ async fn expired_messages_leave_the_log_and_their_files_are_freed_across_a_kill9
     let before = qlog_files(&dir);
     assert!(before["q1"].len() >= 5, "200 messages of 300 bytes roll 8 KiB files: {:?}", before["q1"]);
 
-    // Past the retention (and the seal age), the next push seals the active
-    // file, so every old message sits in a sealed file; reclaim spares a
-    // log's two newest files, and the push after it rolls one more.
+    // Past the retention and the seal age, with no write since: the idle
+    // log's active file is sealed, and every file that held its messages is
+    // unlinked, leaving only the new, empty, active file.
     tokio::time::sleep(Duration::from_millis(2500)).await;
-    push(&node, "short", 200, 29).await;
-    push(&node, "short", 229, 1).await;
-    assert!(qlog_files(&dir)["q1"].len() >= before["q1"].len() + 2, "the old active file was sealed by age");
-    let sealed_old = &before["q1"];
     let deadline = Instant::now() + Duration::from_secs(20);
     let entry = loop {
         let entry = fetch(&node, "short", 0).await;
         let files = qlog_files(&dir);
-        if entry["logStartOffset"].as_u64().unwrap() >= 200 && sealed_old.iter().all(|f| !files["q1"].contains(f)) {
+        if entry["logStartOffset"].as_u64().unwrap() >= 200 && files["q1"].len() == 1 {
             break entry;
         }
         assert!(
@@ -90,9 +86,19 @@ async fn expired_messages_leave_the_log_and_their_files_are_freed_across_a_kill9
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
     assert_eq!(entry["error"], json!("OFFSET_OUT_OF_RANGE"));
-    assert_eq!(entry["highWatermark"], json!(230));
+    assert_eq!(entry["highWatermark"], json!(200));
+    let sealed_old = &before["q1"];
+    let active = &qlog_files(&dir)["q1"][0];
+    assert!(!sealed_old.contains(active), "the idle log's active file was sealed and freed: {active:?}");
+    assert_eq!(std::fs::metadata(active).unwrap().len(), 0);
+    push(&node, "short", 200, 30).await;
     let after = qlog_files(&dir);
-    assert_eq!(after["q2"], before["q2"], "a queue without retention keeps its files");
+    assert!(
+        before["q2"].iter().all(|f| after["q2"].contains(f)),
+        "a queue without retention keeps its files: {:?}, then {:?}",
+        before["q2"],
+        after["q2"]
+    );
     // The counters move when the pass that unlinked the files ends.
     let unlinked = loop {
         let unlinked = counter(&node, "queen_qlog_files_reclaimed_total").await;

@@ -78,11 +78,12 @@ impl QueueLog {
     /// record older than `seal_age` (so that reclaim, which frees only sealed
     /// files, can reach it), and starts the next one. Called before the
     /// first record of a group commit, so the sealed file ends with the last
-    /// write already handed off.
-    pub fn roll_if_due(&mut self, segment_bytes: u64, seal_age: Duration) {
+    /// write already handed off, and for idle logs (`QlogWriter::seal_idle`).
+    /// Answers whether it rolled.
+    pub fn roll_if_due(&mut self, segment_bytes: u64, seal_age: Duration) -> bool {
         let old = self.first_record_at.is_some_and(|t| t.elapsed() >= seal_age);
         if !self.staged.is_empty() || self.end == 0 || (self.end < segment_bytes && !old) {
-            return;
+            return false;
         }
         self.first_record_at = None;
         let qidx = index_file::encode(self.end, &self.active_rows);
@@ -91,6 +92,7 @@ impl QueueLog {
         self.prepare.push(Prepare::CreateSegment(self.active_no));
         self.end = 0;
         self.active_rows.clear();
+        true
     }
 
     /// Adds one framed record, whose body `write_body` appends, to the next

@@ -2,9 +2,8 @@
 //! nothing in them that anyone still needs.
 //!
 //! A message record is dead when it ends at or below its partition's
-//! `txns_start` (or its partition is gone). A sealed file none of whose
-//! records is above the last committed store checkpoint (which a restart
-//! would replay) is then:
+//! `txns_start` (or its partition is gone). A sealed file all of whose
+//! records are below the last committed store checkpoint is then:
 //! - unlinked with its `.qidx`, when every message record in it is dead;
 //! - rewritten with only its live message records, when enough of its
 //!   message bytes are dead (any, in a log of its own; half, in a shared
@@ -12,10 +11,12 @@
 //!   made without any lock, since a sealed file is immutable, and swapped
 //!   in under the store's lock together with the locator's new positions.
 //!
-//! A log's two newest files are never touched: the active one, and the one
-//! before it, which holds the log's newest record when a crash right after
-//! a roll left the active file empty (recovery's logs-end check needs the
-//! highest index of all logs).
+//! Records above the checkpoint are replayed by a restart. The record at
+//! the checkpoint's own index is kept too: recovery's logs-end check needs
+//! the logs to reach it, and after a roll (or a crash right after one) it
+//! can sit in a sealed file with only an empty active file after it. The
+//! active file is never touched; an idle log's is sealed by age
+//! (`QlogWriter::seal_idle`).
 
 use super::durable_fs::{create_durable, sync_dir};
 use super::files::{FileTable, Location};
@@ -67,7 +68,7 @@ pub type Position = (u64, u32);
 
 /// What a sealed file holds that anyone still needs.
 enum Verdict {
-    /// A record above the checkpoint: a restart would replay it.
+    /// A record at or above the checkpoint's index (see the module's doc).
     Replayable,
     Dead,
     /// The rows (by index) of its live message records, and the frame bytes
@@ -221,10 +222,8 @@ fn sealed_files(dir: &Path) -> std::io::Result<Vec<u32>> {
         }
     }
     segments.sort_unstable();
-    // The newest file is the active one. The one before it is kept too:
-    // after a crash the active file can be empty, and then the log's newest
-    // record, which recovery's logs-end check may need, is there.
-    segments.truncate(segments.len().saturating_sub(2));
+    // The newest file is the active one.
+    segments.pop();
     Ok(segments)
 }
 
@@ -232,7 +231,7 @@ fn judge(rows: &[IndexRow], store: &Store, checkpointed: u64) -> Verdict {
     let mut live = Vec::new();
     let (mut dead_bytes, mut message_bytes) = (0, 0);
     for (i, row) in rows.iter().enumerate() {
-        if row.id.index > checkpointed {
+        if row.id.index >= checkpointed {
             return Verdict::Replayable;
         }
         let Some(span) = row.span else { continue };

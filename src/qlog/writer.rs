@@ -95,6 +95,21 @@ impl QlogWriter {
         PendingSync { writes }
     }
 
+    /// Seals the active file of every log that has had no write since it got
+    /// older than the seal age: a queue that stops receiving writes still
+    /// has its last file sealed, so that reclaim can reach it. Answers
+    /// whether any log rolled; its steps go with the next group commit.
+    pub fn seal_idle(&mut self) -> bool {
+        let mut rolled = false;
+        for (id, log) in &mut self.logs {
+            if !self.staged.contains(id) && log.roll_if_due(self.segment_bytes, self.seal_age) {
+                self.staged.insert(*id);
+                rolled = true;
+            }
+        }
+        rolled
+    }
+
     /// The log `id`, created on first use and rolled before its first record
     /// of a batch when its active file is full.
     fn open_log(&mut self, id: u64) -> &mut QueueLog {

@@ -61,8 +61,22 @@ impl OpenBatch {
         self.added.notify_one();
     }
 
-    /// The batch gathered so far, with its staged bytes, once it holds at
-    /// least one chunk; `None` once closed with nothing left.
+    /// Seals the files of idle logs (`QlogWriter::seal_idle`) in a batch of
+    /// their own, or in the one being gathered, numbered `number`: the last
+    /// chunk planned.
+    pub fn seal_idle(&self, number: u64) {
+        let mut open = self.open.lock().expect("open batch lock");
+        let Open { writer, batch, .. } = &mut *open;
+        if writer.seal_idle() {
+            batch.get_or_insert_with(|| Batch::new(number));
+            drop(open);
+            self.added.notify_one();
+        }
+    }
+
+    /// The batch gathered so far, with its staged bytes, once there is one
+    /// (a chunk was added, or idle logs were sealed); `None` once closed
+    /// with nothing left.
     pub fn take(&self) -> Option<Batch> {
         let mut open = self.open.lock().expect("open batch lock");
         loop {

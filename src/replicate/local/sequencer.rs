@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, RwLock};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 /// The most messages taken from the inbox at once.
 const MAX_CHUNK: usize = 8192;
@@ -17,6 +18,8 @@ const MAX_CHUNK: usize = 8192;
 /// to the open batch at once: a syncer that comes free mid-burst takes what
 /// is planned so far, not only once the whole burst is.
 const PLAN_CHUNK: usize = 32;
+/// How often idle logs are looked at for a file to seal by age.
+const SEAL_IDLE_EVERY: Duration = Duration::from_secs(1);
 
 pub(super) struct Sequencer {
     pub planner: Planner,
@@ -32,8 +35,18 @@ impl Sequencer {
         let mut number = 0;
         let mut last_ts = 0i64;
         let mut stop = false;
+        let mut sealed_idle = Instant::now();
         while !stop {
-            let mut inbox = vec![rx.recv().unwrap_or(Msg::Stop)];
+            if sealed_idle.elapsed() >= SEAL_IDLE_EVERY {
+                self.open.seal_idle(number);
+                sealed_idle = Instant::now();
+            }
+            let first = match rx.recv_timeout(SEAL_IDLE_EVERY) {
+                Ok(msg) => msg,
+                Err(mpsc::RecvTimeoutError::Timeout) => continue,
+                Err(mpsc::RecvTimeoutError::Disconnected) => Msg::Stop,
+            };
+            let mut inbox = vec![first];
             while inbox.len() < MAX_CHUNK {
                 match rx.try_recv() {
                     Ok(msg) => inbox.push(msg),
