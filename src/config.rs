@@ -98,9 +98,17 @@ pub struct Settings {
     pub txn_window_min_s: u64,
 
     /// An active qlog file holding a record older than this many seconds is
-    /// sealed at its next write, so reclaim can reach it.
+    /// sealed (at its next write, or within a second if its log is idle), so
+    /// reclaim can reach it.
     #[arg(long, env = "QUEEN_QLOG_SEAL_AGE_S", default_value_t = 600)]
     pub seal_age_s: u64,
+
+    /// A partition with no write for this many days (fractions allowed), no
+    /// retained message, no dead letter and no live lease is deleted; 0
+    /// keeps every partition. Partitions named by a Kafka partition number
+    /// are always kept.
+    #[arg(long, env = "PARTITION_CLEANUP_DAYS", default_value_t = 30.0, value_parser = days)]
+    pub partition_cleanup_days: f64,
 
     /// The share of a sealed file's message bytes, in percent, that must be
     /// dead before reclaim rewrites it with only its live records; unset:
@@ -175,4 +183,12 @@ pub struct Settings {
     /// Test only: append `<file> <length>` here after every fsync, for power-loss tests.
     #[arg(long, env = "QUEEN_TEST_SYNC_LEDGER")]
     pub test_sync_ledger: Option<PathBuf>,
+}
+
+/// A number of days: finite and not negative.
+fn days(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(d) if d.is_finite() && d >= 0.0 => Ok(d),
+        _ => Err(format!("{text:?} is not a number of days (0 or more)")),
+    }
 }

@@ -20,6 +20,7 @@ pub struct Metrics {
     pub checkpoints: Counter,
     /// Partitions whose retention watermarks moved.
     pub partitions_retained: Counter,
+    pub partitions_cleaned_up: Counter,
     pub qlog_files_reclaimed: Counter,
     pub qlog_files_rewritten: Counter,
     pub qlog_bytes_reclaimed: Counter,
@@ -40,6 +41,7 @@ impl Default for Metrics {
             qlog_sync_seconds: Counter::default(),
             checkpoints: Counter::default(),
             partitions_retained: Counter::default(),
+            partitions_cleaned_up: Counter::default(),
             qlog_files_reclaimed: Counter::default(),
             qlog_files_rewritten: Counter::default(),
             qlog_bytes_reclaimed: Counter::default(),
@@ -67,6 +69,11 @@ impl Default for Metrics {
             "partitions_retained",
             "Retention watermark moves, one per partition per Retain entry",
             m.partitions_retained.clone(),
+        );
+        registry.register(
+            "partitions_cleaned_up",
+            "Idle, empty partitions deleted (PARTITION_CLEANUP_DAYS)",
+            m.partitions_cleaned_up.clone(),
         );
         registry.register("qlog_files_reclaimed", "Sealed qlog files reclaim unlinked", m.qlog_files_reclaimed.clone());
         registry.register(

@@ -11,6 +11,7 @@ use crate::metrics::Metrics;
 use crate::planner::Planner;
 use crate::qlog::files::FileTable;
 use crate::qlog::layout::{Layout, LayoutError};
+use crate::qlog::retired::RetiredLogs;
 use crate::qlog::sync_ledger::SyncLedger;
 use crate::qlog::writer::QlogWriter;
 use crate::recovery::{recover, RecoveryError};
@@ -74,6 +75,8 @@ pub struct Node {
     /// The applied index of the last committed store checkpoint: reclaim
     /// keeps every file holding a record above it.
     pub checkpointed: Arc<AtomicU64>,
+    /// Deleted queues' logs the writer let go of, for reclaim to remove.
+    pub retired: Arc<RetiredLogs>,
 }
 
 impl Node {
@@ -115,12 +118,13 @@ impl Node {
 
         let metrics = Arc::new(Metrics::default());
         metrics.applied_index.set(store.applied.index as i64);
+        let retired = Arc::new(RetiredLogs::default());
         let writer = QlogWriter::new(
             qlog_root.clone(),
             layout.clone(),
             recovered.logs,
-            settings.segment_bytes,
-            Duration::from_secs(settings.seal_age_s),
+            (settings.segment_bytes, Duration::from_secs(settings.seal_age_s)),
+            retired.clone(),
         );
         // Batches planned from now on are later than anything applied.
         store.applied_us = store.applied_us.max(chrono::Utc::now().timestamp_micros());
@@ -162,6 +166,7 @@ impl Node {
             qlog_root,
             layout,
             checkpointed,
+            retired,
         })
     }
 }

@@ -1,13 +1,16 @@
 //! Retention on a running node: every `RETENTION_INTERVAL` the scanner walks
-//! the partitions of queues that have a retention, at most
-//! `QUEEN_RAFT_RETENTION_SCAN_PER_S` a second, and proposes
-//! `Command::Retain` for those whose watermarks would move; the planner
-//! decides them again (`planner/retention.rs`). Then one reclaim pass frees
-//! the qlog files, or the parts of them, nothing needs any more
+//! the partitions, at most `QUEEN_RAFT_RETENTION_SCAN_PER_S` a second, and
+//! proposes `Command::Retain` for those of queues with a retention whose
+//! watermarks would move, and `Command::CleanupPartitions` for those idle
+//! for `PARTITION_CLEANUP_DAYS` and empty; the planner decides them again
+//! (`planner/retention.rs`, `planner/cleanup.rs`). Then one reclaim pass
+//! frees the qlog files, or the parts of them, nothing needs any more
 //! (`qlog/reclaim.rs`).
 
 use crate::node::Node;
+use crate::planner::cleanup::is_idle_and_empty;
 use crate::planner::command::{Answer, Command};
+use crate::planner::overlay::Overlay;
 use crate::planner::retention::{watermarks, ByQueue};
 use crate::qlog::reclaim::{Pass, Policy, Position};
 use crate::store::{PartitionKey, Store};
@@ -19,7 +22,7 @@ pub const RETENTION_INTERVAL: Duration = Duration::from_millis(5000);
 /// Partitions judged under one hold of the store's read lock, so apply
 /// never waits long for a scan.
 const PARTITIONS_PER_LOCK: usize = 1024;
-/// Partitions one `Retain` entry carries.
+/// Partitions one `Retain` or `CleanupPartitions` entry carries.
 const PARTITIONS_PER_ENTRY: usize = 1000;
 
 pub async fn run(node: Arc<Node>) {
@@ -27,15 +30,18 @@ pub async fn run(node: Arc<Node>) {
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut scan_from: PartitionKey = (0, 0);
     let mut reclaim_from: Position = (0, 0);
+    let idle_us = (node.settings.partition_cleanup_days * 86_400e6) as i64;
+    let cleanup = (idle_us > 0).then_some(idle_us);
     loop {
         interval.tick().await;
         let mut budget = node.settings.retention_scan_per_s * RETENTION_INTERVAL.as_secs() as usize;
-        let mut due = Vec::new();
+        let mut found = Found::default();
         while budget > 0 {
             let now_us = chrono::Utc::now().timestamp_micros();
             let slice = budget.min(PARTITIONS_PER_LOCK);
             let window = node.settings.txn_window_min_s;
-            let next = scan(&node.state.read().expect("store lock"), scan_from, slice, now_us, window, &mut due);
+            let judge = (now_us, window, cleanup);
+            let next = scan(&node.state.read().expect("store lock"), scan_from, slice, judge, &mut found);
             budget -= slice;
             match next {
                 Some(key) => scan_from = key,
@@ -47,7 +53,7 @@ pub async fn run(node: Arc<Node>) {
             tokio::task::yield_now().await;
         }
         let txn_window_min_s = node.settings.txn_window_min_s;
-        for chunk in due.chunks(PARTITIONS_PER_ENTRY) {
+        for chunk in found.due.chunks(PARTITIONS_PER_ENTRY) {
             let retain = Command::Retain { partitions: chunk.to_vec(), txn_window_min_s };
             match node.replicator.propose(retain).await {
                 Ok(Answer::Retained { partitions }) => {
@@ -57,11 +63,29 @@ pub async fn run(node: Arc<Node>) {
                 Err(_) => return,
             }
         }
+        for chunk in found.idle.chunks(PARTITIONS_PER_ENTRY) {
+            let idle_us = cleanup.expect("idle partitions are found only with a cleanup age");
+            let clean = Command::CleanupPartitions { partitions: chunk.to_vec(), idle_us };
+            match node.replicator.propose(clean).await {
+                Ok(Answer::CleanedUp { partitions }) => {
+                    node.metrics.partitions_cleaned_up.inc_by(partitions as u64);
+                }
+                Ok(_) => {}
+                Err(_) => return,
+            }
+        }
         let n = node.clone();
         let checkpointed = node.checkpointed.load(Ordering::Acquire);
         let policy = Policy { shared_logs: n.layout.shards > 0, min_dead_pct: n.settings.compact_min_dead_pct };
         let pass = move || {
-            let pass = Pass { root: &n.qlog_root, files: &n.files, store: &n.state, checkpointed, policy };
+            let pass = Pass {
+                root: &n.qlog_root,
+                files: &n.files,
+                store: &n.state,
+                checkpointed,
+                policy,
+                retired: &n.retired,
+            };
             pass.run(reclaim_from)
         };
         match tokio::task::spawn_blocking(pass).await {
@@ -85,24 +109,40 @@ pub async fn run(node: Arc<Node>) {
     }
 }
 
-/// Judges up to `max` partitions from `from` on, adding those whose
-/// watermarks would move to `due`; answers where to go on, if anywhere.
+/// What one round's scan found.
+#[derive(Default)]
+struct Found {
+    /// Partitions whose retention watermarks would move.
+    due: Vec<(u64, u64)>,
+    /// Partitions idle and empty long enough to be deleted.
+    idle: Vec<(u64, u64)>,
+}
+
+/// Judges up to `max` partitions from `from` on, at `now_us`, with the
+/// hash window and the cleanup age (none: no cleanup); answers where to go
+/// on, if anywhere.
 fn scan(
     store: &Store,
     from: PartitionKey,
     max: usize,
-    now_us: i64,
-    txn_window_min_s: u64,
-    due: &mut Vec<(u64, u64)>,
+    (now_us, txn_window_min_s, cleanup_us): (i64, u64, Option<i64>),
+    found: &mut Found,
 ) -> Option<PartitionKey> {
     let mut by_queue = ByQueue::default();
+    // The scan sees applied state only; the planner judges again with what
+    // is planned and not applied yet.
+    let nothing_planned = Overlay::default();
     for (i, (&(queue, partition), _)) in store.partitions.range(from..).enumerate() {
         if i == max {
             return Some((queue, partition));
         }
+        if cleanup_us.is_some_and(|idle| is_idle_and_empty(store, &nothing_planned, (queue, partition), now_us, idle)) {
+            found.idle.push((queue, partition));
+            continue;
+        }
         let Some(retention) = by_queue.get(store, queue) else { continue };
         if watermarks(store, retention, partition, now_us, txn_window_min_s).is_some() {
-            due.push((queue, partition));
+            found.due.push((queue, partition));
         }
     }
     None

@@ -267,3 +267,73 @@ async fn a_log_whose_active_file_is_empty_keeps_the_file_before_it() {
     let node = node.restart().await;
     assert_eq!(fetch(&node, "short", 0).await["logStartOffset"], json!(10));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_partition_retention_emptied_is_deleted_and_its_name_starts_over() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    // About 2.6 s of idleness.
+    let env = [("PARTITION_CLEANUP_DAYS", "0.00003")];
+    let node = start_expiring(&dir, &env, "tmp", 1).await;
+    let push_to = |partition: &str, id: &str| json!({"items": [{"queue": "tmp", "partition": partition, "transactionId": id, "payload": {"n": id}}]});
+    for (partition, id) in [("a", "a-1"), ("0", "zero-1")] {
+        let (status, body) = node.post("/api/v1/push", &push_to(partition, id)).await;
+        assert_eq!(status, 201, "{body}");
+    }
+    let fetch_at = |partition: &str| json!({"entries": [{"queue": "tmp", "partition": partition, "offset": 0}]});
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, body) = node.post("/api/v1/fetch", &fetch_at("a")).await;
+        if body["entries"][0]["error"] == json!("UNKNOWN_TOPIC_OR_PARTITION") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "partition a was not cleaned up: {body}");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    assert!(counter(&node, "queen_partitions_cleaned_up_total").await >= 1);
+    let (_, zero) = node.post("/api/v1/fetch", &fetch_at("0")).await;
+    assert_eq!(zero["entries"][0]["error"], json!("OFFSET_OUT_OF_RANGE"), "partition 0 is kept: {zero}");
+    assert_eq!(zero["entries"][0]["logStartOffset"], json!(1));
+
+    let (status, body) = node.post("/api/v1/push", &push_to("a", "a-1")).await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(body[0]["offset"], json!(0), "a new partition a, from offset 0 (its hashes went with it): {body}");
+    let mut node = node;
+    node.kill9();
+    let node = node.restart().await;
+    let (_, body) = node.post("/api/v1/fetch", &fetch_at("a")).await;
+    assert_eq!(body["entries"][0]["records"][0]["transactionId"], json!("a-1"), "{body}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_queues_log_directory_is_removed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let node = Node::start(&dir, &[("QUEEN_RAFT_DURABLE_EVERY_MS", "100"), ("QUEEN_RAFT_SEGMENT_BYTES", "8192")]).await;
+    // "doomed" logs to q1, "kept" to q2.
+    for batch in 0..5 {
+        push(&node, "doomed", batch * 10, 10).await;
+        push(&node, "kept", batch * 10, 10).await;
+    }
+    assert!(qlog_files(&dir)["q1"].len() >= 2, "{:?}", qlog_files(&dir));
+    let deleted = node.http.delete(node.url("/api/v1/resources/queues/doomed")).send().await.unwrap();
+    assert_eq!(deleted.status(), 200);
+    // The delete's entry record is in q1; the checkpoint's own entry is
+    // kept, so a later write moves the checkpoint past it.
+    push(&node, "kept", 50, 10).await;
+
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while dir.join("qlog/q1").exists() {
+        assert!(Instant::now() < deadline, "the deleted queue's log is still there: {:?}", qlog_files(&dir)["q1"]);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    assert_eq!(node.read_all("kept", "p").await.records.len(), 60);
+    push(&node, "doomed", 0, 1).await;
+    assert!(dir.join("qlog/q3").exists(), "a queue of the same name is a new queue, with a log of its own");
+
+    let mut node = node;
+    node.kill9();
+    let node = node.restart().await;
+    assert_eq!(node.read_all("kept", "p").await.records.len(), 60);
+    assert_eq!(node.read_all("doomed", "p").await.records.len(), 1);
+}

@@ -141,6 +141,7 @@ pub fn apply(store: &mut Store, entry: &Entry, locations: &[Location]) -> bool {
                     store.set_cursor(key, row);
                 }
             }
+            Effect::DeletePartition { queue, partition } => store.remove_partition(*queue, *partition),
         }
     }
     store.applied = entry.id;

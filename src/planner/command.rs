@@ -65,6 +65,12 @@ pub enum Command {
         partitions: Vec<(u64, u64)>,
         txn_window_min_s: u64,
     },
+    /// Deletes the partitions (queue id, partition id) the scanner found
+    /// idle for `idle_us` and empty (`planner/cleanup.rs`).
+    CleanupPartitions {
+        partitions: Vec<(u64, u64)>,
+        idle_us: i64,
+    },
     /// Sends a dead-lettered message back to its groups (all of them, or
     /// the one named), to be delivered again.
     Redeliver {
@@ -230,11 +236,15 @@ pub enum Answer {
     Kv(super::kv::KvAnswer),
     /// A push refused whole: it would take a queue past its `maxSize`.
     QueueFull(super::push::QueueFull),
-    /// Expired KV rows deleted.
     /// Partitions whose retention watermarks moved.
     Retained {
         partitions: usize,
     },
+    /// Idle, empty partitions deleted.
+    CleanedUp {
+        partitions: usize,
+    },
+    /// Expired KV rows deleted.
     Swept {
         rows: usize,
     },

@@ -135,20 +135,28 @@ pub enum Effect {
         log_start: u64,
         txns_start: u64,
     },
+    /// An idle, empty partition deleted with its cursors
+    /// (`planner/cleanup.rs`).
+    DeletePartition {
+        queue: u64,
+        partition: u64,
+    },
 }
 
 impl Effect {
     /// The queue whose log holds the effect's entry record; 0, the system
-    /// log's, for KV, timer and retention effects.
+    /// log's, for KV, timer, retention and cleanup effects.
     pub fn queue(&self) -> u64 {
         match self {
-            // Retention changes rows only; in the system log, a round that
-            // moves a thousand queues' watermarks syncs one file, not a thousand.
+            // Retention and cleanup change rows only; in the system log, a
+            // round that moves a thousand queues' watermarks syncs one file,
+            // not a thousand.
             Effect::KvPut { .. }
             | Effect::KvDelete { .. }
             | Effect::TimerSet { .. }
             | Effect::TimerDelete { .. }
-            | Effect::Retain { .. } => 0,
+            | Effect::Retain { .. }
+            | Effect::DeletePartition { .. } => 0,
             Effect::CreateQueue { id, .. } | Effect::ConfigureQueue { id, .. } | Effect::DeleteQueue { id } => *id,
             Effect::CreatePartition { queue, .. }
             | Effect::Append { queue, .. }

@@ -3,6 +3,7 @@
 //! becomes one entry of deterministic effects.
 
 pub mod apply;
+pub mod cleanup;
 pub mod command;
 pub mod consume;
 pub mod cursor;
@@ -143,6 +144,11 @@ impl Planner {
                 let effects = retention::plan_retain(store, overlay, &partitions, timestamp_us, txn_window_min_s);
                 let partitions = effects.len();
                 (effects, vec![], Answer::Retained { partitions })
+            }
+            Command::CleanupPartitions { partitions, idle_us } => {
+                let effects = cleanup::plan_cleanup(store, overlay, &partitions, timestamp_us, idle_us);
+                let partitions = effects.len();
+                (effects, vec![], Answer::CleanedUp { partitions })
             }
             Command::Redeliver { queue, partition, offset, group } => {
                 let effects = groups::plan_redeliver(store, overlay, (queue, partition, offset), group.as_deref());

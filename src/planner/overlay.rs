@@ -99,6 +99,8 @@ pub struct Overlay {
     /// Queue options (JSON) set by unapplied batches.
     options: Layer<u64, String>,
     partitions: Layer<(u64, String), u64>,
+    /// Partitions deleted by unapplied batches (`planner/cleanup.rs`).
+    deleted_partitions: Layer<(u64, u64), ()>,
     next_offsets: Layer<(u64, u64), u64>,
     /// Log starts that unapplied retention moved.
     log_starts: Layer<(u64, u64), u64>,
@@ -136,6 +138,7 @@ impl Overlay {
         self.deleted.forget_through(applied);
         self.options.forget_through(applied);
         self.partitions.forget_through(applied);
+        self.deleted_partitions.forget_through(applied);
         self.next_offsets.forget_through(applied);
         self.log_starts.forget_through(applied);
         self.dedup.forget_through(applied);
@@ -211,7 +214,31 @@ impl Overlay {
         if self.is_deleted(queue) {
             return None;
         }
-        self.partitions.get(&(queue, name.to_string())).copied().or_else(|| store.partition_id(queue, name))
+        self.partitions
+            .get(&(queue, name.to_string()))
+            .copied()
+            .or_else(|| store.partition_id(queue, name).filter(|p| self.deleted_partitions.get(&(queue, *p)).is_none()))
+    }
+
+    /// Whether the partition exists once the batches planned so far apply.
+    pub fn partition_exists(&self, store: &Store, queue: u64, partition: u64) -> bool {
+        !self.is_deleted(queue)
+            && self.deleted_partitions.get(&(queue, partition)).is_none()
+            && (store.partition(queue, partition).is_some() || self.next_offsets.get(&(queue, partition)).is_some())
+    }
+
+    /// Records that the batch being planned deletes the partition.
+    pub fn delete_partition(&mut self, queue: u64, partition: u64) {
+        self.deleted_partitions.insert(self.batch, (queue, partition), ());
+    }
+
+    /// Whether an unapplied batch changed anything of the partition, or of
+    /// its queue: its offsets, a cursor on it, its existence.
+    pub fn touches_partition(&self, queue: u64, partition: u64) -> bool {
+        self.is_deleted(queue)
+            || self.next_offsets.get(&(queue, partition)).is_some()
+            || self.deleted_partitions.get(&(queue, partition)).is_some()
+            || self.cursors.iter().any(|((q, p, _), _)| (*q, *p) == (queue, partition))
     }
 
     pub fn create_partition(&mut self, store: &Store, queue: u64, name: &str) -> u64 {
@@ -243,7 +270,8 @@ impl Overlay {
     /// The queue's partition ids: the store's, then those unapplied batches created.
     fn partitions_of<'a>(&'a self, store: &'a Store, queue: u64) -> impl Iterator<Item = u64> + 'a {
         let created = self.partitions.iter().filter(move |((q, _), _)| *q == queue).map(|(_, p)| *p);
-        store.partitions.range((queue, 0)..=(queue, u64::MAX)).map(|((_, p), _)| *p).chain(created)
+        let stored = store.partitions.range((queue, 0)..=(queue, u64::MAX)).map(|((_, p), _)| *p);
+        stored.filter(move |p| self.deleted_partitions.get(&(queue, *p)).is_none()).chain(created)
     }
 
     /// Every partition of the queue with its next offset, as the batches

@@ -42,6 +42,9 @@ pub fn plan_grow(store: &Store, overlay: &mut Overlay, queue: &str, total: u32) 
 pub fn plan_commits(store: &Store, overlay: &mut Overlay, commits: Vec<CursorCommit>) -> Vec<Effect> {
     let mut effects = Vec::new();
     for c in commits {
+        if !overlay.partition_exists(store, c.queue, c.partition) {
+            continue;
+        }
         let key = (c.queue, c.partition, c.group.clone());
         // Retention took everything below the log start: a cursor never points there.
         let offset = c.offset.max(overlay.log_start(store, c.queue, c.partition));

@@ -12,6 +12,7 @@ pub mod pending_sync;
 pub mod queue_log;
 pub mod reclaim;
 pub mod record;
+pub mod retired;
 pub mod segment;
 pub mod sync_ledger;
 pub mod writer;

@@ -16,12 +16,15 @@
 //! the logs to reach it, and after a roll (or a crash right after one) it
 //! can sit in a sealed file with only an empty active file after it. The
 //! active file is never touched; an idle log's is sealed by age
-//! (`QlogWriter::seal_idle`).
+//! (`QlogWriter::seal_idle`). The exception is a retired log, a deleted
+//! queue's that the writer let go of (`QlogWriter::retire`): once none of
+//! its records is at or above the checkpoint, its whole directory goes.
 
 use super::durable_fs::{create_durable, sync_dir};
 use super::files::{FileTable, Location};
 use super::index_file;
 use super::record::{read_frame, Frame, RecordKind};
+use super::retired::RetiredLogs;
 use super::segment::{index_path, scan, segment_number, segment_path, IndexRow};
 use crate::store::Store;
 use std::fs::File;
@@ -88,6 +91,7 @@ pub struct Pass<'a> {
     /// The applied index of the last committed checkpoint.
     pub checkpointed: u64,
     pub policy: Policy,
+    pub retired: &'a RetiredLogs,
 }
 
 /// What a pass did with one file.
@@ -118,6 +122,20 @@ impl Pass<'_> {
         let mut may_rewrite = true;
         for log in logs {
             let dir = self.root.join(format!("q{log}"));
+            if self.retired.settled(log) {
+                examined += 1;
+                match self.remove_retired(&dir, log) {
+                    Ok(Some(gone)) => {
+                        freed.files += gone.files;
+                        freed.bytes += gone.bytes;
+                    }
+                    Ok(None) => {}
+                    Err(e) => {
+                        tracing::warn!(dir = %dir.display(), error = %e, "reclaim could not remove a deleted queue's log")
+                    }
+                }
+                continue;
+            }
             let segments = match sealed_files(&dir) {
                 Ok(segments) => segments,
                 Err(e) => {
@@ -166,13 +184,54 @@ impl Pass<'_> {
         Ok((freed, (0, 0)))
     }
 
-    fn file(&self, dir: &Path, log: u64, no: u32, may_rewrite: bool) -> std::io::Result<Outcome> {
-        let path = segment_path(dir, no);
-        let len = std::fs::metadata(&path)?.len();
+    /// Removes a retired log's directory, every file in it, once none of
+    /// them holds a record at or above the checkpoint; answers what it freed,
+    /// or `None` while it must wait. Each file's `.qidx` goes before the
+    /// file, so a crash leaves whole files (a missing index is rebuilt) or
+    /// an empty directory, which boot removes.
+    fn remove_retired(&self, dir: &Path, log: u64) -> std::io::Result<Option<Freed>> {
+        let mut segments = Vec::new();
+        for dirent in std::fs::read_dir(dir)? {
+            if let Some(no) = segment_number(&dirent?.file_name().to_string_lossy()) {
+                segments.push(no);
+            }
+        }
+        let mut gone = Freed::default();
+        for &no in &segments {
+            let (rows, len) = self.rows(dir, no)?;
+            if !matches!(judge(&rows, &self.store.read().expect("store lock"), self.checkpointed), Verdict::Dead) {
+                return Ok(None);
+            }
+            gone.files += 1;
+            gone.bytes += len;
+        }
+        for no in segments {
+            self.files.remove(log, no);
+            match std::fs::remove_file(index_path(dir, no)) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
+            std::fs::remove_file(segment_path(dir, no))?;
+        }
+        std::fs::remove_dir(dir)?;
+        sync_dir(self.root)?;
+        self.retired.removed(log);
+        Ok(Some(gone))
+    }
+
+    /// A file's index rows (from its `.qidx`, or a scan) and its length.
+    fn rows(&self, dir: &Path, no: u32) -> std::io::Result<(Vec<IndexRow>, u64)> {
+        let len = std::fs::metadata(segment_path(dir, no))?.len();
         let rows = match index_file::load(&index_path(dir, no), len) {
             Some(rows) => rows,
             None => rebuild_index(dir, no)?,
         };
+        Ok((rows, len))
+    }
+
+    fn file(&self, dir: &Path, log: u64, no: u32, may_rewrite: bool) -> std::io::Result<Outcome> {
+        let path = segment_path(dir, no);
+        let (rows, len) = self.rows(dir, no)?;
         let verdict = judge(&rows, &self.store.read().expect("store lock"), self.checkpointed);
         match verdict {
             Verdict::Replayable => Ok(Outcome::Kept),

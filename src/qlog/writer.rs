@@ -9,9 +9,11 @@ use super::layout::{Layout, SYSTEM_LOG};
 use super::message_record::MessageRecord;
 use super::pending_sync::PendingSync;
 use super::queue_log::QueueLog;
+use super::retired::RetiredLogs;
 use crate::log_id::LogId;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// One entry as the writer receives it.
@@ -32,12 +34,20 @@ pub struct QlogWriter {
     staged: BTreeSet<u64>,
     segment_bytes: u64,
     seal_age: Duration,
+    /// Where retired logs are handed to reclaim.
+    retired: Arc<RetiredLogs>,
 }
 
 impl QlogWriter {
-    pub fn new(root: PathBuf, layout: Layout, logs: Vec<QueueLog>, segment_bytes: u64, seal_age: Duration) -> Self {
+    pub fn new(
+        root: PathBuf,
+        layout: Layout,
+        logs: Vec<QueueLog>,
+        (segment_bytes, seal_age): (u64, Duration),
+        retired: Arc<RetiredLogs>,
+    ) -> Self {
         let logs = logs.into_iter().map(|l| (l.id, l)).collect();
-        Self { root, layout, logs, staged: BTreeSet::new(), segment_bytes, seal_age }
+        Self { root, layout, logs, staged: BTreeSet::new(), segment_bytes, seal_age, retired }
     }
 
     pub fn layout(&self) -> &Layout {
@@ -93,6 +103,24 @@ impl QlogWriter {
             .map(|id| logs.get_mut(&id).expect("a staged log is open").take_write())
             .collect();
         PendingSync { writes }
+    }
+
+    /// Lets go of the logs of deleted queues (`deleted(queue id)`), in a
+    /// layout of one log per queue, and hands them to reclaim, which removes
+    /// their directories. A deleted queue's id is never used again, and the
+    /// planner writes nothing that names it, so no entry reaches those logs
+    /// again.
+    pub fn retire(&mut self, deleted: impl Fn(u64) -> bool) {
+        if self.layout.shards > 0 {
+            return;
+        }
+        let staged = &self.staged;
+        let gone: Vec<u64> =
+            self.logs.keys().copied().filter(|id| *id != SYSTEM_LOG && !staged.contains(id) && deleted(*id)).collect();
+        for id in gone {
+            self.logs.remove(&id);
+            self.retired.add(id);
+        }
     }
 
     /// Seals the active file of every log that has had no write since it got

@@ -328,8 +328,6 @@ impl Store {
         self.cursors.range((queue, partition, String::new())..(queue, partition + 1, String::new()))
     }
 
-    /// Removes a queue and every row that belongs to it. Its messages stay in
-    /// the qlog until reclaim frees their files.
     fn set_traits(&mut self, queue: u64, options: &str) {
         let parsed = QueueOptions::parse(options);
         let traits = QueueTraits {
@@ -350,6 +348,8 @@ impl Store {
         self.traits.get(&queue).copied().unwrap_or_default()
     }
 
+    /// Removes a queue and every row that belongs to it. Its messages stay in
+    /// the qlog until reclaim frees their files.
     pub fn remove_queue(&mut self, id: u64) {
         self.traits.remove(&id);
         let Some(name) = self.queue_names.remove(&id) else {
@@ -357,24 +357,46 @@ impl Store {
         };
         self.queues.remove(&name);
         let partitions: Vec<PartitionKey> = self.partitions.range((id, 0)..=(id, u64::MAX)).map(|(k, _)| *k).collect();
-        for key in partitions {
-            if let Some(row) = self.partitions.remove(&key) {
-                self.partition_ids.remove(&(id, row.name));
-            }
-            self.locator.remove(key.0, key.1);
-            self.dedup.remove_partition(key.0, key.1);
+        for (queue, partition) in partitions {
+            self.remove_partition(queue, partition);
         }
-        let cursors: Vec<CursorKey> = self.cursors.iter().filter(|(k, _)| k.0 == id).map(|(k, _)| k.clone()).collect();
+        // Cursors and dead letters of partitions the queue no longer has.
+        self.remove_cursors_and_dead_letters((id, 0), (id + 1, 0));
+        let groups: Vec<(u64, String)> =
+            self.groups.range((id, String::new())..(id + 1, String::new())).map(|(k, _)| k.clone()).collect();
+        for key in groups {
+            self.groups.remove(&key);
+        }
+    }
+
+    /// Removes a partition with everything kept of it: its locator spans,
+    /// dedup rows, cursors (and their leases) and dead letters.
+    pub fn remove_partition(&mut self, queue: u64, partition: u64) {
+        if let Some(row) = self.partitions.remove(&(queue, partition)) {
+            self.partition_ids.remove(&(queue, row.name));
+        }
+        self.locator.remove(queue, partition);
+        self.dedup.remove_partition(queue, partition);
+        self.remove_cursors_and_dead_letters((queue, partition), (queue, partition + 1));
+    }
+
+    /// The cursors and dead letters of the partitions from `from` up to,
+    /// not including, `to`.
+    fn remove_cursors_and_dead_letters(&mut self, from: PartitionKey, to: PartitionKey) {
+        let cursors: Vec<CursorKey> = self
+            .cursors
+            .range((from.0, from.1, String::new())..(to.0, to.1, String::new()))
+            .map(|(k, _)| k.clone())
+            .collect();
         for key in cursors {
             self.set_cursor(key.clone(), CursorRow::default());
             self.cursors.remove(&key);
         }
-        let groups: Vec<(u64, String)> =
-            self.groups.iter().filter(|(k, _)| k.0 == id).map(|(k, _)| k.clone()).collect();
-        for key in groups {
-            self.groups.remove(&key);
-        }
-        let dlq: Vec<DlqKey> = self.dlq.iter().filter(|(k, _)| k.0 == id).map(|(k, _)| k.clone()).collect();
+        let dlq: Vec<DlqKey> = self
+            .dlq
+            .range((from.0, from.1, String::new(), 0)..(to.0, to.1, String::new(), 0))
+            .map(|(k, _)| k.clone())
+            .collect();
         for key in dlq {
             self.dlq.remove(&key);
         }

@@ -61,12 +61,14 @@ impl OpenBatch {
         self.added.notify_one();
     }
 
-    /// Seals the files of idle logs (`QlogWriter::seal_idle`) in a batch of
+    /// Lets go of the logs of deleted queues (`QlogWriter::retire`), and
+    /// seals the files of idle logs (`QlogWriter::seal_idle`) in a batch of
     /// their own, or in the one being gathered, numbered `number`: the last
     /// chunk planned.
-    pub fn seal_idle(&self, number: u64) {
+    pub fn tend_idle(&self, number: u64, deleted: impl Fn(u64) -> bool) {
         let mut open = self.open.lock().expect("open batch lock");
         let Open { writer, batch, .. } = &mut *open;
+        writer.retire(deleted);
         if writer.seal_idle() {
             batch.get_or_insert_with(|| Batch::new(number));
             drop(open);

@@ -18,8 +18,9 @@ const MAX_CHUNK: usize = 8192;
 /// to the open batch at once: a syncer that comes free mid-burst takes what
 /// is planned so far, not only once the whole burst is.
 const PLAN_CHUNK: usize = 32;
-/// How often idle logs are looked at for a file to seal by age.
-const SEAL_IDLE_EVERY: Duration = Duration::from_secs(1);
+/// How often idle logs are looked at for a file to seal by age, and for
+/// the logs of deleted queues to let go of.
+const TEND_IDLE_EVERY: Duration = Duration::from_secs(1);
 
 pub(super) struct Sequencer {
     pub planner: Planner,
@@ -35,13 +36,18 @@ impl Sequencer {
         let mut number = 0;
         let mut last_ts = 0i64;
         let mut stop = false;
-        let mut sealed_idle = Instant::now();
+        let mut tended_idle = Instant::now();
         while !stop {
-            if sealed_idle.elapsed() >= SEAL_IDLE_EVERY {
-                self.open.seal_idle(number);
-                sealed_idle = Instant::now();
+            if tended_idle.elapsed() >= TEND_IDLE_EVERY {
+                let store = self.state.read().expect("store lock");
+                // A queue id below the next one and unknown to the store was
+                // deleted; one planned and not applied yet is not below it.
+                let deleted = |queue| queue < store.next_queue_id && store.queue_name(queue).is_none();
+                self.open.tend_idle(number, deleted);
+                drop(store);
+                tended_idle = Instant::now();
             }
-            let first = match rx.recv_timeout(SEAL_IDLE_EVERY) {
+            let first = match rx.recv_timeout(TEND_IDLE_EVERY) {
                 Ok(msg) => msg,
                 Err(mpsc::RecvTimeoutError::Timeout) => continue,
                 Err(mpsc::RecvTimeoutError::Disconnected) => Msg::Stop,
