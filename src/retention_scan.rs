@@ -8,11 +8,10 @@
 //! (`qlog/reclaim.rs`).
 
 use crate::node::Node;
-use crate::planner::cleanup::is_idle_and_empty;
+use crate::planner::cleanup::{is_idle_and_empty, NumberedQueues};
 use crate::planner::command::{Answer, Command};
-use crate::planner::overlay::Overlay;
 use crate::planner::retention::{watermarks, ByQueue};
-use crate::qlog::reclaim::{Pass, Policy, Position};
+use crate::qlog::reclaim::{Freed, Pass, Policy, Position};
 use crate::store::{PartitionKey, Store};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -91,7 +90,7 @@ pub async fn run(node: Arc<Node>) {
         match tokio::task::spawn_blocking(pass).await {
             Ok(Ok((freed, next))) => {
                 reclaim_from = next;
-                if freed.bytes > 0 {
+                if freed != Freed::default() {
                     node.metrics.qlog_files_reclaimed.inc_by(freed.files);
                     node.metrics.qlog_files_rewritten.inc_by(freed.rewritten);
                     node.metrics.qlog_bytes_reclaimed.inc_by(freed.bytes);
@@ -129,14 +128,13 @@ fn scan(
     found: &mut Found,
 ) -> Option<PartitionKey> {
     let mut by_queue = ByQueue::default();
-    // The scan sees applied state only; the planner judges again with what
-    // is planned and not applied yet.
-    let nothing_planned = Overlay::default();
+    let mut numbered = NumberedQueues::default();
     for (i, (&(queue, partition), _)) in store.partitions.range(from..).enumerate() {
         if i == max {
             return Some((queue, partition));
         }
-        if cleanup_us.is_some_and(|idle| is_idle_and_empty(store, &nothing_planned, (queue, partition), now_us, idle)) {
+        let key = (queue, partition);
+        if cleanup_us.is_some_and(|idle| is_idle_and_empty(store, key, (now_us, idle), &mut numbered)) {
             found.idle.push((queue, partition));
             continue;
         }

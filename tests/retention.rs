@@ -275,15 +275,20 @@ async fn an_idle_partition_retention_emptied_is_deleted_and_its_name_starts_over
     // About 2.6 s of idleness.
     let env = [("PARTITION_CLEANUP_DAYS", "0.00003")];
     let node = start_expiring(&dir, &env, "tmp", 1).await;
-    let push_to = |partition: &str, id: &str| json!({"items": [{"queue": "tmp", "partition": partition, "transactionId": id, "payload": {"n": id}}]});
-    for (partition, id) in [("a", "a-1"), ("0", "zero-1")] {
-        let (status, body) = node.post("/api/v1/push", &push_to(partition, id)).await;
+    let options = json!({"queue": "topic", "options": {"retentionSeconds": 1}});
+    assert_eq!(node.post("/api/v1/configure", &options).await.0, 200);
+    let push_to = |queue: &str, partition: &str, id: &str| json!({"items": [{"queue": queue, "partition": partition, "transactionId": id, "payload": {"n": id}}]});
+    // "topic" has a partition named by a Kafka number: none of its
+    // partitions is ever cleaned up.
+    for (queue, partition) in [("tmp", "a"), ("topic", "0"), ("topic", "b")] {
+        let (status, body) = node.post("/api/v1/push", &push_to(queue, partition, partition)).await;
         assert_eq!(status, 201, "{body}");
     }
-    let fetch_at = |partition: &str| json!({"entries": [{"queue": "tmp", "partition": partition, "offset": 0}]});
+    let fetch_at =
+        |queue: &str, partition: &str| json!({"entries": [{"queue": queue, "partition": partition, "offset": 0}]});
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let (_, body) = node.post("/api/v1/fetch", &fetch_at("a")).await;
+        let (_, body) = node.post("/api/v1/fetch", &fetch_at("tmp", "a")).await;
         if body["entries"][0]["error"] == json!("UNKNOWN_TOPIC_OR_PARTITION") {
             break;
         }
@@ -291,18 +296,21 @@ async fn an_idle_partition_retention_emptied_is_deleted_and_its_name_starts_over
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
     assert!(counter(&node, "queen_partitions_cleaned_up_total").await >= 1);
-    let (_, zero) = node.post("/api/v1/fetch", &fetch_at("0")).await;
-    assert_eq!(zero["entries"][0]["error"], json!("OFFSET_OUT_OF_RANGE"), "partition 0 is kept: {zero}");
-    assert_eq!(zero["entries"][0]["logStartOffset"], json!(1));
+    for partition in ["0", "b"] {
+        let (_, kept) = node.post("/api/v1/fetch", &fetch_at("topic", partition)).await;
+        let entry = &kept["entries"][0];
+        assert_eq!(entry["error"], json!("OFFSET_OUT_OF_RANGE"), "partition {partition} is kept: {kept}");
+        assert_eq!(entry["logStartOffset"], json!(1), "{kept}");
+    }
 
-    let (status, body) = node.post("/api/v1/push", &push_to("a", "a-1")).await;
+    let (status, body) = node.post("/api/v1/push", &push_to("tmp", "a", "a")).await;
     assert_eq!(status, 201, "{body}");
     assert_eq!(body[0]["offset"], json!(0), "a new partition a, from offset 0 (its hashes went with it): {body}");
     let mut node = node;
     node.kill9();
     let node = node.restart().await;
-    let (_, body) = node.post("/api/v1/fetch", &fetch_at("a")).await;
-    assert_eq!(body["entries"][0]["records"][0]["transactionId"], json!("a-1"), "{body}");
+    let (_, body) = node.post("/api/v1/fetch", &fetch_at("tmp", "a")).await;
+    assert_eq!(body["entries"][0]["records"][0]["transactionId"], json!("a"), "{body}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -316,6 +324,10 @@ async fn a_deleted_queues_log_directory_is_removed() {
         push(&node, "kept", batch * 10, 10).await;
     }
     assert!(qlog_files(&dir)["q1"].len() >= 2, "{:?}", qlog_files(&dir));
+    // What crashes can leave in a log directory: an index whose file an
+    // unlink removed, a rewrite's copy.
+    std::fs::write(dir.join("qlog/q1/r00000777.qidx"), b"stale").unwrap();
+    std::fs::write(dir.join("qlog/q1/r00000001.qlog.rewrite"), b"partial").unwrap();
     let deleted = node.http.delete(node.url("/api/v1/resources/queues/doomed")).send().await.unwrap();
     assert_eq!(deleted.status(), 200);
     // The delete's entry record is in q1; the checkpoint's own entry is
@@ -331,9 +343,14 @@ async fn a_deleted_queues_log_directory_is_removed() {
     push(&node, "doomed", 0, 1).await;
     assert!(dir.join("qlog/q3").exists(), "a queue of the same name is a new queue, with a log of its own");
 
+    // A directory a crash left without a qlog file, leftovers in it, is
+    // removed at boot.
+    std::fs::create_dir(dir.join("qlog/q9")).unwrap();
+    std::fs::write(dir.join("qlog/q9/r00000001.qidx"), b"stale").unwrap();
     let mut node = node;
     node.kill9();
     let node = node.restart().await;
+    assert!(!dir.join("qlog/q9").exists());
     assert_eq!(node.read_all("kept", "p").await.records.len(), 60);
     assert_eq!(node.read_all("doomed", "p").await.records.len(), 1);
 }

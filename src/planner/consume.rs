@@ -56,6 +56,9 @@ pub fn plan_pop(
     let mut claims = Vec::new();
     let mut budget = req.batch.max(1);
     for (queue, queue_name) in pop_queues(store, req) {
+        if overlay.is_deleted(queue) {
+            continue;
+        }
         let options = store.queues.get(&queue_name).map(|r| QueueOptions::parse(&r.options));
         let Some(options) = options else { continue };
         let (from_us, conflate) = match overlay.group(store, queue, &req.group) {
@@ -77,6 +80,7 @@ pub fn plan_pop(
             Some(name) => store.partition_id(queue, name).into_iter().collect(),
             None => store.partitions.range((queue, 0)..=(queue, u64::MAX)).map(|((_, p), _)| *p).collect(),
         };
+        partitions.retain(|p| !overlay.is_partition_deleted(queue, *p));
         if !partitions.is_empty() {
             let by = (rotation % partitions.len() as u64) as usize;
             partitions.rotate_left(by);

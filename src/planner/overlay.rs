@@ -9,7 +9,7 @@ use crate::store::rows::{CursorRow, GroupRow, KvRow, TimerRow};
 use crate::store::{CursorKey, Store};
 use std::borrow::Borrow;
 // Consulted and updated for every planned command: foldhash, not SipHash.
-use foldhash::{HashMap, HashMapExt};
+use foldhash::{HashMap, HashMapExt, HashSet};
 use std::hash::Hash;
 
 /// Decisions keyed by `K`, each stamped with the batch that made it.
@@ -217,13 +217,17 @@ impl Overlay {
         self.partitions
             .get(&(queue, name.to_string()))
             .copied()
-            .or_else(|| store.partition_id(queue, name).filter(|p| self.deleted_partitions.get(&(queue, *p)).is_none()))
+            .or_else(|| store.partition_id(queue, name).filter(|p| !self.is_partition_deleted(queue, *p)))
+    }
+
+    /// Whether an unapplied batch deletes the partition, or its queue.
+    pub fn is_partition_deleted(&self, queue: u64, partition: u64) -> bool {
+        self.is_deleted(queue) || self.deleted_partitions.get(&(queue, partition)).is_some()
     }
 
     /// Whether the partition exists once the batches planned so far apply.
     pub fn partition_exists(&self, store: &Store, queue: u64, partition: u64) -> bool {
-        !self.is_deleted(queue)
-            && self.deleted_partitions.get(&(queue, partition)).is_none()
+        !self.is_partition_deleted(queue, partition)
             && (store.partition(queue, partition).is_some() || self.next_offsets.get(&(queue, partition)).is_some())
     }
 
@@ -232,13 +236,13 @@ impl Overlay {
         self.deleted_partitions.insert(self.batch, (queue, partition), ());
     }
 
-    /// Whether an unapplied batch changed anything of the partition, or of
-    /// its queue: its offsets, a cursor on it, its existence.
-    pub fn touches_partition(&self, queue: u64, partition: u64) -> bool {
-        self.is_deleted(queue)
-            || self.next_offsets.get(&(queue, partition)).is_some()
-            || self.deleted_partitions.get(&(queue, partition)).is_some()
-            || self.cursors.iter().any(|((q, p, _), _)| (*q, *p) == (queue, partition))
+    /// The partitions unapplied batches changed: their offsets, a cursor on
+    /// them, their existence.
+    pub fn touched_partitions(&self) -> HashSet<(u64, u64)> {
+        let offsets = self.next_offsets.iter().map(|(k, _)| *k);
+        let deleted = self.deleted_partitions.iter().map(|(k, _)| *k);
+        let cursors = self.cursors.iter().map(|((q, p, _), _)| (*q, *p));
+        offsets.chain(deleted).chain(cursors).collect()
     }
 
     pub fn create_partition(&mut self, store: &Store, queue: u64, name: &str) -> u64 {
@@ -306,7 +310,7 @@ impl Overlay {
 
     /// The cursor as the batch left it, if the group has one.
     pub fn cursor(&self, store: &Store, key: &CursorKey) -> Option<CursorRow> {
-        if self.is_deleted(key.0) {
+        if self.is_partition_deleted(key.0, key.1) {
             return None;
         }
         self.cursors.row(key, || store.cursors.get(key).cloned())

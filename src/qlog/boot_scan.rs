@@ -5,6 +5,7 @@
 
 use super::index_file;
 use super::queue_log::log_dir;
+use super::reclaim::remove_log_dir;
 use super::record::{read_frame, Frame};
 use super::segment::{index_path, scan, segment_number, segment_path, Damage, IndexRow};
 use std::path::{Path, PathBuf};
@@ -55,10 +56,11 @@ pub fn scan_logs(root: &Path) -> Result<Vec<LogScan>, BootScanError> {
         let name = dirent.file_name().to_string_lossy().into_owned();
         let id = name.strip_prefix('q').and_then(|n| n.parse::<u64>().ok());
         let id = id.ok_or_else(|| BootScanError::StrayLogDir { path: dirent.path() })?;
-        // A crash between creating a log's directory and its first file leaves
-        // it empty: that log never held a record.
+        // A crash between creating a log's directory and its first file, or
+        // while reclaim removed a deleted queue's log, leaves a directory with
+        // no qlog file: nothing in it is needed.
         if !has_segment(&dirent.path()).map_err(io(&dirent.path()))? {
-            std::fs::remove_dir(dirent.path()).map_err(io(&dirent.path()))?;
+            remove_log_dir(&dirent.path()).map_err(io(&dirent.path()))?;
             continue;
         }
         ids.push(id);

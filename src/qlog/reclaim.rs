@@ -123,13 +123,16 @@ impl Pass<'_> {
         for log in logs {
             let dir = self.root.join(format!("q{log}"));
             if self.retired.settled(log) {
-                examined += 1;
+                if examined >= FILES_PER_PASS || started.elapsed() >= PASS_BUDGET {
+                    // The next pass starts with this log.
+                    return Ok((freed, (log - 1, u32::MAX)));
+                }
                 match self.remove_retired(&dir, log) {
-                    Ok(Some(gone)) => {
+                    Ok((files, gone)) => {
+                        examined += files;
                         freed.files += gone.files;
                         freed.bytes += gone.bytes;
                     }
-                    Ok(None) => {}
                     Err(e) => {
                         tracing::warn!(dir = %dir.display(), error = %e, "reclaim could not remove a deleted queue's log")
                     }
@@ -146,7 +149,7 @@ impl Pass<'_> {
             let mut changed = false;
             let mut stop = None;
             for no in segments.into_iter().filter(|no| (log, *no) > resume) {
-                if examined == FILES_PER_PASS || started.elapsed() >= PASS_BUDGET {
+                if examined >= FILES_PER_PASS || started.elapsed() >= PASS_BUDGET {
                     stop = Some((log, no - 1));
                     break;
                 }
@@ -184,12 +187,14 @@ impl Pass<'_> {
         Ok((freed, (0, 0)))
     }
 
-    /// Removes a retired log's directory, every file in it, once none of
-    /// them holds a record at or above the checkpoint; answers what it freed,
-    /// or `None` while it must wait. Each file's `.qidx` goes before the
-    /// file, so a crash leaves whole files (a missing index is rebuilt) or
-    /// an empty directory, which boot removes.
-    fn remove_retired(&self, dir: &Path, log: u64) -> std::io::Result<Option<Freed>> {
+    /// Removes a retired log's directory and everything in it, once none of
+    /// its files holds a record at or above the checkpoint; answers how many
+    /// files it examined and what it freed (nothing while it must wait).
+    /// Each file's `.qidx` goes before the file, then whatever else is left
+    /// (an index without its file, a rewrite's copy), so a crash leaves whole
+    /// files (a missing index is rebuilt) or a directory without one, which
+    /// boot removes.
+    fn remove_retired(&self, dir: &Path, log: u64) -> std::io::Result<(usize, Freed)> {
         let mut segments = Vec::new();
         for dirent in std::fs::read_dir(dir)? {
             if let Some(no) = segment_number(&dirent?.file_name().to_string_lossy()) {
@@ -197,26 +202,23 @@ impl Pass<'_> {
             }
         }
         let mut gone = Freed::default();
-        for &no in &segments {
+        for (examined, &no) in segments.iter().enumerate() {
             let (rows, len) = self.rows(dir, no)?;
             if !matches!(judge(&rows, &self.store.read().expect("store lock"), self.checkpointed), Verdict::Dead) {
-                return Ok(None);
+                return Ok((examined + 1, Freed::default()));
             }
             gone.files += 1;
             gone.bytes += len;
         }
-        for no in segments {
+        for &no in &segments {
             self.files.remove(log, no);
-            match std::fs::remove_file(index_path(dir, no)) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
-                _ => {}
-            }
+            remove_if_there(&index_path(dir, no))?;
             std::fs::remove_file(segment_path(dir, no))?;
         }
-        std::fs::remove_dir(dir)?;
-        sync_dir(self.root)?;
+        remove_log_dir(dir)?;
         self.retired.removed(log);
-        Ok(Some(gone))
+        sync_dir(self.root)?;
+        Ok((segments.len(), gone))
     }
 
     /// A file's index rows (from its `.qidx`, or a scan) and its length.
@@ -237,8 +239,10 @@ impl Pass<'_> {
             Verdict::Replayable => Ok(Outcome::Kept),
             Verdict::Dead => {
                 self.files.remove(log, no);
+                // The index first: a crash between the two leaves a file
+                // whose index is rebuilt, never an index without its file.
+                remove_if_there(&index_path(dir, no))?;
                 std::fs::remove_file(&path)?;
-                std::fs::remove_file(index_path(dir, no))?;
                 Ok(Outcome::Unlinked { bytes: len })
             }
             Verdict::Live { live, dead_bytes, message_bytes }
@@ -250,6 +254,22 @@ impl Pass<'_> {
             Verdict::Live { .. } => Ok(Outcome::Kept),
         }
     }
+}
+
+fn remove_if_there(path: &Path) -> std::io::Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// Removes a log directory that holds no qlog file any more, with whatever
+/// is left in it (an index without its file, a rewrite's copy).
+pub fn remove_log_dir(dir: &Path) -> std::io::Result<()> {
+    for dirent in std::fs::read_dir(dir)? {
+        std::fs::remove_file(dirent?.path())?;
+    }
+    std::fs::remove_dir(dir)
 }
 
 /// The index of a sealed file whose `.qidx` is missing or does not match

@@ -110,7 +110,8 @@ impl QlogWriter {
     /// their directories. A deleted queue's id is never used again, and the
     /// planner writes nothing that names it, so no entry reaches those logs
     /// again.
-    pub fn retire(&mut self, deleted: impl Fn(u64) -> bool) {
+    /// `taken` is how many group commits the syncer has taken so far.
+    pub fn retire(&mut self, deleted: impl Fn(u64) -> bool, taken: u64) {
         if self.layout.shards > 0 {
             return;
         }
@@ -119,8 +120,13 @@ impl QlogWriter {
             self.logs.keys().copied().filter(|id| *id != SYSTEM_LOG && !staged.contains(id) && deleted(*id)).collect();
         for id in gone {
             self.logs.remove(&id);
-            self.retired.add(id);
+            self.retired.add(id, taken);
         }
+    }
+
+    /// The syncer has finished the first `count` group commits it took.
+    pub fn batches_synced(&self, count: u64) {
+        self.retired.synced(count);
     }
 
     /// Seals the active file of every log that has had no write since it got

@@ -27,12 +27,14 @@ struct Open {
     writer: QlogWriter,
     batch: Option<Batch>,
     closed: bool,
+    /// How many batches the syncer has taken.
+    batches_taken: u64,
 }
 
 impl OpenBatch {
     pub fn new(writer: QlogWriter) -> Self {
         Self {
-            open: Mutex::new(Open { writer, batch: None, closed: false }),
+            open: Mutex::new(Open { writer, batch: None, closed: false, batches_taken: 0 }),
             added: Condvar::new(),
             taken: Condvar::new(),
         }
@@ -67,8 +69,8 @@ impl OpenBatch {
     /// chunk planned.
     pub fn tend_idle(&self, number: u64, deleted: impl Fn(u64) -> bool) {
         let mut open = self.open.lock().expect("open batch lock");
-        let Open { writer, batch, .. } = &mut *open;
-        writer.retire(deleted);
+        let Open { writer, batch, batches_taken, .. } = &mut *open;
+        writer.retire(deleted, *batches_taken);
         if writer.seal_idle() {
             batch.get_or_insert_with(|| Batch::new(number));
             drop(open);
@@ -81,8 +83,11 @@ impl OpenBatch {
     /// with nothing left.
     pub fn take(&self) -> Option<Batch> {
         let mut open = self.open.lock().expect("open batch lock");
+        // The syncer comes back only once it has finished what it took.
+        open.writer.batches_synced(open.batches_taken);
         loop {
             if let Some(mut batch) = open.batch.take() {
+                open.batches_taken += 1;
                 batch.pending = open.writer.take_pending();
                 drop(open);
                 self.taken.notify_one();
