@@ -50,48 +50,43 @@ impl Default for Metrics {
             group_commit_entries: Histogram::new(exponential_buckets(1.0, 2.0, 14)),
             registry: Registry::default(),
         };
-        registry.register("entries_applied", "Entries applied to the store", m.entries_applied.clone());
-        registry.register("messages_appended", "Messages appended to partitions", m.messages_appended.clone());
-        registry.register(
-            "push_duplicates",
-            "Pushed messages dropped as transactionId duplicates",
-            m.duplicates.clone(),
-        );
-        registry.register("group_commits", "Group commits (one fsync per touched log)", m.group_commits.clone());
-        registry.register("qlog_bytes_written", "Bytes written to the qlog", m.qlog_bytes_written.clone());
-        registry.register(
-            "qlog_sync_seconds",
-            "Time spent writing and fdatasyncing group commits",
-            m.qlog_sync_seconds.clone(),
-        );
-        registry.register("checkpoints", "Store checkpoints submitted", m.checkpoints.clone());
-        registry.register(
-            "partitions_retained",
-            "Retention watermark moves, one per partition per Retain entry",
-            m.partitions_retained.clone(),
-        );
-        registry.register(
-            "partitions_cleaned_up",
-            "Idle, empty partitions deleted (PARTITION_CLEANUP_DAYS)",
-            m.partitions_cleaned_up.clone(),
-        );
-        registry.register("qlog_files_reclaimed", "Sealed qlog files reclaim unlinked", m.qlog_files_reclaimed.clone());
-        registry.register(
-            "qlog_files_rewritten",
-            "Sealed qlog files reclaim rewrote with only their live records",
-            m.qlog_files_rewritten.clone(),
-        );
-        registry.register(
-            "qlog_bytes_reclaimed",
-            "Bytes reclaim freed: unlinked files and the records rewrites dropped",
-            m.qlog_bytes_reclaimed.clone(),
-        );
+        let counters = [
+            ("entries_applied", "Entries applied to the store", &m.entries_applied),
+            ("messages_appended", "Messages appended to partitions", &m.messages_appended),
+            ("push_duplicates", "Pushed messages dropped as transactionId duplicates", &m.duplicates),
+            ("group_commits", "Group commits (one fsync per touched log)", &m.group_commits),
+            ("qlog_bytes_written", "Bytes written to the qlog", &m.qlog_bytes_written),
+            ("checkpoints", "Store checkpoints submitted", &m.checkpoints),
+            (
+                "partitions_retained",
+                "Retention watermark moves, one per partition per Retain entry",
+                &m.partitions_retained,
+            ),
+            (
+                "partitions_cleaned_up",
+                "Idle, empty partitions deleted (PARTITION_CLEANUP_DAYS)",
+                &m.partitions_cleaned_up,
+            ),
+            ("qlog_files_reclaimed", "Sealed qlog files reclaim unlinked", &m.qlog_files_reclaimed),
+            (
+                "qlog_files_rewritten",
+                "Sealed qlog files reclaim rewrote with only their live records",
+                &m.qlog_files_rewritten,
+            ),
+            (
+                "qlog_bytes_reclaimed",
+                "Bytes reclaim freed: unlinked files and the records rewrites dropped",
+                &m.qlog_bytes_reclaimed,
+            ),
+        ];
+        for (name, help, counter) in counters {
+            registry.register(name, help, counter.clone());
+        }
+        let sync_help = "Time spent writing and fdatasyncing group commits";
+        registry.register("qlog_sync_seconds", sync_help, m.qlog_sync_seconds.clone());
         registry.register("applied_index", "Index of the last applied entry", m.applied_index.clone());
-        registry.register(
-            "group_commit_seconds",
-            "Time from a group commit's first planned command to its apply",
-            m.group_commit_seconds.clone(),
-        );
+        let commit_help = "Time from a group commit's first planned command to its apply";
+        registry.register("group_commit_seconds", commit_help, m.group_commit_seconds.clone());
         registry.register("group_commit_entries", "Entries per group commit", m.group_commit_entries.clone());
         Self { registry, ..m }
     }

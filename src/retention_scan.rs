@@ -52,26 +52,13 @@ pub async fn run(node: Arc<Node>) {
             tokio::task::yield_now().await;
         }
         let txn_window_min_s = node.settings.txn_window_min_s;
-        for chunk in found.due.chunks(PARTITIONS_PER_ENTRY) {
-            let retain = Command::Retain { partitions: chunk.to_vec(), txn_window_min_s };
-            match node.replicator.propose(retain).await {
-                Ok(Answer::Retained { partitions }) => {
-                    node.metrics.partitions_retained.inc_by(partitions as u64);
-                }
-                Ok(_) => {}
-                Err(_) => return,
-            }
-        }
-        for chunk in found.idle.chunks(PARTITIONS_PER_ENTRY) {
-            let idle_us = cleanup.expect("idle partitions are found only with a cleanup age");
-            let clean = Command::CleanupPartitions { partitions: chunk.to_vec(), idle_us };
-            match node.replicator.propose(clean).await {
-                Ok(Answer::CleanedUp { partitions }) => {
-                    node.metrics.partitions_cleaned_up.inc_by(partitions as u64);
-                }
-                Ok(_) => {}
-                Err(_) => return,
-            }
+        let retain = |partitions| Command::Retain { partitions, txn_window_min_s };
+        let Some(retained) = propose_in_chunks(&node, &found.due, retain).await else { return };
+        node.metrics.partitions_retained.inc_by(retained);
+        if let Some(idle_us) = cleanup {
+            let clean = |partitions| Command::CleanupPartitions { partitions, idle_us };
+            let Some(cleaned) = propose_in_chunks(&node, &found.idle, clean).await else { return };
+            node.metrics.partitions_cleaned_up.inc_by(cleaned);
         }
         let n = node.clone();
         let checkpointed = node.checkpointed.load(Ordering::Acquire);
@@ -106,6 +93,24 @@ pub async fn run(node: Arc<Node>) {
             Err(_) => return,
         }
     }
+}
+
+/// Proposes `command` for each chunk of `partitions`; answers how many
+/// partitions the planner changed, or `None` once the replicator stopped.
+async fn propose_in_chunks(
+    node: &Node,
+    partitions: &[(u64, u64)],
+    command: impl Fn(Vec<(u64, u64)>) -> Command,
+) -> Option<u64> {
+    let mut changed = 0;
+    for chunk in partitions.chunks(PARTITIONS_PER_ENTRY) {
+        match node.replicator.propose(command(chunk.to_vec())).await {
+            Ok(Answer::Retained { partitions } | Answer::CleanedUp { partitions }) => changed += partitions as u64,
+            Ok(_) => {}
+            Err(_) => return None,
+        }
+    }
+    Some(changed)
 }
 
 /// What one round's scan found.

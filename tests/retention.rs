@@ -26,6 +26,16 @@ async fn push(node: &Node, queue: &str, from: usize, count: usize) {
     assert_eq!(status, 201, "push failed: {body}");
 }
 
+/// `rounds` rounds, each pushing `count` messages to each `(queue, count)`
+/// in turn, every queue's transactionIds numbered from 0.
+async fn push_rounds(node: &Node, rounds: usize, queues: &[(&str, usize)]) {
+    for round in 0..rounds {
+        for (queue, count) in queues {
+            push(node, queue, round * count, *count).await;
+        }
+    }
+}
+
 /// The fetch answer's entry for offset `offset` of partition "p".
 async fn fetch(node: &Node, queue: &str, offset: u64) -> Value {
     let ask = json!({"entries": [{"queue": queue, "partition": "p", "offset": offset}]});
@@ -61,10 +71,7 @@ async fn expired_messages_leave_the_log_and_their_files_are_freed_across_a_kill9
     let mut node =
         start_expiring(&dir, &[("QUEEN_RAFT_SEGMENT_BYTES", "8192"), ("QUEEN_QLOG_SEAL_AGE_S", "1")], "short", 2).await;
     // Queue ids follow creation: "short" logs to q1, "kept" to q2.
-    for batch in 0..20 {
-        push(&node, "short", batch * 10, 10).await;
-        push(&node, "kept", batch * 5, 5).await;
-    }
+    push_rounds(&node, 20, &[("short", 10), ("kept", 5)]).await;
     let before = qlog_files(&dir);
     assert!(before["q1"].len() >= 5, "200 messages of 300 bytes roll 8 KiB files: {:?}", before["q1"]);
 
@@ -215,10 +222,7 @@ async fn a_shared_file_mostly_expired_is_rewritten_with_its_live_records() {
     let mut node =
         start_expiring(&dir, &[("QUEEN_QLOG_SHARDS", "1"), ("QUEEN_RAFT_SEGMENT_BYTES", "16384")], "short", 1).await;
     // Both queues share log q0; the expiring one holds most of each file's bytes.
-    for batch in 0..10 {
-        push(&node, "short", batch * 6, 6).await;
-        push(&node, "kept", batch * 2, 2).await;
-    }
+    push_rounds(&node, 10, &[("short", 6), ("kept", 2)]).await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
     push(&node, "kept", 20, 30).await;
     let size = |f: &std::path::PathBuf| std::fs::metadata(f).map_or(0, |m| m.len());
@@ -319,10 +323,7 @@ async fn a_deleted_queues_log_directory_is_removed() {
     let dir = tmp.path().join("data");
     let node = Node::start(&dir, &[("QUEEN_RAFT_DURABLE_EVERY_MS", "100"), ("QUEEN_RAFT_SEGMENT_BYTES", "8192")]).await;
     // "doomed" logs to q1, "kept" to q2.
-    for batch in 0..5 {
-        push(&node, "doomed", batch * 10, 10).await;
-        push(&node, "kept", batch * 10, 10).await;
-    }
+    push_rounds(&node, 5, &[("doomed", 10), ("kept", 10)]).await;
     assert!(qlog_files(&dir)["q1"].len() >= 2, "{:?}", qlog_files(&dir));
     // What crashes can leave in a log directory: an index whose file an
     // unlink removed, a rewrite's copy.

@@ -93,7 +93,7 @@ mod tests {
     use super::*;
     use crate::message::Message;
     use crate::planner::command::{Answer, Command, ConfigureQueue, PushItem};
-    use crate::planner::testing::{fresh, settle};
+    use crate::planner::testing::{fresh, run_at};
     use crate::planner::{Planned, Planner};
     use crate::store::rows::{CursorRow, DlqRow, LeaseRow};
     use serde_json::json;
@@ -101,15 +101,6 @@ mod tests {
     const SECOND_US: i64 = 1_000_000;
     const T0: i64 = 1_000 * SECOND_US;
     const IDLE_US: i64 = 3_600 * SECOND_US;
-
-    /// Plans and applies `command` at `at_us`, as its own batch.
-    fn run(planner: &mut Planner, store: &mut Store, at_us: i64, command: Command) -> Answer {
-        planner.open_batch(at_us as u64);
-        let planned = planner.plan(store, command, at_us);
-        settle(store, &planned);
-        planner.batches_applied(at_us as u64);
-        planned.answer
-    }
 
     /// Plans `command` at `at_us` as batch `batch`, which is not applied.
     fn plan_at(planner: &mut Planner, store: &Store, batch: u64, at_us: i64, command: Command) -> Planned {
@@ -136,15 +127,15 @@ mod tests {
             let options = json!({"retentionSeconds": 30}).as_object().unwrap().clone();
             let configure =
                 Command::Configure(ConfigureQueue { queue: queue.into(), namespace: None, task: None, options });
-            run(&mut planner, &mut store, T0 - 2, configure);
+            run_at(&mut planner, &mut store, T0 - 2, configure);
         }
         let pushes = [("q", "p"), ("q", "kept"), ("topic", "0"), ("topic", "named")];
         for (i, (queue, partition)) in pushes.into_iter().enumerate() {
-            run(&mut planner, &mut store, T0 + i as i64, push_to(queue, partition, &format!("{partition}-1")));
+            run_at(&mut planner, &mut store, T0 + i as i64, push_to(queue, partition, &format!("{partition}-1")));
         }
-        run(&mut planner, &mut store, T0 + 39 * SECOND_US, push_to("q", "kept", "kept-2"));
+        run_at(&mut planner, &mut store, T0 + 39 * SECOND_US, push_to("q", "kept", "kept-2"));
         let retain = Command::Retain { partitions: all(), txn_window_min_s: 0 };
-        run(&mut planner, &mut store, T0 + 40 * SECOND_US, retain);
+        run_at(&mut planner, &mut store, T0 + 40 * SECOND_US, retain);
         assert_eq!(store.partition(1, 1).map(|p| (p.log_start, p.txns_start, p.next_offset)), Some((1, 1, 1)));
         (store, planner)
     }
@@ -156,10 +147,10 @@ mod tests {
     #[test]
     fn an_idle_emptied_partition_is_deleted_and_its_name_starts_over() {
         let (mut store, mut planner) = emptied();
-        let early = run(&mut planner, &mut store, T0 + IDLE_US - SECOND_US, cleanup(all()));
+        let early = run_at(&mut planner, &mut store, T0 + IDLE_US - SECOND_US, cleanup(all()));
         assert!(matches!(early, Answer::CleanedUp { partitions: 0 }), "not idle long enough yet: {early:?}");
 
-        let answer = run(&mut planner, &mut store, T0 + IDLE_US + 41 * SECOND_US, cleanup(all()));
+        let answer = run_at(&mut planner, &mut store, T0 + IDLE_US + 41 * SECOND_US, cleanup(all()));
         assert!(matches!(answer, Answer::CleanedUp { partitions: 1 }), "{answer:?}");
         assert!(store.partition(1, 1).is_none(), "the emptied partition is gone");
         assert!(store.partition(1, 2).is_some(), "a partition still holding a message is kept");
@@ -167,7 +158,7 @@ mod tests {
         assert!(store.partition(2, 4).is_some(), "and every partition of its queue");
 
         let late = T0 + IDLE_US + 50 * SECOND_US;
-        let Answer::Pushed(outcomes) = run(&mut planner, &mut store, late, push_to("q", "p", "p-1")) else {
+        let Answer::Pushed(outcomes) = run_at(&mut planner, &mut store, late, push_to("q", "p", "p-1")) else {
             panic!("the push was refused")
         };
         assert_eq!((outcomes[0].partition_id, outcomes[0].offset), (5, 0), "a new partition, from offset 0");

@@ -153,21 +153,12 @@ pub fn plan_retain(
 mod tests {
     use super::*;
     use crate::planner::command::{Answer, Command, ConfigureQueue, PushStatus};
-    use crate::planner::testing::{claimed, fresh, pop, push, settle};
+    use crate::planner::testing::{claimed, fresh, pop, push, run_at, settle};
     use crate::planner::Planner;
     use crate::store::rows::GroupRow;
     use serde_json::json;
 
     const T0: i64 = 1_000 * SECOND_US;
-
-    /// Plans and applies `command` at `at_us`, as its own batch.
-    fn run(planner: &mut Planner, store: &mut Store, at_us: i64, command: Command) -> Answer {
-        planner.open_batch(at_us as u64);
-        let planned = planner.plan(store, command, at_us);
-        settle(store, &planned);
-        planner.batches_applied(at_us as u64);
-        planned.answer
-    }
 
     /// Queue "q" with `options`, and ten messages t0..t9 in partition "p":
     /// the first six stored at T0, the rest at T0 + 300 s.
@@ -175,17 +166,17 @@ mod tests {
         let (mut store, mut planner) = fresh();
         let options = options.as_object().unwrap().clone();
         let configure = Command::Configure(ConfigureQueue { queue: "q".into(), namespace: None, task: None, options });
-        run(&mut planner, &mut store, T0 - 1, configure);
+        run_at(&mut planner, &mut store, T0 - 1, configure);
         for i in 0..10 {
             let at = if i < 6 { T0 + i } else { T0 + 300 * SECOND_US + i };
-            run(&mut planner, &mut store, at, push(&format!("t{i}")));
+            run_at(&mut planner, &mut store, at, push(&format!("t{i}")));
         }
         (store, planner)
     }
 
     fn retain(planner: &mut Planner, store: &mut Store, at_us: i64, txn_window_min_s: u64) -> usize {
         let partitions = vec![(1, 1)];
-        match run(planner, store, at_us, Command::Retain { partitions, txn_window_min_s }) {
+        match run_at(planner, store, at_us, Command::Retain { partitions, txn_window_min_s }) {
             Answer::Retained { partitions } => partitions,
             other => panic!("retain answered {other:?}"),
         }
@@ -197,7 +188,7 @@ mod tests {
     }
 
     fn pushed_again(planner: &mut Planner, store: &mut Store, at_us: i64, id: &str) -> (PushStatus, u64) {
-        match run(planner, store, at_us, push(id)) {
+        match run_at(planner, store, at_us, push(id)) {
             Answer::Pushed(outcomes) => (outcomes[0].status, outcomes[0].offset),
             other => panic!("push answered {other:?}"),
         }
@@ -232,11 +223,11 @@ mod tests {
                 offset,
             }])
         };
-        run(&mut planner, &mut store, later, commit("a", 8));
-        run(&mut planner, &mut store, later, commit("b", 4));
+        run_at(&mut planner, &mut store, later, commit("a", 8));
+        run_at(&mut planner, &mut store, later, commit("b", 4));
         assert_eq!(retain(&mut planner, &mut store, later + 1, 0), 1);
         assert_eq!(marks(&store), (4, 4), "the slower group holds the start");
-        run(&mut planner, &mut store, later, commit("b", 10));
+        run_at(&mut planner, &mut store, later, commit("b", 10));
         assert_eq!(retain(&mut planner, &mut store, T0 + 305 * SECOND_US, 0), 1);
         assert_eq!(marks(&store).0, 6, "6 and 7 are completed by both groups but younger than 10 s");
         assert_eq!(retain(&mut planner, &mut store, T0 + 320 * SECOND_US, 0), 1);
@@ -253,7 +244,7 @@ mod tests {
             group: "fast".into(),
             offset: 10,
         }]);
-        run(&mut planner, &mut store, later, commit);
+        run_at(&mut planner, &mut store, later, commit);
         let lazy = GroupRow { from_us: 0, created_us: later, conflate: false };
         store.groups.insert((1, "lazy".into()), lazy);
         assert_eq!(retain(&mut planner, &mut store, later + 1, 0), 0, "the lazy group would start at 0");
@@ -270,7 +261,7 @@ mod tests {
         let later = T0 + 400 * SECOND_US;
         let message = crate::message::Message::new("other".into(), b"1".to_vec());
         let other = crate::planner::command::PushItem::new("q".into(), "p2".into(), &message, 0);
-        run(&mut planner, &mut store, later, Command::Push(vec![other]));
+        run_at(&mut planner, &mut store, later, Command::Push(vec![other]));
         let commit = |group: &str, partition: u64, offset: u64| {
             Command::CommitOffsets(vec![crate::planner::command::CursorCommit {
                 queue: 1,
@@ -279,9 +270,9 @@ mod tests {
                 offset,
             }])
         };
-        run(&mut planner, &mut store, later, commit("fast", 1, 10));
+        run_at(&mut planner, &mut store, later, commit("fast", 1, 10));
         // Queue mode and Kafka groups have cursors and no `groups` row.
-        run(&mut planner, &mut store, later, commit("__QUEUE_MODE__", 2, 1));
+        run_at(&mut planner, &mut store, later, commit("__QUEUE_MODE__", 2, 1));
         assert_eq!(retain(&mut planner, &mut store, later + 1, 0), 0, "queue mode has not popped partition p");
     }
 
@@ -307,7 +298,7 @@ mod tests {
             group: "slow".into(),
             offset: 2,
         }]);
-        run(&mut planner, &mut store, T0 + 30 * SECOND_US, commit);
+        run_at(&mut planner, &mut store, T0 + 30 * SECOND_US, commit);
         retain(&mut planner, &mut store, T0 + 40 * SECOND_US, 0);
         let cursor = store.cursors.get(&(1, 1, "slow".to_string())).unwrap();
         assert_eq!(cursor.committed, 6);

@@ -15,6 +15,16 @@ pub fn plan(planner: &mut Planner, store: &Store, batch: u64, command: Command) 
     planner.plan(store, command, batch as i64 * 1_000)
 }
 
+/// Plans and applies `command` at `at_us`, as a batch of its own numbered
+/// `at_us`; answers what the planner answered.
+pub fn run_at(planner: &mut Planner, store: &mut Store, at_us: i64, command: Command) -> Answer {
+    planner.open_batch(at_us as u64);
+    let planned = planner.plan(store, command, at_us);
+    settle(store, &planned);
+    planner.batches_applied(at_us as u64);
+    planned.answer
+}
+
 /// Applies a planned entry; its message records sit nowhere real.
 pub fn settle(store: &mut Store, planned: &Planned) {
     if let Some(entry) = &planned.entry {

@@ -7,7 +7,7 @@ use super::index_file;
 use super::queue_log::log_dir;
 use super::reclaim::remove_log_dir;
 use super::record::{read_frame, Frame};
-use super::segment::{index_path, scan, segment_number, segment_path, Damage, IndexRow};
+use super::segment::{index_path, scan, segment_numbers, segment_path, Damage, IndexRow};
 use std::path::{Path, PathBuf};
 
 #[derive(Debug)]
@@ -59,7 +59,7 @@ pub fn scan_logs(root: &Path) -> Result<Vec<LogScan>, BootScanError> {
         // A crash between creating a log's directory and its first file, or
         // while reclaim removed a deleted queue's log, leaves a directory with
         // no qlog file: nothing in it is needed.
-        if !has_segment(&dirent.path()).map_err(io(&dirent.path()))? {
+        if segment_numbers(&dirent.path()).map_err(io(&dirent.path()))?.is_empty() {
             remove_log_dir(&dirent.path()).map_err(io(&dirent.path()))?;
             continue;
         }
@@ -69,25 +69,9 @@ pub fn scan_logs(root: &Path) -> Result<Vec<LogScan>, BootScanError> {
     ids.into_iter().map(|id| scan_log(root, id)).collect()
 }
 
-fn has_segment(dir: &Path) -> std::io::Result<bool> {
-    for dirent in std::fs::read_dir(dir)? {
-        if segment_number(&dirent?.file_name().to_string_lossy()).is_some() {
-            return Ok(true);
-        }
-    }
-    Ok(false)
-}
-
 fn scan_log(root: &Path, id: u64) -> Result<LogScan, BootScanError> {
     let dir = log_dir(root, id);
-    let mut numbers = Vec::new();
-    for dirent in std::fs::read_dir(&dir).map_err(io(&dir))? {
-        let dirent = dirent.map_err(io(&dir))?;
-        if let Some(no) = segment_number(&dirent.file_name().to_string_lossy()) {
-            numbers.push(no);
-        }
-    }
-    numbers.sort_unstable();
+    let numbers = segment_numbers(&dir).map_err(io(&dir))?;
     let Some(&active_no) = numbers.last() else {
         return Err(BootScanError::StrayLogDir { path: dir });
     };

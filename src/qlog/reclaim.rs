@@ -25,7 +25,7 @@ use super::files::{FileTable, Location};
 use super::index_file;
 use super::record::{read_frame, Frame, RecordKind};
 use super::retired::RetiredLogs;
-use super::segment::{index_path, scan, segment_number, segment_path, IndexRow};
+use super::segment::{index_path, scan, segment_number, segment_numbers, segment_path, IndexRow};
 use crate::store::Store;
 use std::fs::File;
 use std::path::Path;
@@ -195,12 +195,7 @@ impl Pass<'_> {
     /// files (a missing index is rebuilt) or a directory without one, which
     /// boot removes.
     fn remove_retired(&self, dir: &Path, log: u64) -> std::io::Result<(usize, Freed)> {
-        let mut segments = Vec::new();
-        for dirent in std::fs::read_dir(dir)? {
-            if let Some(no) = segment_number(&dirent?.file_name().to_string_lossy()) {
-                segments.push(no);
-            }
-        }
+        let segments = segment_numbers(dir)?;
         let mut gone = Freed::default();
         for (examined, &no) in segments.iter().enumerate() {
             let (rows, len) = self.rows(dir, no)?;

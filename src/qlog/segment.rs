@@ -19,6 +19,18 @@ pub fn segment_number(file_name: &str) -> Option<u32> {
     file_name.strip_prefix('r')?.strip_suffix(".qlog")?.parse().ok()
 }
 
+/// The numbers of the qlog files in a log directory, ascending.
+pub fn segment_numbers(log_dir: &Path) -> std::io::Result<Vec<u32>> {
+    let mut numbers = Vec::new();
+    for dirent in std::fs::read_dir(log_dir)? {
+        if let Some(no) = segment_number(&dirent?.file_name().to_string_lossy()) {
+            numbers.push(no);
+        }
+    }
+    numbers.sort_unstable();
+    Ok(numbers)
+}
+
 /// What the index knows of one record without reading its body again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct IndexRow {
