@@ -116,8 +116,9 @@ pub struct Settings {
     #[arg(long, env = "QUEEN_QLOG_COMPACT_MIN_DEAD_PCT", value_parser = clap::value_parser!(u8).range(0..=100))]
     pub compact_min_dead_pct: Option<u8>,
 
-    /// The largest payload one message may carry, in bytes.
-    #[arg(long, env = "QUEEN_MAX_PAYLOAD_BYTES", default_value_t = 1024 * 1024)]
+    /// The largest payload one message may carry, in bytes (4 MiB: the
+    /// queen-mq client's suite pushes a JSON document of about 2 MB).
+    #[arg(long, env = "QUEEN_MAX_PAYLOAD_BYTES", default_value_t = 4 * 1024 * 1024)]
     pub max_payload_bytes: usize,
 
     /// The largest HTTP request body, in bytes.

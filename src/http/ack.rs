@@ -88,6 +88,7 @@ async fn acknowledge(node: &Node, fields: Vec<Fields<'_>>, group: Option<&str>) 
                 "error": outcome.refused,
                 "dlq": outcome.dead_lettered,
                 "leaseReleased": outcome.lease_released,
+                "noop": outcome.noop,
             })
         })
         .collect();

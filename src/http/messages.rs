@@ -29,19 +29,27 @@ fn not_found(what: String) -> ApiError {
 }
 
 /// Where a group stands on one message.
-fn status_of(store: &Store, (q, p, offset): (u64, u64, u64), group: &str, now_us: i64) -> (&'static str, u32) {
+struct Standing {
+    status: &'static str,
+    failures: u32,
+    /// When the live lease that holds the message runs out.
+    lease_expires_us: Option<i64>,
+}
+
+fn status_of(store: &Store, (q, p, offset): (u64, u64, u64), group: &str, now_us: i64) -> Standing {
     let key = (q, p, group.to_string());
+    let standing = |status, failures| Standing { status, failures, lease_expires_us: None };
     if let Some(dead) = store.dlq.get(&(q, p, group.to_string(), offset)) {
-        return ("dead_letter", dead.failures);
+        return standing("dead_letter", dead.failures);
     }
-    let Some(c) = store.cursors.get(&key) else { return ("pending", 0) };
+    let Some(c) = store.cursors.get(&key) else { return standing("pending", 0) };
     let failures = c.failures.get(&offset).copied().unwrap_or(0);
     if cursor::is_done(c, offset) {
-        ("completed", failures)
-    } else if c.lease.as_ref().is_some_and(|l| l.expires_us > now_us && l.first <= offset && offset <= l.last) {
-        ("processing", failures)
-    } else {
-        ("pending", failures)
+        return standing("completed", failures);
+    }
+    match c.lease.as_ref().filter(|l| l.expires_us > now_us && l.first <= offset && offset <= l.last) {
+        Some(l) => Standing { status: "processing", failures, lease_expires_us: Some(l.expires_us) },
+        None => standing("pending", failures),
     }
 }
 
@@ -50,8 +58,15 @@ fn message_json(store: &Store, q: u64, p: u64, m: &StoredMessage, groups: &[Stri
     let states: Vec<Value> = groups
         .iter()
         .map(|g| {
-            let (status, failures) = status_of(store, (q, p, m.offset), g, now_us);
-            json!({"consumerGroup": g, "status": status, "retryCount": failures})
+            let s = status_of(store, (q, p, m.offset), g, now_us);
+            json!({
+                "consumerGroup": g,
+                "status": s.status,
+                "retryCount": s.failures,
+                // Done for the group: its cursor is past the message (acknowledged, dead-lettered or autoAck).
+                "consumed": matches!(s.status, "completed" | "dead_letter"),
+                "leaseExpiresAt": s.lease_expires_us.map(iso_time),
+            })
         })
         .collect();
     json!({
@@ -141,7 +156,7 @@ pub async fn list(
                 let Some(last) = batch.last().map(|m| m.offset) else { break };
                 let store = read.state.read().expect("store lock");
                 for m in &batch {
-                    let (status, _) = status_of(&store, (qid, p, m.offset), &group, now);
+                    let status = status_of(&store, (qid, p, m.offset), &group, now).status;
                     if wanted_status.as_ref().is_some_and(|w| w != status) {
                         continue;
                     }

@@ -28,6 +28,8 @@ const MAX_WAIT: Duration = Duration::from_secs(60);
 /// How often a waiting pop looks again when nothing was applied: leases and
 /// retry delays run out without an apply to announce it.
 const TICK: Duration = Duration::from_millis(100);
+/// The longest lease a pop may ask for (`leaseSeconds`): a week.
+const MAX_LEASE_SECONDS: u64 = 7 * 24 * 3600;
 
 type Params = Query<HashMap<String, String>>;
 
@@ -82,6 +84,18 @@ fn subscription(q: &HashMap<String, String>) -> Result<Subscription, ApiError> {
     }
 }
 
+/// `leaseSeconds`: this pop's lease length, at least one second like `leaseTime`.
+fn lease_seconds(q: &HashMap<String, String>) -> Result<Option<i64>, ApiError> {
+    let Some(seconds) = query_u64(q, "leaseSeconds")? else { return Ok(None) };
+    if !(1..=MAX_LEASE_SECONDS).contains(&seconds) {
+        return Err(ApiError::bad_request(
+            "invalid_field",
+            format!("leaseSeconds must be from 1 to {MAX_LEASE_SECONDS}, not {seconds}"),
+        ));
+    }
+    Ok(Some(seconds as i64 * 1_000_000))
+}
+
 async fn pop(
     node: Arc<Node>,
     queue: Option<String>,
@@ -122,6 +136,7 @@ async fn pop(
         auto_ack,
         subscription: subscription(&q)?,
         conflation,
+        lease_us: lease_seconds(&q)?,
     };
     let deadline = Instant::now() + timeout;
     loop {

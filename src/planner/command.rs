@@ -124,6 +124,8 @@ pub struct PopRequest {
     pub subscription: Subscription,
     /// Ask for last-value delivery (a group's first pop fixes its policy).
     pub conflation: bool,
+    /// This pop's lease length in microseconds, instead of the queue's `leaseTime`.
+    pub lease_us: Option<i64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -172,6 +174,8 @@ pub struct AckOutcome {
     pub refused: Option<&'static str>,
     pub dead_lettered: bool,
     pub lease_released: bool,
+    /// A completion of a message already done for the group: nothing changed.
+    pub noop: bool,
 }
 
 #[derive(Debug, Clone)]

@@ -13,7 +13,11 @@ use crate::store::{CursorKey, Store};
 
 /// Why an ack is refused; stable strings the client shows.
 pub const REFUSED_UNKNOWN_MESSAGE: &str = "unknown_message";
-pub const REFUSED_ALREADY_DONE: &str = "already_acknowledged";
+/// The partition holds no message with the transactionId (never pushed, or
+/// its hash is gone with retention).
+pub const REFUSED_UNRESOLVABLE: &str = "unresolvable_transaction_id";
+/// A failure or dead-letter for a message the group's cursor is already past.
+pub const REFUSED_ALREADY_COMMITTED: &str = "already_committed";
 pub const REFUSED_NO_LEASE: &str = "lease_expired_or_not_held";
 
 /// A queue's options, by id.
@@ -131,7 +135,8 @@ pub fn plan_pop(
                 cursor::undone(&cur, row.next_offset, budget).into_iter().take_while(|o| visible(*o)).collect()
             };
             let (Some(&first), Some(&last)) = (offsets.first(), offsets.last()) else { continue };
-            let lease = LeaseRow { id: lease_id.clone(), expires_us: now_us + options.lease_time_us(), first, last };
+            let lease_us = req.lease_us.unwrap_or_else(|| options.lease_time_us());
+            let lease = LeaseRow { id: lease_id.clone(), expires_us: now_us + lease_us, first, last };
             let messages = offsets.iter().map(|o| (*o, cur.failures.get(o).copied().unwrap_or(0) + 1)).collect();
             cursor::deliver(&mut cur, &lease, req.auto_ack, &offsets);
             overlay.put_cursor(key, cur);
@@ -205,45 +210,68 @@ fn plan_ack(
     let refused = |why| AckOutcome { refused: Some(why), ..Default::default() };
     let (queue, partition, group) = (item.queue_id, item.partition_id, item.group.clone());
     let Some(offset) = overlay.dedup(store, queue, partition, &transaction_hash(&item.transaction_id)) else {
-        return refused(REFUSED_UNKNOWN_MESSAGE);
+        return refused(REFUSED_UNRESOLVABLE);
     };
     let key: CursorKey = (queue, partition, group.clone());
     let Some(cur) = overlay.cursor(store, &key) else {
         return refused(REFUSED_NO_LEASE);
     };
+    // An ack commits the cursor: below it, a completion has nothing left to
+    // do (a no-op, said so), and a failure can no longer be honoured.
     if cursor::is_done(&cur, offset) {
-        return refused(REFUSED_ALREADY_DONE);
+        return match item.status {
+            AckStatus::Completed => AckOutcome { noop: true, ..Default::default() },
+            AckStatus::Failed | AckStatus::DeadLetter => refused(REFUSED_ALREADY_COMMITTED),
+        };
     }
-    let held = cur.lease.as_ref().is_some_and(|l| {
+    let Some(lease) = cur.lease.as_ref().filter(|l| {
         l.expires_us > now_us
             && (l.first..=l.last).contains(&offset)
             && item.lease_id.as_ref().is_none_or(|id| *id == l.id)
-    });
-    if !held {
+    }) else {
         return refused(REFUSED_NO_LEASE);
-    }
+    };
     let Some(options) = options_of(store, queue) else {
         return refused(REFUSED_UNKNOWN_MESSAGE);
     };
     let failures = cur.failures.get(&offset).copied().unwrap_or(0);
-    let effect = match item.status {
-        AckStatus::Completed => Effect::Ack { queue, partition, group, offset },
-        AckStatus::Failed if failures < options.retry_limit() => {
-            Effect::Fail { queue, partition, group, offset, not_before_us: now_us + options.retry_delay_us() }
-        }
-        AckStatus::Failed if !options.dead_letter_after_retries() => Effect::Ack { queue, partition, group, offset },
-        AckStatus::Failed => {
-            Effect::DeadLetter { queue, partition, group, offset, error: item.error.clone(), failures: failures + 1 }
-        }
-        AckStatus::DeadLetter => {
-            Effect::DeadLetter { queue, partition, group, offset, error: item.error.clone(), failures }
-        }
+    let ack = |offset| Effect::Ack { queue, partition, group: group.clone(), offset };
+    let fail = Effect::Fail {
+        queue,
+        partition,
+        group: group.clone(),
+        offset,
+        not_before_us: now_us + options.retry_delay_us(),
     };
-    let dead_lettered = matches!(effect, Effect::DeadLetter { .. });
-    overlay.update_cursor(store, &key, |c| cursor::apply(c, &effect));
+    let dead_letter = |failures| Effect::DeadLetter {
+        queue,
+        partition,
+        group: group.clone(),
+        offset,
+        error: item.error.clone(),
+        failures,
+    };
+    let planned = match item.status {
+        // The ack is a commit: the lease's messages before this one that are
+        // not done yet are done with it.
+        AckStatus::Completed => (lease.first..offset).filter(|o| !cursor::is_done(&cur, *o)).chain([offset]).map(ack).collect(),
+        AckStatus::Failed if failures < options.retry_limit() => vec![fail],
+        // A failure releases the lease even when it is the last the message
+        // may have: the consumer drops the rest of its batch at a failure,
+        // so the rest must be delivered again now, not when the lease ends.
+        // The Fail counts and releases; the Ack or DeadLetter after it
+        // finishes the message and forgets the count.
+        AckStatus::Failed if !options.dead_letter_after_retries() => vec![fail, ack(offset)],
+        AckStatus::Failed => vec![fail, dead_letter(failures + 1)],
+        AckStatus::DeadLetter => vec![dead_letter(failures)],
+    };
+    let dead_lettered = planned.iter().any(|e| matches!(e, Effect::DeadLetter { .. }));
+    for effect in planned {
+        overlay.update_cursor(store, &key, |c| cursor::apply(c, &effect));
+        effects.push(effect);
+    }
     let lease_released = overlay.cursor(store, &key).is_some_and(|c| c.lease.is_none());
-    effects.push(effect);
-    AckOutcome { refused: None, dead_lettered, lease_released }
+    AckOutcome { dead_lettered, lease_released, ..Default::default() }
 }
 
 /// Plans extending every live claim of a lease by its queue's lease time.

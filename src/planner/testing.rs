@@ -72,6 +72,7 @@ pub fn pop(group: &str) -> Command {
         auto_ack: false,
         subscription: Subscription::All,
         conflation: false,
+        lease_us: None,
     })
 }
 
