@@ -41,8 +41,13 @@ async def test_pop_ack_and_no_redelivery_after_ack(client):
     result = await client.ack(msgs, True)
     assert result["success"] is True, result
     assert await client.queue(q).batch(5).wait(False).pop() == []
+    # The cursor is past it: a second completion changes nothing and says so,
+    # and a failure can no longer be honoured.
     again = await client.ack(msgs[0], True)
-    assert again["success"] is False
+    assert again["success"] is True and again["noop"] is True, again
+    late = await client.ack(msgs[0], False)
+    assert late["success"] is False and late["error"] == "already_committed", late
+    assert await client.queue(q).batch(5).wait(False).pop() == []
 
 
 async def test_pop_from_a_named_partition_only(client):

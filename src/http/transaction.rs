@@ -10,7 +10,7 @@ use super::{ack, kv, push, push_binary, timers};
 use crate::encryption::Sealer;
 use crate::node::Node;
 use crate::planner::command::{Answer, Command, PushStatus};
-use crate::planner::consume::REFUSED_UNKNOWN_MESSAGE;
+use crate::planner::consume::{REFUSED_UNKNOWN_MESSAGE, REFUSED_UNRESOLVABLE};
 use crate::planner::transaction::{Bundle, BundleAnswer, Refusal};
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -203,7 +203,11 @@ fn refusal_json(refusal: Refusal, kv_base: usize, pushes: &[(String, String)], a
             "duplicate",
         ),
         Refusal::RejectedAck { ack, why } => {
-            let why = if why == REFUSED_UNKNOWN_MESSAGE { "is not a stored message" } else { "is not leased by this bundle or is already acknowledged" };
+            let why = if [REFUSED_UNKNOWN_MESSAGE, REFUSED_UNRESOLVABLE].contains(&why) {
+                "is not a stored message"
+            } else {
+                "is not leased by this bundle or is already acknowledged"
+            };
             rolled_back(&format!("QTXN acked message {} {why}; the transaction rolled back", acks[ack]), "rejected_ack")
         }
         Refusal::LeaseGone { lease } => {

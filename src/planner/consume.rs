@@ -298,3 +298,80 @@ pub fn plan_extend(
     let renewed = effects.len();
     (effects, renewed, expires)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::planner::command::{Answer, Command, ConfigureQueue};
+    use crate::planner::testing::{ack, claimed, fresh, pop, push, run_at};
+    use crate::planner::Planner;
+    use serde_json::json;
+
+    /// Queue "q" with `options`, messages t1..t3 in partition "p", and the
+    /// claim of a pop of all three in queue mode.
+    fn three_leased(options: serde_json::Value) -> (Store, Planner, Claim) {
+        let (mut store, mut planner) = fresh();
+        let options = options.as_object().unwrap().clone();
+        let configure = Command::Configure(ConfigureQueue { queue: "q".into(), namespace: None, task: None, options });
+        run_at(&mut planner, &mut store, 1, configure);
+        for (i, t) in ["t1", "t2", "t3"].into_iter().enumerate() {
+            run_at(&mut planner, &mut store, 2 + i as i64, push(t));
+        }
+        let Command::Pop(mut req) = pop(QUEUE_MODE) else { unreachable!() };
+        req.batch = 3;
+        let Answer::Popped(claims) = run_at(&mut planner, &mut store, 10, Command::Pop(req)) else { panic!() };
+        (store, planner, claims[0].clone())
+    }
+
+    fn acked(planner: &mut Planner, store: &mut Store, at_us: i64, command: Command) -> AckOutcome {
+        match run_at(planner, store, at_us, command) {
+            Answer::Acked(outcomes) => outcomes[0].clone(),
+            other => panic!("ack answered {other:?}"),
+        }
+    }
+
+    fn cursor_of(store: &Store, claim: &Claim) -> CursorRow {
+        store.cursors.get(&(claim.queue_id, claim.partition_id, QUEUE_MODE.to_string())).unwrap().clone()
+    }
+
+    #[test]
+    fn an_ack_commits_the_messages_before_it_and_below_the_cursor_only_a_completion_passes() {
+        let (mut store, mut planner, claim) = three_leased(json!({}));
+        let mid = acked(&mut planner, &mut store, 20, ack(&claim, "t2", AckStatus::Completed));
+        assert!(mid.refused.is_none() && !mid.noop && !mid.lease_released);
+        assert_eq!(cursor_of(&store, &claim).committed, 2, "t1 is committed with t2");
+
+        let late_nack = acked(&mut planner, &mut store, 21, ack(&claim, "t1", AckStatus::Failed));
+        assert_eq!(late_nack.refused, Some(REFUSED_ALREADY_COMMITTED));
+        let late_ack = acked(&mut planner, &mut store, 22, ack(&claim, "t1", AckStatus::Completed));
+        assert!(late_ack.refused.is_none() && late_ack.noop);
+        assert!(cursor_of(&store, &claim).lease.is_some(), "neither touched the lease, which still holds t3");
+
+        let last = acked(&mut planner, &mut store, 23, ack(&claim, "t3", AckStatus::Completed));
+        assert!(last.refused.is_none() && !last.noop && last.lease_released);
+        let ghost = acked(&mut planner, &mut store, 24, ack(&claim, "never-pushed", AckStatus::Completed));
+        assert_eq!(ghost.refused, Some(REFUSED_UNRESOLVABLE));
+    }
+
+    #[test]
+    fn a_failure_past_the_retry_limit_dead_letters_and_still_releases_the_lease() {
+        let (mut store, mut planner, claim) = three_leased(json!({"retryLimit": 0}));
+        let outcome = acked(&mut planner, &mut store, 20, ack(&claim, "t1", AckStatus::Failed));
+        assert!(outcome.dead_lettered && outcome.lease_released);
+        let cur = cursor_of(&store, &claim);
+        assert_eq!(cur.committed, 1);
+        assert!(cur.failures.is_empty(), "the dead letter forgets the count");
+        let again = claimed(&crate::planner::testing::plan(&mut planner, &store, 30, pop(QUEUE_MODE)));
+        assert_eq!(again.messages, vec![(1, 1)], "t2 is delivered again at once, its first delivery counted once");
+    }
+
+    #[test]
+    fn a_pop_may_ask_for_its_own_lease_length() {
+        let (mut store, mut planner) = fresh();
+        run_at(&mut planner, &mut store, 1, push("t1"));
+        let Command::Pop(mut req) = pop(QUEUE_MODE) else { unreachable!() };
+        req.lease_us = Some(2_000_000);
+        let Answer::Popped(claims) = run_at(&mut planner, &mut store, 10, Command::Pop(req)) else { panic!() };
+        assert_eq!(claims[0].lease_expires_us, 2_000_010);
+    }
+}

@@ -100,7 +100,10 @@ fn plan(store: &Store, overlay: &mut Overlay, id: LogId, now_us: i64, bundle: Bu
         })
         .collect();
     let (ack_effects, acked) = consume::plan_acks(store, overlay, now_us, &acks);
-    if let Some((ack, why)) = acked.iter().enumerate().find_map(|(i, o)| o.refused.map(|w| (i, w))) {
+    // The ack fences the bundle: one whose message is already done (a retry
+    // of a bundle that committed) refuses it, or its writes would apply twice.
+    let refusal = |o: &AckOutcome| o.refused.or(o.noop.then_some(consume::REFUSED_ALREADY_COMMITTED));
+    if let Some((ack, why)) = acked.iter().enumerate().find_map(|(i, o)| refusal(o).map(|w| (i, w))) {
         return Err(Refusal::RejectedAck { ack, why });
     }
     effects.extend(ack_effects);
@@ -125,4 +128,31 @@ fn lease_live(store: &Store, overlay: &Overlay, lease: &str, now_us: i64) -> boo
         .iter()
         .filter_map(|k| overlay.cursor(store, k))
         .any(|c| c.lease.is_some_and(|l| l.id == lease && l.expires_us > now_us))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::planner::command::{AckStatus, Answer, Command};
+    use crate::planner::testing::{ack, claimed, one_message_applied, plan as plan_batch, pop, run_at, settle};
+
+    #[test]
+    fn a_bundle_retried_after_its_ack_committed_is_refused_whole() {
+        let (mut store, mut planner) = one_message_applied();
+        let popped = plan_batch(&mut planner, &store, 2, pop("g"));
+        settle(&mut store, &popped);
+        planner.batches_applied(2);
+        let claim = claimed(&popped);
+        let Command::Ack(acks) = ack(&claim, "t1", AckStatus::Completed) else { unreachable!() };
+        let bundle = Bundle { pushes: vec![], acks, required_leases: vec![], kv: vec![], timers: vec![] };
+        let first = run_at(&mut planner, &mut store, 3_000, Command::Transaction(bundle.clone()));
+        assert!(matches!(first, Answer::Transaction(BundleAnswer::Committed { .. })), "{first:?}");
+        // A completion below the cursor is a no-op for a plain ack; in a
+        // bundle it is the fence, so the retry writes nothing.
+        let retry = run_at(&mut planner, &mut store, 4_000, Command::Transaction(bundle));
+        let Answer::Transaction(BundleAnswer::RolledBack(Refusal::RejectedAck { why, .. })) = retry else {
+            panic!("the retry answered {retry:?}")
+        };
+        assert_eq!(why, consume::REFUSED_ALREADY_COMMITTED);
+    }
 }
