@@ -254,7 +254,9 @@ fn plan_ack(
     let planned = match item.status {
         // The ack is a commit: the lease's messages before this one that are
         // not done yet are done with it.
-        AckStatus::Completed => (lease.first..offset).filter(|o| !cursor::is_done(&cur, *o)).chain([offset]).map(ack).collect(),
+        AckStatus::Completed => {
+            (lease.first..offset).filter(|o| !cursor::is_done(&cur, *o)).chain([offset]).map(ack).collect()
+        }
         AckStatus::Failed if failures < options.retry_limit() => vec![fail],
         // A failure releases the lease even when it is the last the message
         // may have: the consumer drops the rest of its batch at a failure,
