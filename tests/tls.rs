@@ -55,14 +55,13 @@ async fn kafka_tls(port: u16, trusted: &TestCa, client: Option<&TestCa>) -> std:
 /// refused client certificate shows only on the first read, so a request
 /// is what proves a session served.
 async fn answers(mut conn: KafkaConn) -> bool {
-    let bytes = protocol::request::encode(ApiKey::ApiVersions, 3, 1, &RequestKind::ApiVersions(Default::default()))
-        .unwrap();
+    let bytes =
+        protocol::request::encode(ApiKey::ApiVersions, 3, 1, &RequestKind::ApiVersions(Default::default())).unwrap();
     conn.send_raw(&bytes).await;
     match conn.read_frame().await {
-        Some(frame) => matches!(
-            protocol::response::decode(ApiKey::ApiVersions, 3, frame),
-            Ok((1, ResponseKind::ApiVersions(_)))
-        ),
+        Some(frame) => {
+            matches!(protocol::response::decode(ApiKey::ApiVersions, 3, frame), Ok((1, ResponseKind::ApiVersions(_))))
+        }
         None => false,
     }
 }
@@ -70,9 +69,8 @@ async fn answers(mut conn: KafkaConn) -> bool {
 async fn plain_kafka_answers(port: u16) -> bool {
     let Ok(conn) = tokio::time::timeout(std::time::Duration::from_secs(5), async {
         let mut conn = KafkaConn::connect(port).await;
-        let bytes =
-            protocol::request::encode(ApiKey::ApiVersions, 3, 1, &RequestKind::ApiVersions(Default::default()))
-                .unwrap();
+        let bytes = protocol::request::encode(ApiKey::ApiVersions, 3, 1, &RequestKind::ApiVersions(Default::default()))
+            .unwrap();
         conn.send_raw(&bytes).await;
         conn.read_frame().await
     })
@@ -93,7 +91,10 @@ async fn kafka_over_tls_serves_a_client_trusting_the_ca_and_no_other() {
     let node = Node::start(&dir.path().join("data"), &env_refs(&env)).await;
 
     assert!(answers(kafka_tls(node.kafka_port, &ca, None).await.unwrap()).await, "a client trusting the CA is served");
-    assert!(kafka_tls(node.kafka_port, &stranger, None).await.is_err(), "a client trusting another CA refuses the node");
+    assert!(
+        kafka_tls(node.kafka_port, &stranger, None).await.is_err(),
+        "a client trusting another CA refuses the node"
+    );
     assert!(!plain_kafka_answers(node.kafka_port).await, "plain Kafka gets no answer from a TLS listener");
 }
 
@@ -161,11 +162,8 @@ fn a_bad_certificate_key_or_switch_is_fatal_at_boot_naming_it() {
     assert!(log.contains("FATAL") && log.contains(&format!("the TLS key {}", path(&garbage))), "{log}");
 
     let other = TestCa::new(&dir.path().join("other"), "Another CA");
-    let log = refusal(&[
-        ("QUEEN_HTTP_TLS", "true"),
-        ("QUEEN_TLS_CERT", &cert),
-        ("QUEEN_TLS_KEY", &path(&other.server_key)),
-    ]);
+    let log =
+        refusal(&[("QUEEN_HTTP_TLS", "true"), ("QUEEN_TLS_CERT", &cert), ("QUEEN_TLS_KEY", &path(&other.server_key))]);
     assert!(log.contains("FATAL") && log.contains("do not serve together"), "{log}");
 
     let log = refusal(&[("QUEEN_TLS_CERT", &cert), ("QUEEN_TLS_KEY", &key)]);

@@ -51,7 +51,8 @@ impl TestCa {
     /// when `with_client_cert`.
     pub fn http_client(&self, with_client_cert: bool) -> reqwest::Client {
         let ca = reqwest::Certificate::from_pem(&std::fs::read(&self.ca).unwrap()).unwrap();
-        let mut builder = reqwest::Client::builder().use_rustls_tls().tls_built_in_root_certs(false).add_root_certificate(ca);
+        let mut builder =
+            reqwest::Client::builder().use_rustls_tls().tls_built_in_root_certs(false).add_root_certificate(ca);
         if with_client_cert {
             let mut pem = std::fs::read(&self.client_cert).unwrap();
             pem.extend(std::fs::read(&self.client_key).unwrap());
