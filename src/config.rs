@@ -125,6 +125,46 @@ pub struct Settings {
     #[arg(long, env = "QUEEN_HTTP_MAX_BODY_BYTES", default_value_t = 64 * 1024 * 1024)]
     pub max_body_bytes: usize,
 
+    /// HTTP connections open at once; more are closed as they arrive.
+    #[arg(long, env = "QUEEN_HTTP_MAX_CONNECTIONS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub http_max_connections: u64,
+
+    /// A request's headers must arrive whole within this many milliseconds of the request's start (a TLS handshake too).
+    #[arg(long, env = "QUEEN_HTTP_HEADER_READ_TIMEOUT_MS", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub http_header_read_timeout_ms: u64,
+
+    /// A Kafka request begun must arrive whole within this many milliseconds (a TLS handshake too).
+    #[arg(long, env = "QUEEN_KAFKA_REQUEST_READ_TIMEOUT_MS", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub kafka_request_read_timeout_ms: u64,
+
+    /// A Kafka connection with no request for this many milliseconds is closed (Kafka's connections.max.idle.ms).
+    #[arg(long, env = "QUEEN_KAFKA_CONNECTIONS_MAX_IDLE_MS", default_value_t = 600_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub kafka_connections_max_idle_ms: u64,
+
+    /// The decompressed bytes all Kafka produce requests in flight may hold together; one waits for its share.
+    #[arg(long, env = "QUEEN_DECOMPRESS_BUDGET_BYTES", default_value_t = 256 * 1024 * 1024, value_parser = clap::value_parser!(u64).range(1024..))]
+    pub decompress_budget_bytes: u64,
+
+    /// The PEM certificate chain the TLS listeners present (QUEEN_KAFKA_TLS, QUEEN_HTTP_TLS).
+    #[arg(long, env = "QUEEN_TLS_CERT")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// The PEM private key of QUEEN_TLS_CERT.
+    #[arg(long, env = "QUEEN_TLS_KEY")]
+    pub tls_key: Option<PathBuf>,
+
+    /// A PEM CA: when set, every TLS client must present a certificate it signed.
+    #[arg(long, env = "QUEEN_TLS_CLIENT_CA")]
+    pub tls_client_ca: Option<PathBuf>,
+
+    /// Serve Kafka over TLS (security.protocol SSL, or SASL_SSL with SASL on).
+    #[arg(long, env = "QUEEN_KAFKA_TLS", default_value_t = false, action = clap::ArgAction::Set)]
+    pub kafka_tls: bool,
+
+    /// Serve the HTTP API over TLS (HTTPS).
+    #[arg(long, env = "QUEEN_HTTP_TLS", default_value_t = false, action = clap::ArgAction::Set)]
+    pub http_tls: bool,
+
     /// The most items one push may carry.
     #[arg(long, env = "QUEEN_PUSH_MAX_ITEMS", default_value_t = 10_000)]
     pub push_max_items: usize,

@@ -38,3 +38,4 @@ pub mod recovery;
 pub mod replicate;
 pub mod retention_scan;
 pub mod store;
+pub mod tls;

@@ -9,6 +9,7 @@ fn main() {
         .with_writer(std::io::stderr)
         .with_env_filter(tracing_subscriber::EnvFilter::try_new(&settings.log).unwrap_or_else(|_| "info".into()))
         .init();
+    let tls = queen::tls::listeners(&settings).unwrap_or_else(|e| queen::fatal::exit(&e));
     let node = match Node::boot(settings) {
         Ok(node) => Arc::new(node),
         Err(e) => queen::fatal::exit(&e.to_string()),
@@ -21,12 +22,12 @@ fn main() {
         };
         let bound = kafka.local_addr().unwrap_or(node.settings.kafka_addr);
         let kafka_config = queen::kafka::config(&node.settings, bound).unwrap_or_else(|e| queen::fatal::exit(&e));
-        tokio::spawn(queen::kafka::serve(node.clone(), kafka, kafka_config));
+        tokio::spawn(queen::kafka::serve(node.clone(), kafka, kafka_config, tls.kafka));
         tokio::spawn(queen::due_work::fire_timers(node.clone()));
         tokio::spawn(queen::due_work::sweep_kv(node.clone()));
         tokio::spawn(queen::retention_scan::run(node.clone()));
         tokio::spawn(queen::due_work::collect_idle_ephemeral(node.clone()));
-        queen::http::serve(node.clone()).await
+        queen::http::listener::serve(node.clone(), tls.http).await
     });
     if let Err(e) = served {
         queen::fatal::exit(&format!("HTTP listener on {}: {e}", node.settings.http_addr));

@@ -21,6 +21,14 @@ pub struct FacadeConfig {
     /// How long a new group waits for more members before its first
     /// assignment (Kafka's `group.initial.rebalance.delay.ms`).
     pub initial_rebalance_delay: Duration,
+    /// A request begun (its first byte read) must arrive whole within this;
+    /// a TLS handshake too.
+    pub request_read_timeout: Duration,
+    /// A connection with no request begun for this long is closed (Kafka's
+    /// `connections.max.idle.ms`).
+    pub connections_max_idle: Duration,
+    /// The decompressed bytes all produce requests in flight may hold.
+    pub decompress_budget: crate::DecompressBudget,
     /// SASL mechanisms and users; none leaves the listener open.
     pub sasl: Option<crate::sasl::SaslConfig>,
 }

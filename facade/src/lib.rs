@@ -5,19 +5,24 @@
 //! planner commands as the HTTP API; consumer-group membership, which Kafka
 //! keeps in the coordinator's memory, lives in [`groups`].
 
+pub mod accept;
 pub mod broker;
 pub mod config;
 mod connection;
+pub mod decompress_budget;
 pub mod groups;
 mod handlers;
 mod listener;
 mod names;
 mod producers;
 pub mod sasl;
+pub mod throttle;
+pub mod tls;
 mod topics;
 
 pub use broker::Broker;
 pub use config::FacadeConfig;
+pub use decompress_budget::DecompressBudget;
 pub use listener::serve;
 
 use std::sync::Arc;

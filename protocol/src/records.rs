@@ -43,14 +43,16 @@ pub enum RecordsError {
     Encode(String),
 }
 
-/// Decodes every batch of a produce request's record set; a compressed
-/// batch may expand to at most `max_uncompressed` bytes.
-pub fn decode_produced(mut bytes: Bytes, max_uncompressed: usize) -> Result<Vec<ProducedBatch>, RecordsError> {
+/// Decodes every batch of a produce request's record set; what compressed
+/// batches expand to is spent from `allowance`.
+pub fn decode_produced(
+    mut bytes: Bytes,
+    allowance: &decompress::Allowance,
+) -> Result<Vec<ProducedBatch>, RecordsError> {
     let mut sets = Vec::new();
     while bytes.has_remaining() {
-        let set =
-            RecordBatchDecoder::decode_with_custom_compression(&mut bytes, Some(decompress::bounded(max_uncompressed)))
-                .map_err(|e| RecordsError::Corrupt(format!("{e:#}")))?;
+        let set = RecordBatchDecoder::decode_with_custom_compression(&mut bytes, Some(decompress::bounded(allowance)))
+            .map_err(|e| RecordsError::Corrupt(format!("{e:#}")))?;
         sets.push(set);
     }
     let mut out = Vec::with_capacity(sets.len());

@@ -45,8 +45,11 @@ fn every_captured_request_decodes_at_its_clients_version() {
                 if let RequestKind::Produce(p) = &req.body {
                     for t in &p.topic_data {
                         for part in &t.partition_data {
-                            let batches =
-                                protocol::records::decode_produced(part.records.clone().unwrap(), 1 << 24).unwrap();
+                            let batches = protocol::records::decode_produced(
+                                part.records.clone().unwrap(),
+                                &protocol::decompress::Allowance::new(1 << 24),
+                            )
+                            .unwrap();
                             assert!(batches.iter().all(|b| !b.records.is_empty()), "{name}: records decode");
                         }
                     }

@@ -52,7 +52,7 @@ proptest! {
         }).collect();
         let batch = ProducedBatch { producer_id, producer_epoch: 0, base_sequence, transactional: false, records };
         let bytes = encode_produced(&batch, compression).unwrap();
-        let decoded = decode_produced(bytes, 1 << 24).unwrap();
+        let decoded = decode_produced(bytes, &protocol::decompress::Allowance::new(1 << 24)).unwrap();
         prop_assert_eq!(decoded, vec![batch]);
     }
 

@@ -13,6 +13,7 @@ pub mod health;
 pub mod ids;
 pub mod kv;
 pub mod lease;
+pub mod listener;
 pub mod locks;
 pub mod messages;
 pub mod pop;
@@ -100,21 +101,4 @@ pub fn router(node: Arc<Node>) -> Router {
 
 async fn unknown_route(uri: Uri) -> ApiError {
     ApiError::new(StatusCode::NOT_FOUND, "unknown_route", format!("no route {}", uri.path()))
-}
-
-/// Serves until SIGTERM or SIGINT, then lets requests in flight finish.
-pub async fn serve(node: Arc<Node>) -> std::io::Result<()> {
-    let listener = tokio::net::TcpListener::bind(node.settings.http_addr).await?;
-    tracing::info!(addr = %listener.local_addr()?, "HTTP API listening");
-    axum::serve(listener, router(node)).with_graceful_shutdown(shutdown_signal()).await
-}
-
-async fn shutdown_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term = signal(SignalKind::terminate()).expect("install the SIGTERM handler");
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = tokio::signal::ctrl_c() => {}
-    }
-    tracing::info!("shutting down: draining requests in flight");
 }

@@ -8,7 +8,8 @@ pub mod records;
 use crate::config::Settings;
 use crate::node::Node;
 use facade::sasl::{Mechanism, SaslConfig};
-use facade::{Facade, FacadeConfig};
+use facade::tls::TlsAcceptor;
+use facade::{DecompressBudget, Facade, FacadeConfig};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -20,16 +21,18 @@ pub async fn bind(node: &Node) -> std::io::Result<TcpListener> {
     TcpListener::bind(node.settings.kafka_addr).await
 }
 
-/// Serves Kafka clients on `listener` for the life of the process.
-pub async fn serve(node: Arc<Node>, listener: TcpListener, config: FacadeConfig) {
+/// Serves Kafka clients on `listener` for the life of the process, over
+/// TLS when `tls` is given.
+pub async fn serve(node: Arc<Node>, listener: TcpListener, config: FacadeConfig, tls: Option<TlsAcceptor>) {
     tracing::info!(
         addr = %node.settings.kafka_addr,
         advertised = %format!("{}:{}", config.advertised_host, config.advertised_port),
         sasl = config.sasl.is_some(),
+        tls = tls.is_some(),
         "kafka listener ready"
     );
     let facade = Facade::new(Arc::new(broker::QueenBroker::new(node)), config);
-    facade::serve(listener, facade).await;
+    facade::serve(listener, facade, tls).await;
 }
 
 /// The listener's configuration from the settings, or the setting that is wrong.
@@ -53,6 +56,9 @@ pub fn config(s: &Settings, bound: SocketAddr) -> Result<FacadeConfig, String> {
         auto_create_topics: s.kafka_auto_create_topics,
         num_partitions: s.kafka_num_partitions,
         initial_rebalance_delay: Duration::from_millis(s.kafka_initial_rebalance_delay_ms),
+        request_read_timeout: Duration::from_millis(s.kafka_request_read_timeout_ms),
+        connections_max_idle: Duration::from_millis(s.kafka_connections_max_idle_ms),
+        decompress_budget: DecompressBudget::new(s.decompress_budget_bytes as usize),
         sasl: sasl(&s.kafka_sasl_mechanisms, &s.kafka_sasl_users)?,
     })
 }

@@ -5,11 +5,15 @@
 use bytes::{Bytes, BytesMut};
 use protocol::messages::{ApiKey, RequestKind, ResponseKind};
 use protocol::records::{encode_produced, Compression, PlainRecord, ProducedBatch};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+/// A byte stream to the node: plain TCP or TLS.
+pub trait Duplex: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Duplex for S {}
+
 pub struct KafkaConn {
-    stream: TcpStream,
+    stream: Box<dyn Duplex>,
     buf: BytesMut,
     next_correlation: i32,
 }
@@ -17,7 +21,12 @@ pub struct KafkaConn {
 impl KafkaConn {
     pub async fn connect(port: u16) -> KafkaConn {
         let stream = TcpStream::connect(("127.0.0.1", port)).await.expect("connect to the Kafka listener");
-        KafkaConn { stream, buf: BytesMut::new(), next_correlation: 1 }
+        KafkaConn::over(stream)
+    }
+
+    /// A connection over a stream already open (a TLS session).
+    pub fn over(stream: impl Duplex + 'static) -> KafkaConn {
+        KafkaConn { stream: Box::new(stream), buf: BytesMut::new(), next_correlation: 1 }
     }
 
     pub async fn send_raw(&mut self, bytes: &[u8]) {

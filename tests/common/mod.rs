@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 pub mod crash;
 pub mod kafka;
+pub mod tls;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_queen");
 
@@ -52,6 +53,12 @@ impl Node {
     /// connection before the node binds it; the node is then started again on
     /// fresh ports.
     pub async fn start(dir: &Path, env: &[(&str, &str)]) -> Node {
+        Node::start_with_client(dir, env, reqwest::Client::new()).await
+    }
+
+    /// As [`Node::start`], speaking HTTP through `http` (an HTTPS client
+    /// that trusts the node's CA when the env turns QUEEN_HTTP_TLS on).
+    pub async fn start_with_client(dir: &Path, env: &[(&str, &str)], http: reqwest::Client) -> Node {
         let env: Vec<(String, String)> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         // One log for every attempt: a boot that dies on a taken port may
         // have cut a torn tail first, and a test may look for that line.
@@ -68,7 +75,7 @@ impl Node {
                 dir: dir.to_path_buf(),
                 log: log.clone(),
                 env: env.clone(),
-                http: reqwest::Client::new(),
+                http: http.clone(),
             };
             if node.wait_healthy(from).await {
                 return node;
@@ -80,7 +87,7 @@ impl Node {
     /// Starts the node again on the same directory and settings.
     pub async fn restart(self) -> Node {
         let env: Vec<(&str, &str)> = self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        Node::start(&self.dir, &env).await
+        Node::start_with_client(&self.dir, &env, self.http.clone()).await
     }
 
     /// True once healthy; false when the node exited because a port was
@@ -110,7 +117,9 @@ impl Node {
     }
 
     pub fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.port)
+        let https = self.env.iter().any(|(k, v)| k == "QUEEN_HTTP_TLS" && v == "true");
+        let scheme = if https { "https" } else { "http" };
+        format!("{scheme}://127.0.0.1:{}{path}", self.port)
     }
 
     pub fn log_text(&self) -> String {

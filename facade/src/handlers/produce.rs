@@ -7,6 +7,7 @@ use crate::broker::{BrokerError, PartitionBatch};
 use crate::names::topic_name;
 use crate::producers::Written;
 use crate::{topics, Broker, Facade};
+use protocol::decompress::{any_compressed, Allowance};
 use protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use protocol::messages::{ProduceRequest, ProduceResponse, ResponseKind};
 use protocol::records::decode_produced;
@@ -14,6 +15,18 @@ use protocol::ResponseError;
 
 pub async fn handle<B: Broker>(f: &Facade<B>, req: ProduceRequest, version: i16) -> Reply {
     let transactional = req.transactional_id.is_some();
+    // What the request's compressed batches expand to, at most
+    // `max_request_bytes` all together, is held from the budget all
+    // requests share until the request is answered.
+    let compressed = req.topic_data.iter().flat_map(|t| &t.partition_data).any(|p| match &p.records {
+        Some(records) => any_compressed(records),
+        None => false,
+    });
+    let mut reservation = match compressed {
+        true => Some(f.config.decompress_budget.reserve(f.config.max_request_bytes).await),
+        false => None,
+    };
+    let allowance = Allowance::new(reservation.as_ref().map_or(usize::MAX, |r| r.bytes()));
     // (topic, partition, error or the index of its batch in `batches`).
     let mut slots: Vec<(String, i32, Result<usize, ResponseError>)> = Vec::new();
     let mut batches: Vec<PartitionBatch> = Vec::new();
@@ -27,13 +40,16 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: ProduceRequest, version: i16)
                 (Ok(t), _) if p.index < 0 || p.index as u32 >= t.partitions => {
                     Err(ResponseError::UnknownTopicOrPartition)
                 }
-                (Ok(_), _) => batch_of(f, &name, p.index, p.records.clone()).map(|b| {
+                (Ok(_), _) => batch_of(f, &name, p.index, p.records.clone(), &allowance).map(|b| {
                     batches.push(b);
                     batches.len() - 1
                 }),
             };
             slots.push((name.clone(), p.index, slot));
         }
+    }
+    if let Some(reservation) = &mut reservation {
+        reservation.keep(allowance.used());
     }
     let sent: Vec<Written> = batches.iter().map(|b| Written::of(&b.topic, b.partition, &b.batch)).collect();
     let results = f.broker.produce(batches).await;
@@ -69,9 +85,10 @@ fn batch_of<B: Broker>(
     topic: &str,
     partition: i32,
     records: Option<bytes::Bytes>,
+    allowance: &Allowance,
 ) -> Result<PartitionBatch, ResponseError> {
     let Some(records) = records else { return Err(ResponseError::CorruptMessage) };
-    let decoded = decode_produced(records, f.config.max_request_bytes).map_err(|e| {
+    let decoded = decode_produced(records, allowance).map_err(|e| {
         tracing::debug!(topic, partition, error = %e, "produce refused");
         ResponseError::CorruptMessage
     })?;

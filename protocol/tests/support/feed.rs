@@ -12,7 +12,7 @@ pub fn feed(data: &[u8]) {
         let RequestKind::Produce(p) = request.body else { continue };
         for part in p.topic_data.into_iter().flat_map(|t| t.partition_data) {
             if let Some(records) = part.records {
-                let _ = protocol::records::decode_produced(records, 1 << 24);
+                let _ = protocol::records::decode_produced(records, &protocol::decompress::Allowance::new(1 << 24));
             }
         }
     }
