@@ -116,6 +116,12 @@ pub struct Settings {
     #[arg(long, env = "QUEEN_QLOG_COMPACT_MIN_DEAD_PCT", value_parser = clap::value_parser!(u8).range(0..=100))]
     pub compact_min_dead_pct: Option<u8>,
 
+    /// The most qlog files kept open at once; past it the least recently
+    /// used is closed and opened again when next needed. Unset: half the
+    /// descriptor limit (raised at boot to its hard limit), at most 65536.
+    #[arg(long, env = "QUEEN_QLOG_OPEN_FILES", value_parser = clap::value_parser!(u64).range(1..))]
+    pub qlog_open_files: Option<u64>,
+
     /// The largest payload one message may carry, in bytes (4 MiB: the
     /// queen-mq client's suite pushes a JSON document of about 2 MB).
     #[arg(long, env = "QUEEN_MAX_PAYLOAD_BYTES", default_value_t = 4 * 1024 * 1024)]

@@ -24,6 +24,7 @@ pub mod due_work;
 pub mod encryption;
 pub mod ephemeral;
 pub mod fatal;
+pub mod fd_limit;
 pub mod http;
 pub mod iso_time;
 pub mod kafka;

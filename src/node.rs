@@ -4,6 +4,7 @@
 use crate::apply_watch::ApplyWatch;
 use crate::config::Settings;
 use crate::disk_gate::DiskGate;
+use crate::fd_limit;
 use crate::encryption::{Cipher, EncryptionError};
 use crate::ephemeral::{EphOptions, Ephemeral, DECLARATIONS_NS};
 use crate::http::auth::{Auth, AuthConfigError};
@@ -112,7 +113,9 @@ impl Node {
             }
         }
 
-        let files = Arc::new(FileTable::default());
+        let open_files = fd_limit::open_files(settings.qlog_open_files, fd_limit::raise_to_hard());
+        tracing::info!(open_files, "qlog files kept open at most (QUEEN_QLOG_OPEN_FILES)");
+        let files = Arc::new(FileTable::new(qlog_root.clone(), open_files));
         let recovered = recover(&mut store, &qlog_root, &layout, &files, ledger.as_deref())?;
         tracing::info!(last = %recovered.last, replayed = recovered.replayed, cut = recovered.cut, "qlog recovered");
 

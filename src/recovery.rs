@@ -21,9 +21,8 @@ use crate::qlog::sync_ledger::SyncLedger;
 use crate::store::locator::Span;
 use crate::store::Store;
 use std::collections::BTreeMap;
-use std::fs::{File, OpenOptions};
+use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RecoveryError {
@@ -68,11 +67,9 @@ pub fn recover(
 ) -> Result<Recovered, RecoveryError> {
     let scans = scan_logs(root)?;
     let durable = store.applied.index;
+    // The files are opened as records are read (`FileTable`), not all at
+    // once: a node with more logs than descriptors still boots.
     for scan in &scans {
-        for seg in &scan.segments {
-            let f = File::open(&seg.path).map_err(io(&seg.path))?;
-            files.insert(scan.id, seg.no, Arc::new(f));
-        }
         refuse_damage_before_durable(scan, durable)?;
     }
 
@@ -254,6 +251,7 @@ fn cut_and_resume(
         None => (last, active_damage.map(|d| d.pos)),
     };
     for seg in segments.drain(cut_seg + 1..) {
+        files.remove(id, seg.no);
         std::fs::remove_file(&seg.path).map_err(io(&seg.path))?;
         let _ = std::fs::remove_file(index_path(&dir, seg.no));
     }
@@ -275,5 +273,5 @@ fn cut_and_resume(
         let _ = std::fs::remove_file(index_path(&dir, active.no));
         sync_dir(&dir).map_err(io(&dir))?;
     }
-    QueueLog::resume(id, dir, active.no, len, rows, files).map_err(io(&active.path))
+    Ok(QueueLog::resume(id, dir, active.no, len, rows))
 }

@@ -88,6 +88,9 @@ pub enum BrokerError {
     QueueFull(String),
     #[error("the node is shutting down")]
     ShuttingDown,
+    /// A transient refusal: the broker cannot write now, and a retry may succeed.
+    #[error("{0}")]
+    Unavailable(String),
     #[error("the broker failed to read or write: {0}")]
     Internal(String),
 }
@@ -103,7 +106,9 @@ impl BrokerError {
             BrokerError::InvalidRequest(_) => ResponseError::InvalidRequest,
             BrokerError::CorruptRecords(_) => ResponseError::CorruptMessage,
             BrokerError::RecordTooLarge { .. } => ResponseError::MessageTooLarge,
-            BrokerError::StorageFull | BrokerError::QueueFull(_) => ResponseError::KafkaStorageError,
+            BrokerError::StorageFull | BrokerError::QueueFull(_) | BrokerError::Unavailable(_) => {
+                ResponseError::KafkaStorageError
+            }
             BrokerError::ShuttingDown => ResponseError::NotLeaderOrFollower,
             BrokerError::Internal(_) => ResponseError::UnknownServerError,
         }

@@ -66,7 +66,11 @@ impl IntoResponse for ApiError {
 
 impl From<crate::replicate::ProposeError> for ApiError {
     fn from(e: crate::replicate::ProposeError) -> Self {
-        Self::new(StatusCode::SERVICE_UNAVAILABLE, "retry", e.to_string())
+        let code = match e {
+            crate::replicate::ProposeError::ShuttingDown => "retry",
+            crate::replicate::ProposeError::LogFilesUnavailable => "log_files_unavailable",
+        };
+        Self::new(StatusCode::SERVICE_UNAVAILABLE, code, e.to_string())
     }
 }
 

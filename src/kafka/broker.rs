@@ -37,6 +37,7 @@ impl QueenBroker {
     async fn propose(&self, command: Command) -> Result<Answer, BrokerError> {
         self.node.replicator.propose(command).await.map_err(|e| match e {
             ProposeError::ShuttingDown => BrokerError::ShuttingDown,
+            ProposeError::LogFilesUnavailable => BrokerError::Unavailable(e.to_string()),
         })
     }
 

@@ -16,9 +16,3 @@ pub fn create_durable(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
     File::open(dir)?.sync_all()
 }
-
-/// fdatasync: the file's bytes and the size that reaches them, without the
-/// timestamps a full fsync would also write.
-pub fn datasync(file: &File) -> std::io::Result<()> {
-    file.sync_data()
-}

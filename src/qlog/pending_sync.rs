@@ -3,17 +3,21 @@
 //! touched log, the steps its write needs first (a new directory, a sealed
 //! file's index, a new file), then its bytes, then one fdatasync.
 
-use super::durable_fs::{datasync, sync_dir};
-use super::files::FileTable;
+use super::durable_fs::sync_dir;
+use super::files::{FileTable, LogFile};
 use super::segment::{index_path, segment_path};
 use super::sync_ledger::SyncLedger;
 use std::fs::OpenOptions;
-use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// The most threads that fdatasync the logs of one batch side by side.
 const SYNC_THREADS: usize = 16;
+/// The longest wait between two tries to open a qlog file, and how often
+/// the wait is logged.
+const MAX_OPEN_RETRY_WAIT: Duration = Duration::from_secs(1);
+const STALL_WARN_EVERY: Duration = Duration::from_secs(10);
 
 /// A step a log's write takes before its bytes.
 #[derive(Debug)]
@@ -40,34 +44,78 @@ pub struct LogWrite {
 }
 
 impl LogWrite {
+    /// Takes the write's steps, then writes its bytes and fdatasyncs them.
+    /// A step or an open that fails has written nothing, so it is retried
+    /// (`FileTable::ready` refuses new commands meanwhile); a failed write or
+    /// fdatasync is answered as an error, which the caller must stop on.
     fn run(&self, files: &FileTable, ledger: Option<&SyncLedger>) -> std::io::Result<()> {
+        let file = self.prepare_retrying(files, ledger);
+        file.write_all_at(&self.bytes, self.at)?;
+        file.datasync()?;
+        if let Some(l) = ledger {
+            l.record(&segment_path(&self.dir, self.segment), self.at + self.bytes.len() as u64);
+        }
+        // `file` is let go of only now, synced: see `files.rs`.
+        Ok(())
+    }
+
+    fn prepare_retrying(&self, files: &FileTable, ledger: Option<&SyncLedger>) -> Arc<LogFile> {
+        let mut wait = Duration::from_millis(10);
+        let mut stalled_since: Option<Instant> = None;
+        let mut warned: Option<Instant> = None;
+        loop {
+            match self.prepare(files, ledger) {
+                Ok(file) => {
+                    if let Some(since) = stalled_since {
+                        files.set_stalled(false);
+                        tracing::info!(log = self.log, waited_ms = since.elapsed().as_millis() as u64, "a qlog file could be opened again; writes go on");
+                    }
+                    return file;
+                }
+                Err(e) => {
+                    if stalled_since.is_none() {
+                        stalled_since = Some(Instant::now());
+                        files.set_stalled(true);
+                    }
+                    if warned.is_none_or(|t| t.elapsed() >= STALL_WARN_EVERY) {
+                        warned = Some(Instant::now());
+                        tracing::warn!(log = self.log, dir = %self.dir.display(), error = %e, "cannot open a qlog file; the write waits and new commands are refused until it can");
+                    }
+                    std::thread::sleep(wait);
+                    wait = (wait * 2).min(MAX_OPEN_RETRY_WAIT);
+                }
+            }
+        }
+    }
+
+    /// The steps before the bytes, each safe to take again, and the file
+    /// the bytes go to.
+    fn prepare(&self, files: &FileTable, ledger: Option<&SyncLedger>) -> std::io::Result<Arc<LogFile>> {
         for step in &self.prepare {
             match step {
                 Prepare::CreateDir => {
                     std::fs::create_dir_all(&self.dir)?;
-                    sync_dir(self.dir.parent().expect("a log directory sits in the qlog root"))?;
+                    files.opening(|| sync_dir(self.dir.parent().expect("a log directory sits in the qlog root")))?;
                 }
-                Prepare::Seal { segment, qidx } => std::fs::write(index_path(&self.dir, *segment), qidx)?,
+                Prepare::Seal { segment, qidx } => {
+                    files.opening(|| std::fs::write(index_path(&self.dir, *segment), qidx))?
+                }
                 Prepare::CreateSegment(no) => {
                     let path = segment_path(&self.dir, *no);
-                    let file = OpenOptions::new().read(true).write(true).create_new(true).open(&path)?;
-                    sync_dir(&self.dir)?;
+                    // Not `create_new`: a try that failed after creating it
+                    // left it empty, and this one goes on with it.
+                    let file = files.opening(|| OpenOptions::new().read(true).write(true).create(true).open(&path))?;
+                    files.opening(|| sync_dir(&self.dir))?;
                     if let Some(l) = ledger {
                         l.record(&path, 0);
                     }
-                    files.insert(self.log, *no, Arc::new(file));
+                    files.insert(self.log, *no, Arc::new(LogFile::new(file)));
                 }
             }
         }
-        let file = files.get(self.log, self.segment).ok_or_else(|| {
+        files.get(self.log, self.segment)?.ok_or_else(|| {
             std::io::Error::other(format!("segment {} of qlog {} was never created", self.segment, self.log))
-        })?;
-        file.write_all_at(&self.bytes, self.at)?;
-        datasync(&file)?;
-        if let Some(l) = ledger {
-            l.record(&segment_path(&self.dir, self.segment), self.at + self.bytes.len() as u64);
-        }
-        Ok(())
+        })
     }
 }
 
@@ -83,7 +131,7 @@ impl PendingSync {
     }
 
     /// Writes and fdatasyncs every log, side by side when there are several.
-    /// Any error leaves the logs in an unknown state: the caller must stop,
+    /// An error (a failed write or fdatasync) leaves the logs in an unknown state: the caller must stop,
     /// and recovery decides at the next boot.
     pub fn run(&self, files: &FileTable, ledger: Option<&SyncLedger>) -> std::io::Result<()> {
         if self.writes.len() <= 1 {

@@ -3,16 +3,14 @@
 //! file-system steps staged for the next group commit. The steps themselves
 //! run later, on the thread that syncs (`pending_sync.rs`).
 
-use super::files::{FileTable, Location};
+use super::files::Location;
 use super::index_file;
 use super::pending_sync::{LogWrite, Prepare};
 use super::record::{frame_with, RecordKind, FRAME_HEADER};
-use super::segment::{segment_path, IndexRow};
+use super::segment::IndexRow;
 use crate::log_id::LogId;
 use crate::qlog::message_record::MessageSpan;
-use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub fn log_dir(root: &Path, id: u64) -> PathBuf {
@@ -50,19 +48,11 @@ impl QueueLog {
         }
     }
 
-    /// Continues an existing log whose active file recovery has verified.
-    pub fn resume(
-        id: u64,
-        dir: PathBuf,
-        active_no: u32,
-        active_len: u64,
-        active_rows: Vec<IndexRow>,
-        files: &FileTable,
-    ) -> std::io::Result<Self> {
-        let file = Arc::new(OpenOptions::new().read(true).write(true).open(segment_path(&dir, active_no))?);
-        files.insert(id, active_no, file);
+    /// Continues an existing log whose active file recovery has verified;
+    /// the file is opened by its first write (`FileTable::get`).
+    pub fn resume(id: u64, dir: PathBuf, active_no: u32, active_len: u64, active_rows: Vec<IndexRow>) -> Self {
         let first_record_at = (active_len > 0).then(Instant::now);
-        Ok(Self {
+        Self {
             id,
             dir,
             active_no,
@@ -71,7 +61,7 @@ impl QueueLog {
             staged: Vec::new(),
             prepare: Vec::new(),
             first_record_at,
-        })
+        }
     }
 
     /// Seals the active file once it has reached `segment_bytes`, or holds a

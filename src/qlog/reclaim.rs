@@ -21,7 +21,7 @@
 //! its records is at or above the checkpoint, its whole directory goes.
 
 use super::durable_fs::{create_durable, sync_dir};
-use super::files::{FileTable, Location};
+use super::files::{FileTable, LogFile, Location};
 use super::index_file;
 use super::record::{read_frame, Frame, RecordKind};
 use super::retired::RetiredLogs;
@@ -361,7 +361,7 @@ fn rewrite(
     }
     let copy = dir.join(format!("r{no:08}.qlog{REWRITE_SUFFIX}"));
     create_durable(&copy, &bytes)?;
-    let file = Arc::new(File::open(&copy)?);
+    let file = Arc::new(LogFile::new(files.opening(|| File::open(&copy))?));
     // Readers go through the table of open files, not the path: until the
     // swap below they read the old file, at the old positions.
     std::fs::rename(&copy, &path)?;

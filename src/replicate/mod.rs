@@ -12,6 +12,11 @@ use std::pin::Pin;
 pub enum ProposeError {
     #[error("the node is shutting down and takes no new writes")]
     ShuttingDown,
+    /// The writer cannot open a qlog file (the process is out of file
+    /// descriptors, or the file system refuses): the command is refused
+    /// before it is planned, and the others go on.
+    #[error("the node cannot open its log files now (out of file descriptors?); retry")]
+    LogFilesUnavailable,
 }
 
 pub type Proposal<'a> = Pin<Box<dyn Future<Output = Result<Answer, ProposeError>> + Send + 'a>>;

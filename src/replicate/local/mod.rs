@@ -128,7 +128,7 @@ impl LocalReplicator {
         };
         let applier = spawn("applier", move || applier.run(applier_rx));
         let syncer = syncer::Syncer {
-            files: p.files,
+            files: p.files.clone(),
             metrics: p.metrics,
             ledger: p.ledger,
             open: open.clone(),
@@ -140,6 +140,7 @@ impl LocalReplicator {
             state: p.state,
             applied_batch,
             open,
+            files: p.files,
             threads: vec![syncer, applier],
         };
         let thread = spawn("sequencer", move || sequencer.run(rx));

@@ -5,6 +5,8 @@ use super::open_batch::OpenBatch;
 use super::{Msg, Reply};
 use crate::planner::command::Command;
 use crate::planner::{Planned, Planner};
+use crate::qlog::files::FileTable;
+use crate::replicate::ProposeError;
 use crate::store::Store;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
@@ -27,6 +29,8 @@ pub(super) struct Sequencer {
     pub state: Arc<RwLock<Store>>,
     pub applied_batch: Arc<AtomicU64>,
     pub open: Arc<OpenBatch>,
+    /// Asked before each chunk whether the writer can open its files.
+    pub files: Arc<FileTable>,
     /// The later stages, joined once they have drained.
     pub threads: Vec<JoinHandle<()>>,
 }
@@ -64,6 +68,13 @@ impl Sequencer {
                 match msg {
                     Msg::Propose(c, r) => commands.push((c, r)),
                     Msg::Stop => stop = true,
+                }
+            }
+            if !commands.is_empty() && !self.files.ready() {
+                // Refused before they are planned, so they change nothing,
+                // and what is already planned is written once files open.
+                for (_, reply) in commands.drain(..) {
+                    let _ = reply.send(Err(ProposeError::LogFilesUnavailable));
                 }
             }
             let mut commands = commands.into_iter().peekable();
