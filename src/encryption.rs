@@ -64,25 +64,29 @@ impl Cipher {
         Ok(Self(Aes256Gcm::new_from_slice(&bytes).expect("a 32-byte key")))
     }
 
-    /// Seals the message's payload in place.
+    /// Seals the message's payload in place. A null value (a Kafka
+    /// tombstone) has nothing to hide and stays null, unsealed.
     pub fn seal(&self, message: &mut Message) {
+        let Some(plain) = &message.value else { return };
         let nonce = Aes256Gcm::generate_nonce(&mut OsRng);
-        let payload = Payload { msg: &message.value, aad: message.transaction_id.as_bytes() };
+        let payload = Payload { msg: plain, aad: message.transaction_id.as_bytes() };
         let sealed = self.0.encrypt(&nonce, payload).expect("AES-GCM seals any payload");
         let mut value = nonce.to_vec();
         value.extend_from_slice(&sealed);
-        message.value = value;
+        message.value = Some(value);
         message.encrypted = true;
     }
 
     /// Opens a sealed payload in place.
     pub fn open(&self, message: &mut Message) -> Result<(), EncryptionError> {
-        if message.value.len() < NONCE_BYTES {
+        let sealed = message.value.as_deref().unwrap_or_default();
+        if sealed.len() < NONCE_BYTES {
             return Err(EncryptionError::DoesNotOpen);
         }
-        let (nonce, sealed) = message.value.split_at(NONCE_BYTES);
+        let (nonce, sealed) = sealed.split_at(NONCE_BYTES);
         let payload = Payload { msg: sealed, aad: message.transaction_id.as_bytes() };
-        message.value = self.0.decrypt(Nonce::from_slice(nonce), payload).map_err(|_| EncryptionError::DoesNotOpen)?;
+        let plain = self.0.decrypt(Nonce::from_slice(nonce), payload).map_err(|_| EncryptionError::DoesNotOpen)?;
+        message.value = Some(plain);
         message.encrypted = false;
         Ok(())
     }
@@ -101,10 +105,10 @@ mod tests {
         let cipher = Cipher::from_hex(&"ab".repeat(32)).unwrap();
         let mut m = message(b"{\"card\":\"4111\"}");
         cipher.seal(&mut m);
-        assert!(m.encrypted && !m.value.windows(4).any(|w| w == b"4111"));
+        assert!(m.encrypted && !m.value_bytes().windows(4).any(|w| w == b"4111"));
         let mut moved = Message { transaction_id: "t2".into(), ..m.clone() };
         cipher.open(&mut m).unwrap();
-        assert_eq!(m.value, b"{\"card\":\"4111\"}");
+        assert_eq!(m.value_bytes(), b"{\"card\":\"4111\"}");
         assert!(cipher.open(&mut moved).is_err(), "the transactionId is bound to the payload");
         let other = Cipher::from_hex(&"cd".repeat(32)).unwrap();
         let mut again = message(b"x");

@@ -222,3 +222,61 @@ async fn a_long_poll_answers_at_once_for_min_bytes_zero_or_an_error_and_wakes_fo
     assert!(t.elapsed() >= Duration::from_millis(700), "answered before the append to its topic: {:?}", t.elapsed());
     assert!(t.elapsed() < Duration::from_secs(5), "the append to its topic did not wake it: {:?}", t.elapsed());
 }
+
+/// A fetch of partitions 0 and 1 of `topic` from offset 0 that answers at once.
+fn fetch_sized(topic: &str, max_bytes: i32, partition_max_bytes: i32) -> RequestKind {
+    use protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+    let partitions = (0..2)
+        .map(|p| FetchPartition::default().with_partition(p).with_fetch_offset(0).with_partition_max_bytes(partition_max_bytes))
+        .collect();
+    let t = FetchTopic::default()
+        .with_topic(TopicName(StrBytes::from_string(topic.to_string())))
+        .with_partitions(partitions);
+    RequestKind::Fetch(
+        protocol::messages::FetchRequest::default()
+            .with_replica_id(protocol::messages::BrokerId(-1))
+            .with_max_bytes(max_bytes)
+            .with_topics(vec![t]),
+    )
+}
+
+/// (record bytes, record count) of each partition a fetch answered.
+fn fetched_sizes(answer: ResponseKind) -> Vec<(usize, usize)> {
+    let ResponseKind::Fetch(r) = answer else { panic!("not a fetch answer: {answer:?}") };
+    r.responses[0]
+        .partitions
+        .iter()
+        .map(|p| {
+            assert_eq!(p.error_code, 0);
+            let bytes = p.records.clone().unwrap_or_default();
+            (bytes.len(), protocol::records::decode_fetched(bytes).unwrap().len())
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fetch_keeps_within_max_bytes_and_partition_max_bytes_but_for_the_first_record() {
+    let tmp = tempfile::tempdir().unwrap();
+    let node = Node::start(&tmp.path().join("data"), &[("QUEEN_KAFKA_NUM_PARTITIONS", "2")]).await;
+    let mut conn = KafkaConn::connect(node.kafka_port).await;
+    let values: Vec<String> = (0..10).map(|i| format!("{i}").repeat(100_000)).collect();
+    for p in 0..2 {
+        assert_eq!(produced(conn.call(ApiKey::Produce, 9, produce("big", p, batch(-1, -1, -1, &values))).await).0, 0);
+    }
+    // Each record takes a little over 100,000 bytes. The answer's records
+    // stay within max_bytes, each partition's within its own limit.
+    for (max_bytes, partition_max_bytes, counts) in
+        [(350_000, 250_000, [2, 1]), (250_000, 1 << 20, [2, 0]), (1 << 20, 350_000, [3, 3])]
+    {
+        let sizes = fetched_sizes(conn.call(ApiKey::Fetch, 12, fetch_sized("big", max_bytes, partition_max_bytes)).await);
+        assert_eq!(sizes.iter().map(|s| s.1).collect::<Vec<_>>(), counts, "max {max_bytes}, per partition {partition_max_bytes}");
+        assert!(sizes.iter().map(|s| s.0).sum::<usize>() <= max_bytes as usize, "{sizes:?} over {max_bytes}");
+        assert!(sizes.iter().all(|s| s.0 <= partition_max_bytes as usize), "{sizes:?} over {partition_max_bytes}");
+    }
+    // A limit below one record: the first partition with records answers its
+    // first record anyway, so the consumer progresses, and no other does.
+    for (max_bytes, partition_max_bytes) in [(50_000, 1 << 20), (1 << 20, 50_000), (1, 1)] {
+        let sizes = fetched_sizes(conn.call(ApiKey::Fetch, 12, fetch_sized("big", max_bytes, partition_max_bytes)).await);
+        assert_eq!(sizes.iter().map(|s| s.1).collect::<Vec<_>>(), [1, 0], "max {max_bytes}, per partition {partition_max_bytes}");
+    }
+}

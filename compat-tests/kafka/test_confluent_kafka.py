@@ -106,6 +106,44 @@ def test_idempotent_producer_in_each_compression_reads_back_as_sent(node, compre
     assert all(m.key() == b"the-key" and m.headers() == [("h", b"v")] for m in got)
 
 
+def test_null_value_key_and_header_read_back_as_null_not_empty(node):
+    t = topic("cfk-null")
+    p = producer(node)
+    p.produce(t, value=None, key=b"gone", headers=[("h", None), ("e", b"")])  # a tombstone
+    p.produce(t, value=b"", key=None, headers=[("h", b"")])
+    p.produce(t, value=b"v", key=b"")
+    assert p.flush(30) == 0
+    c = consumer(node, f"g-{uuid.uuid4().hex[:6]}")
+    c.subscribe([t])
+    got = drain(c, 3)
+    c.close()
+    assert [(m.value(), m.key()) for m in got] == [(None, b"gone"), (b"", None), (b"v", b"")]
+    assert got[0].headers() == [("h", None), ("e", b"")]
+    assert got[1].headers() == [("h", b"")]
+
+
+def test_large_records_within_fetch_max_bytes_are_consumed_without_errors(node):
+    # librdkafka drops a connection whose answer exceeds receive.message.max.bytes
+    # ("Invalid response size"), which it must set at least 512 bytes above
+    # fetch.max.bytes: fetches must keep within fetch.max.bytes.
+    t = topic("cfk-large")
+    create_topic(node, t, 4)
+    values = [bytes([i]) * 300_000 for i in range(24)]
+    p = producer(node)
+    for i, v in enumerate(values):
+        p.produce(t, value=v, partition=i % 4)
+    assert p.flush(30) == 0
+    c = consumer(
+        node,
+        f"g-{uuid.uuid4().hex[:6]}",
+        **{"fetch.max.bytes": 1_048_576, "receive.message.max.bytes": 1_048_576 + 512},
+    )
+    c.subscribe([t])
+    got = drain(c, 24)
+    c.close()
+    assert sorted(m.value()[0] for m in got) == list(range(24))
+
+
 def test_three_members_over_six_partitions_rebalance_and_resume_after_restart(node):
     t = topic("cfk-group")
     g = f"g-{uuid.uuid4().hex[:6]}"

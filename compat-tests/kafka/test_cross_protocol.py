@@ -116,3 +116,14 @@ async def test_http_push_to_a_new_partition_appears_to_kafka(node, client):
     assert sorted(meta.topics[t].partitions) == [0, 1]
     got = kafka_read(node, t, partition=1, want=1)
     assert [json.loads(m.value()) for m in got] == ["to-b"]
+
+
+async def test_a_kafka_tombstone_reads_as_json_null_over_http(node, client):
+    t = topic("x-null")
+    p = Producer({"bootstrap.servers": node.bootstrap, "acks": "all"})
+    p.produce(t, value=None, key=b"k", headers=[("h", None)])
+    p.produce(t, value=b"", key=b"k")
+    assert p.flush(30) == 0
+    msgs = await client.queue(t).batch(2).wait(False).pop()
+    assert [m["data"] for m in msgs] == [None, ""]
+    assert msgs[0]["kafka"]["headers"] == {"h": None}

@@ -92,9 +92,11 @@ fn plain(r: Record) -> PlainRecord {
     }
 }
 
-/// Encodes records (with their offsets, ascending and gapless) as v2
-/// batches for a fetch answer.
-pub fn encode_fetched(records: &[(i64, PlainRecord)]) -> Result<Bytes, RecordsError> {
+/// Encodes records (with their offsets, ascending and gapless) as one v2
+/// batch for a fetch answer: as many from the first as fit in `max_bytes`,
+/// and the first even when it alone does not, so that a consumer always
+/// progresses (a caller that must not exceed `max_bytes` checks the length).
+pub fn encode_fetched(records: &[(i64, PlainRecord)], max_bytes: usize) -> Result<Bytes, RecordsError> {
     let broker = Writer {
         producer_id: NO_PRODUCER_ID,
         producer_epoch: NO_PRODUCER_EPOCH,
@@ -104,7 +106,45 @@ pub fn encode_fetched(records: &[(i64, PlainRecord)]) -> Result<Bytes, RecordsEr
     // The encoder starts a new batch wherever offset − sequence changes; a
     // sequence that follows the offset keeps one batch.
     let records: Vec<Record> = records.iter().map(|(offset, r)| broker.record(r, *offset, *offset as i32)).collect();
-    encode(&records, Compression::None)
+    let (Some(first), Some(min_timestamp)) = (records.first(), records.iter().map(|r| r.timestamp).min()) else {
+        return Ok(Bytes::new());
+    };
+    // Each record's timestamp is a delta from the batch's smallest; sized
+    // from the smallest of all, a record is never smaller than in the batch
+    // of those that fit, so the bytes stay within `max_bytes`.
+    let mut size = BATCH_HEADER_BYTES;
+    let fit = records
+        .iter()
+        .take_while(|r| {
+            size += record_size(r, first.offset, min_timestamp);
+            size <= max_bytes
+        })
+        .count();
+    encode(&records[..fit.max(1)], Compression::None)
+}
+
+/// A v2 batch's fixed fields: base offset 8, length 4, leader epoch 4,
+/// magic 1, CRC 4, attributes 2, last offset delta 4, first and max
+/// timestamps 16, producer id 8 and epoch 2, base sequence 4, count 4.
+const BATCH_HEADER_BYTES: usize = 61;
+
+/// The bytes one record takes in a v2 batch of base offset `base_offset`
+/// and first timestamp `min_timestamp`: its length, then attributes,
+/// timestamp and offset deltas, key, value and headers, lengths as zigzag
+/// varints (-1 for null).
+fn record_size(r: &Record, base_offset: i64, min_timestamp: i64) -> usize {
+    // Zigzag maps v to 2v or -2v-1; a varint carries 7 bits a byte.
+    let long = |v: i64| (64 - (((v << 1) ^ (v >> 63)) as u64 | 1).leading_zeros() as usize).div_ceil(7);
+    let bytes = |b: Option<&Bytes>| b.map_or(long(-1), |b| long(b.len() as i64) + b.len());
+    let headers: usize = r.headers.iter().map(|(k, v)| long(k.len() as i64) + k.len() + bytes(v.as_ref())).sum();
+    let body = 1
+        + long(r.timestamp - min_timestamp)
+        + long(r.offset - base_offset)
+        + bytes(r.key.as_ref())
+        + bytes(r.value.as_ref())
+        + long(r.headers.len() as i64)
+        + headers;
+    long(body as i64) + body
 }
 
 /// Encodes records as one producer's batch, compressed: what a client sends.

@@ -4,7 +4,7 @@
 
 use bytes::Bytes;
 use proptest::prelude::*;
-use protocol::records::{decode_produced, encode_fetched, encode_produced, Compression, PlainRecord, ProducedBatch};
+use protocol::records::{decode_fetched, decode_produced, encode_fetched, encode_produced, Compression, PlainRecord, ProducedBatch};
 
 fn record() -> impl Strategy<Value = PlainRecord> {
     (
@@ -60,12 +60,38 @@ proptest! {
     fn fetched_records_keep_their_offsets(records in proptest::collection::vec(record(), 1..20), first in 0i64..1_000_000) {
         let with_offsets: Vec<(i64, PlainRecord)> =
             records.iter().cloned().enumerate().map(|(i, r)| (first + i as i64, r)).collect();
-        let bytes = encode_fetched(&with_offsets).unwrap();
+        let bytes = encode_fetched(&with_offsets, usize::MAX).unwrap();
         let mut buf = bytes.clone();
         let sets = kafka_protocol::records::RecordBatchDecoder::decode_all(&mut buf).unwrap();
         prop_assert_eq!(sets.len(), 1, "one batch for one run of offsets");
         let got: Vec<i64> = sets[0].records.iter().map(|r| r.offset).collect();
         let want: Vec<i64> = with_offsets.iter().map(|(o, _)| *o).collect();
         prop_assert_eq!(got, want);
+    }
+
+    /// A fetch answer holds as many records as fit, and the first when none
+    /// does; with timestamps in order the sizing is exact, so one more record
+    /// would not have fit.
+    #[test]
+    fn fetched_records_fit_the_limit(
+        records in proptest::collection::vec(record(), 1..20),
+        first in 0i64..1_000_000,
+        max_bytes in 0usize..20_000,
+        in_order in any::<bool>(),
+    ) {
+        let mut records = records;
+        if in_order {
+            records.sort_by_key(|r| r.timestamp_ms);
+        }
+        let with_offsets: Vec<(i64, PlainRecord)> =
+            records.iter().cloned().enumerate().map(|(i, r)| (first + i as i64, r)).collect();
+        let bytes = encode_fetched(&with_offsets, max_bytes).unwrap();
+        let taken = decode_fetched(bytes.clone()).unwrap().len();
+        prop_assert!(taken >= 1);
+        prop_assert!(bytes.len() <= max_bytes || taken == 1, "{} bytes for {} records over {}", bytes.len(), taken, max_bytes);
+        if in_order && taken < with_offsets.len() {
+            let one_more = encode_fetched(&with_offsets[..taken + 1], usize::MAX).unwrap();
+            prop_assert!(one_more.len() > max_bytes, "record {} would have fit: {} bytes", taken, one_more.len());
+        }
     }
 }

@@ -3,7 +3,7 @@
 
 use super::body::{page, required_query};
 use super::error::ApiError;
-use super::ids::{iso_time, message_uuid, partition_uuid, payload_json};
+use super::ids::{iso_time, message_uuid, partition_uuid, value_json};
 use crate::iso_time::parse_iso_time;
 use crate::node::Node;
 use crate::reader;
@@ -75,7 +75,7 @@ pub async fn list(
             "errorMessage": row.error,
             "retryCount": row.failures,
             "offset": offset,
-            "data": payload_json(&m.message.value),
+            "data": value_json(&m.message),
             "messageCreatedAt": iso_time(m.timestamp_us),
             "movedToDlqAt": iso_time(row.moved_us),
         }));

@@ -3,7 +3,7 @@
 
 use super::body::{json_object, objects, Fields};
 use super::error::ApiError;
-use super::ids::{iso_time, kafka_fields, payload_json};
+use super::ids::{iso_time, kafka_fields, value_json};
 use crate::node::Node;
 use crate::reader;
 use axum::body::Bytes;
@@ -104,7 +104,7 @@ fn read_records(
                 "offset": m.offset,
                 "transactionId": m.message.transaction_id,
                 "traceId": m.message.trace_id,
-                "payload": payload_json(&m.message.value),
+                "payload": value_json(&m.message),
                 "ts": iso_time(m.timestamp_us),
             });
             if let Some((name, fields)) = kafka_fields(&m.message) {

@@ -30,14 +30,21 @@ pub fn payload_json(value: &[u8]) -> serde_json::Value {
         .unwrap_or_else(|_| serde_json::Value::String(String::from_utf8_lossy(value).into_owned()))
 }
 
+/// A stored message's value as JSON: [`payload_json`], and JSON null for a
+/// null value (a Kafka tombstone), which is not the empty string.
+pub fn value_json(message: &crate::message::Message) -> serde_json::Value {
+    message.value.as_deref().map_or(serde_json::Value::Null, payload_json)
+}
+
 /// What a Kafka producer sent beside the value, for a message that came
-/// through the Kafka facade: its key, headers (as text) and CreateTime.
+/// through the Kafka facade: its key, headers (as text, null for a null
+/// header value) and CreateTime.
 /// Added to a popped or fetched message as `kafka`; absent for HTTP pushes.
 pub fn kafka_fields(message: &crate::message::Message) -> Option<(&'static str, serde_json::Value)> {
     let timestamp_ms = message.timestamp_ms?;
     let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
     let headers: serde_json::Map<String, serde_json::Value> =
-        message.headers.iter().map(|(k, v)| (k.clone(), serde_json::Value::String(text(v)))).collect();
+        message.headers.iter().map(|(k, v)| (k.clone(), v.as_deref().map(|v| text(v)).into())).collect();
     Some((
         "kafka",
         serde_json::json!({"key": message.key.as_deref().map(text), "headers": headers, "timestamp": timestamp_ms}),

@@ -6,7 +6,7 @@
 
 use super::body::{page, required_query};
 use super::error::ApiError;
-use super::ids::{iso_time, message_uuid, parse_partition_uuid, partition_uuid, payload_json};
+use super::ids::{iso_time, message_uuid, parse_partition_uuid, partition_uuid, value_json};
 use crate::message::transaction_hash;
 use crate::node::Node;
 use crate::planner::command::{Answer, Command, QUEUE_MODE};
@@ -71,7 +71,7 @@ fn message_json(store: &Store, q: u64, p: u64, m: &StoredMessage, groups: &[Stri
         .collect();
     json!({
         "id": message_uuid(p, m.offset), "transactionId": m.message.transaction_id, "traceId": m.message.trace_id,
-        "data": payload_json(&m.message.value), "createdAt": iso_time(m.timestamp_us),
+        "data": value_json(&m.message), "createdAt": iso_time(m.timestamp_us),
         "queue": store.queue_name(q), "partition": partition, "partitionId": partition_uuid(q, p), "offset": m.offset,
         "consumerGroups": states,
     })

@@ -6,7 +6,7 @@
 
 use super::body::query_u64;
 use super::error::ApiError;
-use super::ids::{iso_time, kafka_fields, message_uuid, partition_uuid, payload_json};
+use super::ids::{iso_time, kafka_fields, message_uuid, partition_uuid, value_json};
 use super::pop_frames::{self, Delivered};
 use crate::node::Node;
 use crate::planner::command::{Answer, Claim, Command, PopRequest, Subscription, QUEUE_MODE};
@@ -224,7 +224,7 @@ fn json_answer(delivered: &[Delivered<'_>], group: Option<&str>, own: Value) -> 
                 "id": message_uuid(c.partition_id, m.offset),
                 "transactionId": m.message.transaction_id,
                 "traceId": m.message.trace_id,
-                "data": payload_json(&m.message.value),
+                "data": value_json(&m.message),
                 "createdAt": iso_time(m.timestamp_us),
                 "queue": c.queue,
                 "partition": c.partition,

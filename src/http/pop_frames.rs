@@ -89,7 +89,7 @@ fn frame(partition: u64, m: &StoredMessage) -> Vec<u8> {
     let id = uuid::Uuid::parse_str(&super::ids::message_uuid(partition, m.offset)).expect("message ids are UUIDs");
     let trace = m.message.trace_id.as_deref().and_then(|t| uuid::Uuid::parse_str(t).ok());
     // The JSON answer's `data`: the payload as JSON, a non-JSON value as a string.
-    let payload = serde_json::to_vec(&super::ids::payload_json(&m.message.value)).expect("JSON serializes");
+    let payload = serde_json::to_vec(&super::ids::value_json(&m.message)).expect("JSON serializes");
     let mut body = Vec::with_capacity(40 + payload.len());
     body.put_u8(if trace.is_some() { FLAG_TRACE } else { 0 });
     body.put_slice(id.as_bytes());

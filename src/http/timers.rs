@@ -128,7 +128,7 @@ pub fn seal_ops(node: &Node, ops: &mut [TimerOp]) -> Result<(), ApiError> {
         let txn = op.txn.clone().expect("a parsed schedule names its transactionId");
         let mut message = Message::new(txn, std::mem::take(&mut op.payload));
         sealer.seal(&op.queue, &mut message)?;
-        op.payload = message.value;
+        op.payload = message.value.unwrap_or_default();
         op.sealed = message.encrypted;
     }
     Ok(())
@@ -141,7 +141,7 @@ fn payload_of(node: &Node, row: &TimerRow) -> Vec<u8> {
     }
     let mut message = Message { encrypted: true, ..Message::new(row.txn.clone(), row.payload.clone()) };
     match node.cipher.as_ref().map(|c| c.open(&mut message)) {
-        Some(Ok(())) => message.value,
+        Some(Ok(())) => message.value.unwrap_or_default(),
         _ => vec![],
     }
 }

@@ -28,11 +28,11 @@ pub fn to_message(record: &PlainRecord, transaction_id: String) -> Message {
         transaction_id,
         trace_id: None,
         key: record.key.as_ref().map(|k| k.to_vec()),
-        value: record.value.as_ref().map(|v| v.to_vec()).unwrap_or_default(),
+        value: record.value.as_ref().map(|v| v.to_vec()),
         headers: record
             .headers
             .iter()
-            .map(|(k, v)| (k.clone(), serde_bytes::ByteBuf::from(v.as_ref().map(|b| b.to_vec()).unwrap_or_default())))
+            .map(|(k, v)| (k.clone(), v.as_ref().map(|b| serde_bytes::ByteBuf::from(b.to_vec()))))
             .collect(),
         timestamp_ms: Some(record.timestamp_ms),
         encrypted: false,
@@ -43,7 +43,7 @@ pub fn to_record(stored: StoredMessage) -> (i64, PlainRecord) {
     let m = stored.message;
     let from_kafka = m.timestamp_ms.is_some();
     let mut headers: Vec<(String, Option<Bytes>)> =
-        m.headers.into_iter().map(|(k, v)| (k, Some(Bytes::from(v.into_vec())))).collect();
+        m.headers.into_iter().map(|(k, v)| (k, v.map(|v| Bytes::from(v.into_vec())))).collect();
     if !from_kafka {
         headers.push((TRANSACTION_ID_HEADER.to_string(), Some(Bytes::from(m.transaction_id))));
         if let Some(trace) = m.trace_id {
@@ -53,7 +53,7 @@ pub fn to_record(stored: StoredMessage) -> (i64, PlainRecord) {
     let record = PlainRecord {
         timestamp_ms: m.timestamp_ms.unwrap_or(stored.timestamp_us / 1000),
         key: m.key.map(Bytes::from),
-        value: Some(Bytes::from(m.value)),
+        value: m.value.map(Bytes::from),
         headers,
     };
     (stored.offset as i64, record)

@@ -1,6 +1,10 @@
 //! Fetch: reads each asked partition from its fetch offset and, while less
 //! than `min_bytes` is ready and no partition answers an error, waits for
-//! appends to the asked topics until `max_wait_ms`. There
+//! appends to the asked topics until `max_wait_ms`. As in Kafka, the record
+//! bytes of the answer stay within `max_bytes` and each partition's within
+//! its `partition_max_bytes`, except that the first partition with records
+//! gets at least its first one, however large, so a consumer always
+//! progresses. There
 //! are no Kafka transactions here, so both isolation levels read up to the
 //! high watermark. Fetch sessions are declined (session id 0): every fetch
 //! is a full one, which KIP-227 lets a broker choose.
@@ -70,10 +74,12 @@ async fn read_all<B: Broker>(
         let mut partitions = Vec::with_capacity(topic.partitions.len());
         for p in &topic.partitions {
             let budget = (p.partition_max_bytes.max(0) as usize).min(max_bytes.saturating_sub(total));
+            // Only until some partition has answered records.
+            let may_exceed = total == 0;
             let answer =
                 PartitionData::default().with_partition_index(p.partition).with_aborted_transactions(Some(vec![]));
             let read = match &name {
-                Some(name) => read_partition(f, name, p.partition, p.fetch_offset, budget).await,
+                Some(name) => read_partition(f, name, p.partition, p.fetch_offset, budget, may_exceed).await,
                 None => Err(ResponseError::UnknownTopicId),
             };
             let answer = match read {
@@ -102,22 +108,26 @@ async fn read_all<B: Broker>(
     Read { topics, bytes: total, errored }
 }
 
-/// The partition's records from `offset` as batch bytes, and their size.
+/// The partition's records from `offset` as batch bytes within `budget`
+/// (or, if `may_exceed`, the first record alone beyond it), and their size.
 async fn read_partition<B: Broker>(
     f: &Facade<B>,
     topic: &str,
     partition: i32,
     offset: i64,
     budget: usize,
+    may_exceed: bool,
 ) -> Result<(PartitionOffsets, bytes::Bytes, usize), ResponseError> {
     let fetched = f.broker.fetch(topic.to_string(), partition, offset, budget).await.map_err(|e| e.kafka())?;
-    if fetched.records.is_empty() {
-        return Ok((fetched.offsets, bytes::Bytes::new(), 0));
-    }
-    let bytes = encode_fetched(&fetched.records).map_err(|e| {
+    // The broker sizes its read by the stored messages, which is near but
+    // not exactly the bytes they encode to: the encoding decides.
+    let bytes = encode_fetched(&fetched.records, budget).map_err(|e| {
         tracing::error!(topic, partition, error = %e, "fetch: stored records do not encode");
         ResponseError::UnknownServerError
     })?;
+    if bytes.len() > budget && !may_exceed {
+        return Ok((fetched.offsets, bytes::Bytes::new(), 0));
+    }
     let size = bytes.len();
     Ok((fetched.offsets, bytes, size))
 }
