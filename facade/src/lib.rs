@@ -14,6 +14,7 @@ mod listener;
 mod names;
 mod producers;
 pub mod sasl;
+mod topic_settings;
 mod topics;
 
 pub use broker::Broker;
