@@ -1,7 +1,7 @@
 //! Kafka's administrative answers at the byte level: CreateTopics with
 //! replica assignments and settings, AlterConfigs to the value in force, a
-//! refused produce that creates no topic, and commit metadata that
-//! OffsetFetch returns across a restart.
+//! refused produce that creates no topic, commit metadata that OffsetFetch
+//! returns across a restart, and a static member's return.
 
 mod common;
 
@@ -11,13 +11,15 @@ use protocol::messages::alter_configs_request::{AlterConfigsResource, AlterableC
 use protocol::messages::create_topics_request::{CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig};
 use protocol::messages::describe_configs_request::DescribeConfigsResource;
 use protocol::messages::incremental_alter_configs_request as incremental;
+use protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use protocol::messages::offset_commit_request::{OffsetCommitRequestPartition, OffsetCommitRequestTopic};
 use protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
 use protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use protocol::messages::sync_group_request::SyncGroupRequestAssignment;
 use protocol::messages::{
-    AlterConfigsRequest, ApiKey, BrokerId, CreateTopicsRequest, DescribeConfigsRequest, GroupId,
-    IncrementalAlterConfigsRequest, MetadataRequest, OffsetCommitRequest, OffsetFetchRequest, ProduceRequest,
-    RequestKind, ResponseKind, TopicName,
+    AlterConfigsRequest, ApiKey, BrokerId, CreateTopicsRequest, DescribeConfigsRequest, GroupId, HeartbeatRequest,
+    IncrementalAlterConfigsRequest, JoinGroupRequest, MetadataRequest, OffsetCommitRequest, OffsetFetchRequest,
+    ProduceRequest, RequestKind, ResponseKind, SyncGroupRequest, TopicName,
 };
 use protocol::{ResponseError, StrBytes};
 
@@ -242,4 +244,82 @@ async fn offset_fetch_returns_the_commit_metadata_across_restarts() {
     let mut conn = KafkaConn::connect(node.kafka_port).await;
     assert_eq!(fetch_committed(&mut conn, "a").await, (2, "checkpoint-a2".to_string()));
     assert_eq!(fetch_committed(&mut conn, "b").await, (3, "{\"epoch\":7}".to_string()));
+}
+
+/// JoinGroup v5 of static member "i1" to group "static"; answers (error,
+/// generation, leader, member id).
+async fn join_static(conn: &mut KafkaConn, member_id: &str) -> (i16, i32, String, String) {
+    let protocol =
+        JoinGroupRequestProtocol::default().with_name(s("range")).with_metadata(bytes::Bytes::from_static(b"m"));
+    let req = JoinGroupRequest::default()
+        .with_group_id(GroupId(s("static")))
+        .with_session_timeout_ms(10_000)
+        .with_rebalance_timeout_ms(10_000)
+        .with_member_id(s(member_id))
+        .with_group_instance_id(Some(s("i1")))
+        .with_protocol_type(s("consumer"))
+        .with_protocols(vec![protocol]);
+    let ResponseKind::JoinGroup(r) = conn.call(ApiKey::JoinGroup, 5, RequestKind::JoinGroup(req)).await else {
+        panic!("not a JoinGroup answer")
+    };
+    (r.error_code, r.generation_id, r.leader.to_string(), r.member_id.to_string())
+}
+
+/// SyncGroup v3 as static member "i1"; answers (error, assignment).
+async fn sync_static(conn: &mut KafkaConn, member_id: &str, generation: i32, assign: bool) -> (i16, bytes::Bytes) {
+    let assignments = match assign {
+        true => vec![SyncGroupRequestAssignment::default()
+            .with_member_id(s(member_id))
+            .with_assignment(bytes::Bytes::from_static(b"partitions 0-3"))],
+        false => vec![],
+    };
+    let req = SyncGroupRequest::default()
+        .with_group_id(GroupId(s("static")))
+        .with_generation_id(generation)
+        .with_member_id(s(member_id))
+        .with_group_instance_id(Some(s("i1")))
+        .with_assignments(assignments);
+    let ResponseKind::SyncGroup(r) = conn.call(ApiKey::SyncGroup, 3, RequestKind::SyncGroup(req)).await else {
+        panic!("not a SyncGroup answer")
+    };
+    (r.error_code, r.assignment)
+}
+
+async fn heartbeat_static(conn: &mut KafkaConn, member_id: &str, generation: i32) -> i16 {
+    let req = HeartbeatRequest::default()
+        .with_group_id(GroupId(s("static")))
+        .with_generation_id(generation)
+        .with_member_id(s(member_id))
+        .with_group_instance_id(Some(s("i1")));
+    let ResponseKind::Heartbeat(r) = conn.call(ApiKey::Heartbeat, 3, RequestKind::Heartbeat(req)).await else {
+        panic!("not a Heartbeat answer")
+    };
+    r.error_code
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_returning_static_member_keeps_generation_and_assignment_and_fences_its_old_id() {
+    let tmp = tempfile::tempdir().unwrap();
+    let node = Node::start(&tmp.path().join("data"), &[("QUEEN_KAFKA_INITIAL_REBALANCE_DELAY_MS", "0")]).await;
+    let mut conn = KafkaConn::connect(node.kafka_port).await;
+
+    // A static member needs no second join for its id (KIP-345).
+    let (code, generation, leader, old_id) = join_static(&mut conn, "").await;
+    assert_eq!((code, leader.as_str()), (0, old_id.as_str()));
+    assert_eq!(sync_static(&mut conn, &old_id, generation, true).await.0, 0);
+
+    // The same instance starts again: a new id at once, the same generation,
+    // the leader named as before (so it does not assign again), its assignment.
+    let (code, again, leader, new_id) = join_static(&mut conn, "").await;
+    assert_eq!((code, again, leader.as_str()), (0, generation, old_id.as_str()));
+    assert_ne!(new_id, old_id);
+    let (code, assignment) = sync_static(&mut conn, &new_id, generation, false).await;
+    assert_eq!((code, &assignment[..]), (0, &b"partitions 0-3"[..]));
+    assert_eq!(heartbeat_static(&mut conn, &new_id, generation).await, 0);
+
+    // The old id is fenced wherever it shows up.
+    let fenced = ResponseError::FencedInstanceId.code();
+    assert_eq!(heartbeat_static(&mut conn, &old_id, generation).await, fenced);
+    assert_eq!(sync_static(&mut conn, &old_id, generation, false).await.0, fenced);
+    assert_eq!(join_static(&mut conn, &old_id).await.0, fenced);
 }
