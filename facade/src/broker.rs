@@ -49,6 +49,17 @@ pub struct OffsetCommit {
     pub topic: String,
     pub partition: i32,
     pub offset: i64,
+    /// The commit's metadata string, kept with the offset (empty for none).
+    pub metadata: String,
+}
+
+/// A group's committed position on a partition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Committed {
+    /// The next offset the group consumes.
+    pub offset: i64,
+    /// The metadata string of the group's last commit there.
+    pub metadata: String,
 }
 
 /// One topic setting in Kafka's terms.
@@ -128,17 +139,23 @@ pub trait Broker: Send + Sync + 'static {
     /// The topic with Kafka topic id `id`.
     fn topic_by_id(&self, id: [u8; 16]) -> Option<TopicView>;
 
-    /// Creates a topic of `partitions` partitions.
+    /// Creates a topic of `partitions` partitions, with its retention
+    /// (`retention.ms`) when one is given.
     fn create_topic(
         &self,
         name: String,
         partitions: u32,
+        retention_ms: Option<i64>,
     ) -> impl Future<Output = Result<TopicView, BrokerError>> + Send;
 
     fn delete_topic(&self, name: String) -> impl Future<Output = Result<(), BrokerError>> + Send;
 
     /// Grows a topic to `total` partitions.
     fn create_partitions(&self, name: String, total: u32) -> impl Future<Output = Result<(), BrokerError>> + Send;
+
+    /// Why the broker would refuse `batch` before writing anything (the
+    /// volume is full, a record is over the size limit), if it would.
+    fn admit(&self, batch: &ProducedBatch) -> Result<(), BrokerError>;
 
     /// Appends the batches, durably and as one write, and answers each
     /// batch's first offset. A retried idempotent batch answers the offset
@@ -172,15 +189,16 @@ pub trait Broker: Send + Sync + 'static {
     /// before a check, it catches any append that lands after the check.
     fn appended(&self, topics: &[&str]) -> impl Future<Output = ()> + Send + 'static;
 
-    /// Moves the group's cursors to the committed offsets.
+    /// Moves the group's cursors to the committed offsets and keeps each
+    /// commit's metadata, durably.
     fn commit_offsets(
         &self,
         group: String,
         commits: Vec<OffsetCommit>,
     ) -> impl Future<Output = Vec<Result<(), BrokerError>>> + Send;
 
-    /// The group's cursor on a partition: the next offset it consumes.
-    fn committed_offset(&self, group: &str, topic: &str, partition: i32) -> Result<Option<i64>, BrokerError>;
+    /// The group's cursor on a partition and its last commit's metadata.
+    fn committed(&self, group: &str, topic: &str, partition: i32) -> Result<Option<Committed>, BrokerError>;
 
     /// Every (topic, partition) the group holds a cursor on.
     fn group_partitions(&self, group: &str) -> Vec<(String, i32)>;

@@ -18,6 +18,7 @@ mod producers;
 pub mod sasl;
 pub mod throttle;
 pub mod tls;
+mod topic_settings;
 mod topics;
 
 pub use broker::Broker;

@@ -25,7 +25,7 @@ pub async fn resolve<B: Broker>(f: &Facade<B>, name: &str, allow_create: bool) -
         return Err(BrokerError::UnknownTopicOrPartition);
     }
     check_name(name)?;
-    match f.broker.create_topic(name.to_string(), f.config.num_partitions).await {
+    match f.broker.create_topic(name.to_string(), f.config.num_partitions, None).await {
         Ok(t) => Ok(t),
         // Another client created it in between.
         Err(BrokerError::TopicAlreadyExists) => f.broker.topic(name).ok_or(BrokerError::UnknownTopicOrPartition),

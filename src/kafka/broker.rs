@@ -13,8 +13,9 @@ use crate::reader;
 use crate::replicate::ProposeError;
 use crate::store::Store;
 use facade::broker::{
-    BrokerError, ConfigEntry, Fetched, OffsetCommit, PartitionBatch, PartitionOffsets, Produced, TopicView,
+    BrokerError, Committed, ConfigEntry, Fetched, OffsetCommit, PartitionBatch, PartitionOffsets, Produced, TopicView,
 };
+use protocol::records::ProducedBatch;
 use std::sync::Arc;
 
 /// Where Kafka producer ids are drawn from: a KV counter, so no id repeats.
@@ -96,9 +97,15 @@ impl facade::Broker for QueenBroker {
         view(&store, &name)
     }
 
-    async fn create_topic(&self, name: String, partitions: u32) -> Result<TopicView, BrokerError> {
+    async fn create_topic(
+        &self,
+        name: String,
+        partitions: u32,
+        retention_ms: Option<i64>,
+    ) -> Result<TopicView, BrokerError> {
         self.refuse_when_full()?;
-        match self.propose(Command::CreateTopic { queue: name.clone(), partitions }).await? {
+        let options = retention_ms.map(retention_options).unwrap_or_default();
+        match self.propose(Command::CreateTopic { queue: name.clone(), partitions, options }).await? {
             Answer::PartitionsCreated { existed: true, .. } => Err(BrokerError::TopicAlreadyExists),
             _ => view(&self.store(), &name).ok_or_else(|| BrokerError::Internal("a created topic is missing".into())),
         }
@@ -119,9 +126,16 @@ impl facade::Broker for QueenBroker {
         }
     }
 
-    async fn produce(&self, batches: Vec<PartitionBatch>) -> Vec<Result<Produced, BrokerError>> {
+    fn admit(&self, batch: &ProducedBatch) -> Result<(), BrokerError> {
+        self.refuse_when_full()?;
         let limit = self.node.settings.max_payload_bytes;
-        let full = self.refuse_when_full();
+        match batch.records.iter().map(|r| r.value.as_ref().map_or(0, |v| v.len())).max() {
+            Some(size) if size > limit => Err(BrokerError::RecordTooLarge { size, limit }),
+            _ => Ok(()),
+        }
+    }
+
+    async fn produce(&self, batches: Vec<PartitionBatch>) -> Vec<Result<Produced, BrokerError>> {
         // Per batch: its first item in `items` and its record count, or why not.
         let mut plan: Vec<Result<(usize, usize), BrokerError>> = Vec::with_capacity(batches.len());
         let mut items: Vec<PushItem> = Vec::new();
@@ -131,13 +145,8 @@ impl facade::Broker for QueenBroker {
                 let store = self.store();
                 locate(&store, &b.topic, b.partition).map(|(q, p)| store.partition(q, p).map(|r| r.name.clone()))
             };
-            let checked = full.clone().and(located).and_then(|name| {
-                let name = name.ok_or(BrokerError::UnknownTopicOrPartition)?;
-                match b.batch.records.iter().map(|r| r.value.as_ref().map_or(0, |v| v.len())).max() {
-                    Some(size) if size > limit => Err(BrokerError::RecordTooLarge { size, limit }),
-                    _ => Ok(name),
-                }
-            });
+            let checked =
+                self.admit(&b.batch).and(located).and_then(|name| name.ok_or(BrokerError::UnknownTopicOrPartition));
             plan.push(checked.and_then(|partition| {
                 let first = items.len();
                 for (i, record) in b.batch.records.iter().enumerate() {
@@ -254,7 +263,7 @@ impl facade::Broker for QueenBroker {
                     let (queue, partition) = locate(&store, &c.topic, c.partition)?;
                     let offset = u64::try_from(c.offset)
                         .map_err(|_| BrokerError::InvalidRequest(format!("offset {} is negative", c.offset)))?;
-                    Ok(CursorCommit { queue, partition, group: group.clone(), offset })
+                    Ok(CursorCommit { queue, partition, group: group.clone(), offset, metadata: c.metadata.clone() })
                 })
                 .collect()
         };
@@ -264,10 +273,14 @@ impl facade::Broker for QueenBroker {
         resolved.into_iter().map(|r| r.and(written.clone())).collect()
     }
 
-    fn committed_offset(&self, group: &str, topic: &str, partition: i32) -> Result<Option<i64>, BrokerError> {
+    fn committed(&self, group: &str, topic: &str, partition: i32) -> Result<Option<Committed>, BrokerError> {
         let store = self.store();
         let (q, p) = locate(&store, topic, partition)?;
-        Ok(store.cursors.get(&(q, p, group.to_string())).map(|c| c.committed as i64))
+        let key = (q, p, group.to_string());
+        Ok(store.cursors.get(&key).map(|c| Committed {
+            offset: c.committed as i64,
+            metadata: store.commit_metadata.get(&key).cloned().unwrap_or_default(),
+        }))
     }
 
     fn group_partitions(&self, group: &str) -> Vec<(String, i32)> {
@@ -349,9 +362,16 @@ impl facade::Broker for QueenBroker {
             let row = store.queues.get(&topic).ok_or(BrokerError::UnknownTopicOrPartition)?;
             (row.namespace.clone(), row.task.clone())
         };
-        let seconds = if retention_ms < 0 { 0 } else { (retention_ms + 999) / 1000 };
-        let mut options = serde_json::Map::new();
-        options.insert("retentionSeconds".into(), seconds.into());
+        let options = retention_options(retention_ms);
         self.propose(Command::Configure(ConfigureQueue { queue: topic, namespace, task, options })).await.map(|_| ())
     }
+}
+
+/// The queue options of a Kafka `retention.ms`: whole seconds, rounded up;
+/// a negative value (Kafka's -1) keeps messages for ever.
+fn retention_options(retention_ms: i64) -> serde_json::Map<String, serde_json::Value> {
+    let seconds = if retention_ms < 0 { 0 } else { (retention_ms + 999) / 1000 };
+    let mut options = serde_json::Map::new();
+    options.insert("retentionSeconds".into(), seconds.into());
+    options
 }

@@ -74,6 +74,9 @@ pub fn apply(store: &mut Store, entry: &Entry, locations: &[Location]) -> bool {
                     CursorRow { committed: *offset, ..Default::default() },
                 );
             }
+            Effect::CommitMetadata { queue, partition, group, metadata } => {
+                store.set_commit_metadata((*queue, *partition, group.clone()), metadata)
+            }
             Effect::DeleteGroup { queue, group, metadata } => store.remove_group(*queue, group, *metadata),
             Effect::KvPut { key, row } => {
                 store.next_kv_version = store.next_kv_version.max(row.version + 1);

@@ -44,10 +44,12 @@ pub enum Command {
     Locks(Vec<super::locks::LockOp>),
     /// KV operations, applied together or (when a required one loses) not at all.
     Kv(Vec<super::kv::KvOp>),
-    /// Creates a queue with `partitions` partitions (a Kafka topic).
+    /// Creates a queue with `partitions` partitions (a Kafka topic), and
+    /// with `options` when any are given.
     CreateTopic {
         queue: String,
         partitions: u32,
+        options: serde_json::Map<String, serde_json::Value>,
     },
     /// Grows a queue to `total` partitions.
     AddPartitions {
@@ -81,13 +83,15 @@ pub enum Command {
     },
 }
 
-/// A group's cursor on a partition, set to `offset`: the next it consumes.
+/// A group's cursor on a partition, set to `offset`: the next it consumes,
+/// with the commit's metadata string (Kafka's; empty for none).
 #[derive(Debug, Clone)]
 pub struct CursorCommit {
     pub queue: u64,
     pub partition: u64,
     pub group: String,
     pub offset: u64,
+    pub metadata: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -141,6 +141,15 @@ pub enum Effect {
         queue: u64,
         partition: u64,
     },
+    /// The metadata string of a Kafka offset commit, kept with the group's
+    /// cursor for OffsetFetch (empty: none). Last of the variants, so that
+    /// entries written before it decode unchanged.
+    CommitMetadata {
+        queue: u64,
+        partition: u64,
+        group: String,
+        metadata: String,
+    },
 }
 
 impl Effect {
@@ -169,7 +178,8 @@ impl Effect {
             | Effect::Seek { queue, .. }
             | Effect::Redeliver { queue, .. }
             | Effect::LeaseExpired { queue, .. }
-            | Effect::DeleteGroup { queue, .. } => *queue,
+            | Effect::DeleteGroup { queue, .. }
+            | Effect::CommitMetadata { queue, .. } => *queue,
         }
     }
 }

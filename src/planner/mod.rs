@@ -118,9 +118,10 @@ impl Planner {
                 let (effects, answer) = kv::plan_kv(store, overlay, timestamp_us, &ops);
                 (effects, vec![], Answer::Kv(answer))
             }
-            Command::CreateTopic { queue, partitions } => {
+            Command::CreateTopic { queue, partitions, options } => {
                 let existed = overlay.queue_id(store, &queue).is_some();
-                let effects = if existed { vec![] } else { topics::plan_create(store, overlay, &queue, partitions) };
+                let effects =
+                    if existed { vec![] } else { topics::plan_create(store, overlay, &queue, partitions, options) };
                 let created = effects.len().saturating_sub(1);
                 (effects, vec![], Answer::PartitionsCreated { existed, created })
             }

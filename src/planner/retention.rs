@@ -221,6 +221,7 @@ mod tests {
                 partition: 1,
                 group: group.into(),
                 offset,
+                metadata: String::new(),
             }])
         };
         run_at(&mut planner, &mut store, later, commit("a", 8));
@@ -243,6 +244,7 @@ mod tests {
             partition: 1,
             group: "fast".into(),
             offset: 10,
+            metadata: String::new(),
         }]);
         run_at(&mut planner, &mut store, later, commit);
         let lazy = GroupRow { from_us: 0, created_us: later, conflate: false };
@@ -268,6 +270,7 @@ mod tests {
                 partition,
                 group: group.into(),
                 offset,
+                metadata: String::new(),
             }])
         };
         run_at(&mut planner, &mut store, later, commit("fast", 1, 10));
@@ -297,6 +300,7 @@ mod tests {
             partition: 1,
             group: "slow".into(),
             offset: 2,
+            metadata: String::new(),
         }]);
         run_at(&mut planner, &mut store, T0 + 30 * SECOND_US, commit);
         retain(&mut planner, &mut store, T0 + 40 * SECOND_US, 0);

@@ -3,16 +3,30 @@
 //! commits. Partitions made here are named by their index ("0", "1", ...),
 //! which is also their Kafka partition number.
 
-use super::command::CursorCommit;
+use super::command::{ConfigureQueue, CursorCommit};
 use super::effect::Effect;
 use super::overlay::Overlay;
+use super::queues;
 use crate::store::rows::CursorRow;
 use crate::store::Store;
+use serde_json::{Map, Value};
 
-/// Creates the queue and its partitions.
-pub fn plan_create(store: &Store, overlay: &mut Overlay, queue: &str, partitions: u32) -> Vec<Effect> {
-    let id = overlay.create_queue(store, queue);
-    let mut effects = vec![Effect::CreateQueue { id, name: queue.to_string() }];
+/// Creates the queue, configured with `options` when any are given, and
+/// its partitions, in one entry.
+pub fn plan_create(
+    store: &Store,
+    overlay: &mut Overlay,
+    queue: &str,
+    partitions: u32,
+    options: Map<String, Value>,
+) -> Vec<Effect> {
+    let mut effects = if options.is_empty() {
+        let id = overlay.create_queue(store, queue);
+        vec![Effect::CreateQueue { id, name: queue.to_string() }]
+    } else {
+        let configure = ConfigureQueue { queue: queue.to_string(), namespace: None, task: None, options };
+        queues::plan_configure(store, overlay, &configure).0
+    };
     effects.extend(plan_grow(store, overlay, queue, partitions));
     effects
 }
@@ -38,7 +52,9 @@ pub fn plan_grow(store: &Store, overlay: &mut Overlay, queue: &str, total: u32) 
 }
 
 /// Moves each group cursor to its committed offset; a cursor already there
-/// keeps its lease and failures.
+/// keeps its lease and failures. The commit's metadata is recorded when it
+/// differs from what the store holds (a repeat of an unapplied one is
+/// harmless).
 pub fn plan_commits(store: &Store, overlay: &mut Overlay, commits: Vec<CursorCommit>) -> Vec<Effect> {
     let mut effects = Vec::new();
     for c in commits {
@@ -48,11 +64,14 @@ pub fn plan_commits(store: &Store, overlay: &mut Overlay, commits: Vec<CursorCom
         let key = (c.queue, c.partition, c.group.clone());
         // Retention took everything below the log start: a cursor never points there.
         let offset = c.offset.max(overlay.log_start(store, c.queue, c.partition));
-        if overlay.cursor(store, &key).is_some_and(|row| row.committed == offset) {
-            continue;
+        if !overlay.cursor(store, &key).is_some_and(|row| row.committed == offset) {
+            overlay.put_cursor(key.clone(), CursorRow { committed: offset, ..Default::default() });
+            effects.push(Effect::Seek { queue: c.queue, partition: c.partition, group: c.group.clone(), offset });
         }
-        overlay.put_cursor(key, CursorRow { committed: offset, ..Default::default() });
-        effects.push(Effect::Seek { queue: c.queue, partition: c.partition, group: c.group, offset });
+        if store.commit_metadata.get(&key).map_or("", String::as_str) != c.metadata {
+            let (queue, partition, group, metadata) = (c.queue, c.partition, c.group, c.metadata);
+            effects.push(Effect::CommitMetadata { queue, partition, group, metadata });
+        }
     }
     effects
 }

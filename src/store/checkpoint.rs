@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 use xxhash_rust::xxh3::Xxh3;
 
 /// Every keyspace, `meta` last so its counts see the other writes.
-pub const KEYSPACES: [&str; 9] = ["queues", "partitions", "dedup", "cursors", "groups", "dlq", "kv", "timers", "meta"];
+pub const KEYSPACES: [&str; 10] =
+    ["queues", "partitions", "dedup", "cursors", "groups", "dlq", "kv", "timers", "commit_metadata", "meta"];
 
 /// LMDB reserves address space, not disk; this is the most the store may hold.
 const MAP_SIZE: usize = 1 << 40;

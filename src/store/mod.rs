@@ -40,6 +40,10 @@ pub struct Store {
     pub partitions: Keyspace<PartitionKey, PartitionRow>,
     pub dedup: DedupIndex,
     pub cursors: Keyspace<CursorKey, CursorRow>,
+    /// The metadata string of a group's last Kafka offset commit on a
+    /// partition, when it was not empty. A keyspace of its own, so that a
+    /// checkpoint written before it existed loads unchanged.
+    pub commit_metadata: Keyspace<CursorKey, String>,
     pub groups: Keyspace<(u64, String), GroupRow>,
     pub dlq: Keyspace<DlqKey, DlqRow>,
     pub kv: Keyspace<String, KvRow>,
@@ -95,6 +99,7 @@ impl Default for Store {
             partitions: Keyspace::new("partitions"),
             dedup: DedupIndex::default(),
             cursors: Keyspace::new("cursors"),
+            commit_metadata: Keyspace::new("commit_metadata"),
             groups: Keyspace::new("groups"),
             dlq: Keyspace::new("dlq"),
             kv: Keyspace::new("kv"),
@@ -127,6 +132,7 @@ impl Store {
                     "partitions" => store.partitions.load_row(&key, &value),
                     "dedup" => store.dedup.load_row(&key, &value),
                     "cursors" => store.cursors.load_row(&key, &value),
+                    "commit_metadata" => store.commit_metadata.load_row(&key, &value),
                     "groups" => store.groups.load_row(&key, &value),
                     "dlq" => store.dlq.load_row(&key, &value),
                     "kv" => store.kv.load_row(&key, &value),
@@ -227,6 +233,23 @@ impl Store {
         self.cursors.insert(key, row);
     }
 
+    /// Removes a cursor with its lease and its commit metadata.
+    fn remove_cursor(&mut self, key: &CursorKey) {
+        self.set_cursor(key.clone(), CursorRow::default());
+        self.cursors.remove(key);
+        self.commit_metadata.remove(key);
+    }
+
+    /// Records a Kafka commit's metadata string; an empty one is no row.
+    pub fn set_commit_metadata(&mut self, key: CursorKey, metadata: &str) {
+        match metadata.is_empty() {
+            true => {
+                self.commit_metadata.remove(&key);
+            }
+            false => self.commit_metadata.insert(key, metadata.to_string()),
+        }
+    }
+
     pub fn timer(&self, key: &str) -> Option<&TimerRow> {
         self.timers.get(&key.to_string())
     }
@@ -292,8 +315,7 @@ impl Store {
         let keys: Vec<CursorKey> =
             self.cursors.iter().filter(|(k, _)| k.0 == queue && k.2 == group).map(|(k, _)| k.clone()).collect();
         for key in keys {
-            self.set_cursor(key.clone(), CursorRow::default());
-            self.cursors.remove(&key);
+            self.remove_cursor(&key);
         }
         if metadata {
             self.groups.remove(&(queue, group.to_string()));
@@ -389,8 +411,7 @@ impl Store {
             .map(|(k, _)| k.clone())
             .collect();
         for key in cursors {
-            self.set_cursor(key.clone(), CursorRow::default());
-            self.cursors.remove(&key);
+            self.remove_cursor(&key);
         }
         let dlq: Vec<DlqKey> = self
             .dlq
@@ -410,6 +431,7 @@ impl Store {
             Box::new(self.partitions.take_changes()),
             Box::new(self.dedup.take_changes()),
             Box::new(self.cursors.take_changes()),
+            Box::new(self.commit_metadata.take_changes()),
             Box::new(self.groups.take_changes()),
             Box::new(self.dlq.take_changes()),
             Box::new(self.kv.take_changes()),

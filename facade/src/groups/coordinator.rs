@@ -81,13 +81,16 @@ impl Coordinator {
         &self,
         group_id: &str,
         member_id: &str,
+        instance_id: Option<&str>,
         generation: i32,
         assignments: Vec<(String, Bytes)>,
     ) -> SyncOutcome {
         let Some(group) = self.existing(group_id) else {
             return SyncOutcome::error(ResponseError::UnknownMemberId);
         };
-        let mut rx = match group.lock().expect("group lock").sync(member_id, generation, assignments, Instant::now()) {
+        let synced =
+            group.lock().expect("group lock").sync(member_id, instance_id, generation, assignments, Instant::now());
+        let mut rx = match synced {
             Synced::Now(outcome) => return outcome,
             Synced::Wait(rx) => rx,
         };
@@ -104,10 +107,16 @@ impl Coordinator {
         }
     }
 
-    pub fn heartbeat(&self, group_id: &str, member_id: &str, generation: i32) -> Result<(), ResponseError> {
+    pub fn heartbeat(
+        &self,
+        group_id: &str,
+        member_id: &str,
+        instance_id: Option<&str>,
+        generation: i32,
+    ) -> Result<(), ResponseError> {
         let group = self.existing(group_id).ok_or(ResponseError::UnknownMemberId)?;
         let mut g = group.lock().expect("group lock");
-        g.heartbeat(member_id, generation, Instant::now())
+        g.heartbeat(member_id, instance_id, generation, Instant::now())
     }
 
     pub fn leave(&self, group_id: &str, who: &[(String, Option<String>)]) -> Result<Vec<i16>, ResponseError> {
@@ -116,9 +125,15 @@ impl Coordinator {
         Ok(g.leave(who, Instant::now(), self.initial_delay))
     }
 
-    pub fn may_commit(&self, group_id: &str, member_id: &str, generation: i32) -> Result<(), ResponseError> {
+    pub fn may_commit(
+        &self,
+        group_id: &str,
+        member_id: &str,
+        instance_id: Option<&str>,
+        generation: i32,
+    ) -> Result<(), ResponseError> {
         match self.existing(group_id) {
-            Some(group) => group.lock().expect("group lock").may_commit(member_id, generation),
+            Some(group) => group.lock().expect("group lock").may_commit(member_id, instance_id, generation),
             None if generation < 0 => Ok(()),
             None => Err(ResponseError::UnknownMemberId),
         }

@@ -1,6 +1,9 @@
 //! One group's state machine: Empty → PreparingRebalance (members rejoin)
 //! → CompletingRebalance (the leader assigns) → Stable, and back to
-//! PreparingRebalance whenever a member joins, leaves or times out.
+//! PreparingRebalance whenever a member joins, leaves or times out. A
+//! static member (KIP-345) that comes back under a new member id while the
+//! group is Stable takes its old place and assignment with no rebalance;
+//! its old id is fenced.
 
 use bytes::Bytes;
 use protocol::ResponseError;
@@ -143,8 +146,8 @@ impl Group {
             return Joined::Now(JoinOutcome::error(ResponseError::InconsistentGroupProtocol, &ask.member_id));
         }
         let member_id = if ask.member_id.is_empty() {
-            match ask.instance_id.as_ref().and_then(|i| self.instances.get(i)) {
-                Some(id) => id.clone(),
+            match ask.instance_id.as_ref().and_then(|i| self.instances.get(i)).cloned() {
+                Some(old) => return self.rejoin_static(&old, ask, now, initial_delay),
                 None => {
                     let id = format!("{}-{}", ask.client_id, uuid::Uuid::new_v4());
                     if let Some(instance) = &ask.instance_id {
@@ -157,6 +160,9 @@ impl Group {
                 }
             }
         } else {
+            if let Err(fenced) = self.check_instance(&ask.member_id, ask.instance_id.as_deref()) {
+                return Joined::Now(JoinOutcome::error(fenced, &ask.member_id));
+            }
             if !self.members.contains_key(&ask.member_id) && !self.pending.remove(&ask.member_id) {
                 return Joined::Now(JoinOutcome::error(ResponseError::UnknownMemberId, &ask.member_id));
             }
@@ -194,6 +200,79 @@ impl Group {
         Joined::Wait(rx)
     }
 
+    /// A static member back under a new id (KIP-345, as Kafka's coordinator
+    /// does it): the new id takes the old one's place, assignment and join
+    /// order, and the old id is fenced. In a Stable group whose protocol
+    /// would not change the member gets the current generation at once and
+    /// nobody rebalances; the leader named is the one before the swap, so a
+    /// returning leader does not assign again. Otherwise it joins the
+    /// rebalance under way, or starts one.
+    fn rejoin_static(&mut self, old_id: &str, ask: JoinAsk, now: Instant, initial_delay: Duration) -> Joined {
+        let leader_before = self.leader.clone().unwrap_or_default();
+        let mut member = self.members.remove(old_id).expect("an instance maps to a live member");
+        if let Some(w) = member.join_waiter.take() {
+            let _ = w.send(JoinOutcome::error(ResponseError::FencedInstanceId, old_id));
+        }
+        if let Some(w) = member.sync_waiter.take() {
+            let _ = w.send(SyncOutcome::error(ResponseError::FencedInstanceId));
+        }
+        let new_id = format!("{}-{}", ask.client_id, uuid::Uuid::new_v4());
+        let instance = ask.instance_id.clone().expect("a static member has an instance id");
+        self.instances.insert(instance, new_id.clone());
+        if self.leader.as_deref() == Some(old_id) {
+            self.leader = Some(new_id.clone());
+        }
+        member.id = new_id.clone();
+        member.client_id = ask.client_id;
+        member.client_host = ask.client_host;
+        member.protocols = ask.protocols;
+        member.session_timeout = ask.session_timeout;
+        member.rebalance_timeout = ask.rebalance_timeout;
+        member.last_seen = now;
+        self.members.insert(new_id.clone(), member);
+        if self.state == State::Stable && self.select_protocol() == self.protocol {
+            return Joined::Now(JoinOutcome {
+                error: 0,
+                generation: self.generation,
+                protocol_type: self.protocol_type.clone(),
+                protocol: self.protocol.clone(),
+                leader: leader_before,
+                member_id: new_id,
+                members: vec![],
+            });
+        }
+        let (tx, rx) = oneshot::channel();
+        self.members.get_mut(&new_id).expect("inserted above").join_waiter = Some(tx);
+        if self.state != State::PreparingRebalance {
+            self.begin_rebalance(now, initial_delay);
+        }
+        self.try_complete(now);
+        Joined::Wait(rx)
+    }
+
+    /// The protocol the next generation would use: the first of the
+    /// longest-standing member's protocols that every member supports.
+    fn select_protocol(&self) -> Option<String> {
+        let mut order: Vec<&Member> = self.members.values().collect();
+        order.sort_by_key(|m| m.joined);
+        let first = order.first()?;
+        first
+            .protocols
+            .iter()
+            .map(|(p, _)| p.clone())
+            .find(|p| order.iter().all(|m| m.protocols.iter().any(|(q, _)| q == p)))
+    }
+
+    /// A static member's requests carry its instance id: one whose member
+    /// id is no longer the instance's was replaced by a newer start of the
+    /// same instance, and is fenced.
+    fn check_instance(&self, member_id: &str, instance_id: Option<&str>) -> Result<(), ResponseError> {
+        match instance_id.and_then(|i| self.instances.get(i)) {
+            Some(current) if current != member_id => Err(ResponseError::FencedInstanceId),
+            _ => Ok(()),
+        }
+    }
+
     /// Starts a rebalance: every member must rejoin.
     pub fn begin_rebalance(&mut self, now: Instant, initial_delay: Duration) {
         let longest = self.members.values().map(|m| m.rebalance_timeout).max().unwrap_or_default();
@@ -225,14 +304,9 @@ impl Group {
             self.become_empty();
             return true;
         }
+        let protocol = self.select_protocol().expect("a member joins only with a protocol every member supports");
         let mut order: Vec<&Member> = self.members.values().collect();
         order.sort_by_key(|m| m.joined);
-        let protocol = order[0]
-            .protocols
-            .iter()
-            .map(|(p, _)| p.clone())
-            .find(|p| order.iter().all(|m| m.protocols.iter().any(|(q, _)| q == p)))
-            .expect("a member joins only with a protocol every member supports");
         let leader = match &self.leader {
             Some(l) if self.members.contains_key(l) => l.clone(),
             _ => order[0].id.clone(),
@@ -272,7 +346,8 @@ impl Group {
         self.protocol = None;
     }
 
-    fn check_member(&self, member_id: &str, generation: i32) -> Result<(), ResponseError> {
+    fn check_member(&self, member_id: &str, instance_id: Option<&str>, generation: i32) -> Result<(), ResponseError> {
+        self.check_instance(member_id, instance_id)?;
         if !self.members.contains_key(member_id) {
             return Err(ResponseError::UnknownMemberId);
         }
@@ -285,11 +360,12 @@ impl Group {
     pub fn sync(
         &mut self,
         member_id: &str,
+        instance_id: Option<&str>,
         generation: i32,
         assignments: Vec<(String, Bytes)>,
         now: Instant,
     ) -> Synced {
-        if let Err(e) = self.check_member(member_id, generation) {
+        if let Err(e) = self.check_member(member_id, instance_id, generation) {
             return Synced::Now(SyncOutcome::error(e));
         }
         let done = |g: &Group, assignment: Bytes| SyncOutcome {
@@ -338,11 +414,17 @@ impl Group {
         }
     }
 
-    pub fn heartbeat(&mut self, member_id: &str, generation: i32, now: Instant) -> Result<(), ResponseError> {
+    pub fn heartbeat(
+        &mut self,
+        member_id: &str,
+        instance_id: Option<&str>,
+        generation: i32,
+        now: Instant,
+    ) -> Result<(), ResponseError> {
         if let Some(m) = self.members.get_mut(member_id) {
             m.last_seen = now;
         }
-        self.check_member(member_id, generation)?;
+        self.check_member(member_id, instance_id, generation)?;
         match self.state {
             State::PreparingRebalance => Err(ResponseError::RebalanceInProgress),
             State::Empty => Err(ResponseError::UnknownMemberId),
@@ -352,11 +434,11 @@ impl Group {
 
     /// Whether a commit from this member at this generation may go through.
     /// A commit with generation -1 comes from outside group management.
-    pub fn may_commit(&self, member_id: &str, generation: i32) -> Result<(), ResponseError> {
+    pub fn may_commit(&self, member_id: &str, instance_id: Option<&str>, generation: i32) -> Result<(), ResponseError> {
         if generation < 0 && member_id.is_empty() {
             return Ok(());
         }
-        self.check_member(member_id, generation)?;
+        self.check_member(member_id, instance_id, generation)?;
         match self.state {
             State::CompletingRebalance => Err(ResponseError::RebalanceInProgress),
             _ => Ok(()),
@@ -369,6 +451,13 @@ impl Group {
         let mut codes = Vec::with_capacity(who.len());
         let mut removed = false;
         for (member_id, instance_id) in who {
+            // A static member leaves by instance id; one naming a member id
+            // the instance no longer has is fenced.
+            let known_id = !member_id.is_empty();
+            if known_id && self.check_instance(member_id, instance_id.as_deref()).is_err() {
+                codes.push(ResponseError::FencedInstanceId.code());
+                continue;
+            }
             let id = match instance_id {
                 Some(i) => self.instances.get(i).cloned(),
                 None => Some(member_id.clone()),

@@ -1,10 +1,13 @@
 //! AlterConfigs and IncrementalAlterConfigs: `retention.ms` on a topic is
-//! the queue's retention; every other setting is refused with
-//! INVALID_CONFIG naming it, so a client never believes a change that did
-//! not happen.
+//! the queue's retention; a setting set to the value Queen already applies
+//! (`cleanup.policy=delete`) is accepted and changes nothing; every other
+//! change is refused with INVALID_CONFIG naming it, so a client never
+//! believes a change that did not happen.
 
 use super::describe_configs::TOPIC;
+use crate::broker::ConfigEntry;
 use crate::names::str_bytes;
+use crate::topic_settings::{self, invalid, Refusal, RETENTION_MS};
 use crate::{Broker, Facade};
 use protocol::messages::alter_configs_response::AlterConfigsResourceResponse;
 use protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse as IncrementalResult;
@@ -13,7 +16,6 @@ use protocol::messages::{
 };
 use protocol::{ResponseError, StrBytes};
 
-const RETENTION_MS: &str = "retention.ms";
 const SET: i8 = 0;
 
 /// One resource's change: (resource type, name, [(setting, value)]).
@@ -76,22 +78,16 @@ async fn apply<B: Broker>(f: &Facade<B>, (kind, name, settings): Change, validat
     if kind != TOPIC {
         return (ResponseError::InvalidRequest.code(), Some("only topic settings can be changed".into()));
     }
-    if f.broker.topic(&name).is_none() {
+    let Some(in_force) = f.broker.topic_config(&name) else {
         return (ResponseError::UnknownTopicOrPartition.code(), None);
-    }
+    };
+    // Every setting is checked before any is applied.
     let mut retention = None;
     for (setting, value) in settings {
-        match (setting.as_str(), value.as_deref().map(str::parse::<i64>)) {
-            (RETENTION_MS, Some(Ok(ms))) => retention = Some(ms),
-            (RETENTION_MS, _) => {
-                return (ResponseError::InvalidConfig.code(), Some(format!("{RETENTION_MS} takes milliseconds")))
-            }
-            _ => {
-                return (
-                    ResponseError::InvalidConfig.code(),
-                    Some(format!("{setting} is not supported by Queen; only {RETENTION_MS} maps onto a queue option")),
-                )
-            }
+        match check(&in_force, &setting, value.as_deref()) {
+            Ok(Some(ms)) => retention = Some(ms),
+            Ok(None) => {}
+            Err((code, message)) => return (code.code(), Some(message)),
         }
     }
     match retention {
@@ -100,5 +96,23 @@ async fn apply<B: Broker>(f: &Facade<B>, (kind, name, settings): Change, validat
             Err(e) => (e.code(), Some(e.to_string())),
         },
         _ => (0, None),
+    }
+}
+
+/// One setting set to `value`: the retention to apply, nothing for a value
+/// already in force (a no-op, as Kafka accepts it), or why not.
+fn check(in_force: &[ConfigEntry], setting: &str, value: Option<&str>) -> Result<Option<i64>, Refusal> {
+    topic_settings::check_known(setting)?;
+    if setting == RETENTION_MS {
+        return topic_settings::retention_ms(value).map(Some);
+    }
+    match in_force.iter().find(|e| e.name == setting) {
+        Some(e) if value == Some(e.value.as_str()) => Ok(None),
+        Some(e) => {
+            Err(invalid(format!("{setting} is {} on Queen and cannot change; only {RETENTION_MS} can", e.value)))
+        }
+        None => {
+            Err(invalid(format!("{setting} is not supported by Queen; only {RETENTION_MS} maps onto a queue option")))
+        }
     }
 }

@@ -1,8 +1,10 @@
-//! OffsetFetch: the group's cursors, for one group (v0-v7) or many (v8).
-//! A partition the group never consumed answers -1.
+//! OffsetFetch: the group's cursors with their commits' metadata, for one
+//! group (v0-v7) or many (v8). A partition the group never consumed answers
+//! -1.
 
 use super::by_topic;
-use crate::names::topic_name;
+use crate::broker::Committed;
+use crate::names::{str_bytes, topic_name};
 use crate::{Broker, Facade};
 use protocol::messages::offset_fetch_response::{
     OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions, OffsetFetchResponseTopic,
@@ -10,8 +12,8 @@ use protocol::messages::offset_fetch_response::{
 };
 use protocol::messages::{OffsetFetchRequest, OffsetFetchResponse};
 
-/// (topic, partition, committed offset or -1, error code).
-type Row = (String, i32, i64, i16);
+/// (topic, partition, committed offset or -1 and metadata, error code).
+type Row = (String, i32, Committed, i16);
 
 pub fn handle<B: Broker>(f: &Facade<B>, req: OffsetFetchRequest, version: i16) -> OffsetFetchResponse {
     if version >= 8 {
@@ -23,11 +25,11 @@ pub fn handle<B: Broker>(f: &Facade<B>, req: OffsetFetchRequest, version: i16) -
                     ts.iter().map(|t| (t.name.0.as_str().to_string(), t.partition_indexes.clone())).collect::<Vec<_>>()
                 });
                 let answers =
-                    rows(f, g.group_id.0.as_str(), asked).into_iter().map(|(topic, partition, offset, code)| {
+                    rows(f, g.group_id.0.as_str(), asked).into_iter().map(|(topic, partition, committed, code)| {
                         let p = OffsetFetchResponsePartitions::default()
                             .with_partition_index(partition)
-                            .with_committed_offset(offset)
-                            .with_metadata(Some(Default::default()))
+                            .with_committed_offset(committed.offset)
+                            .with_metadata(Some(str_bytes(&committed.metadata)))
                             .with_error_code(code);
                         (topic, p)
                     });
@@ -44,11 +46,11 @@ pub fn handle<B: Broker>(f: &Facade<B>, req: OffsetFetchRequest, version: i16) -
         .topics
         .as_ref()
         .map(|ts| ts.iter().map(|t| (t.name.0.as_str().to_string(), t.partition_indexes.clone())).collect::<Vec<_>>());
-    let answers = rows(f, req.group_id.0.as_str(), asked).into_iter().map(|(topic, partition, offset, code)| {
+    let answers = rows(f, req.group_id.0.as_str(), asked).into_iter().map(|(topic, partition, committed, code)| {
         let p = OffsetFetchResponsePartition::default()
             .with_partition_index(partition)
-            .with_committed_offset(offset)
-            .with_metadata(Some(Default::default()))
+            .with_committed_offset(committed.offset)
+            .with_metadata(Some(str_bytes(&committed.metadata)))
             .with_error_code(code);
         (topic, p)
     });
@@ -68,10 +70,11 @@ fn rows<B: Broker>(f: &Facade<B>, group: &str, asked: Option<Vec<(String, Vec<i3
     };
     pairs
         .into_iter()
-        .map(|(topic, partition)| match f.broker.committed_offset(group, &topic, partition) {
-            Ok(offset) => (topic, partition, offset.unwrap_or(-1), 0),
+        .map(|(topic, partition)| {
             // Kafka answers an unknown partition with no offset, not an error.
-            Err(_) => (topic, partition, -1, 0),
+            let none = Committed { offset: -1, metadata: String::new() };
+            let committed = f.broker.committed(group, &topic, partition).ok().flatten().unwrap_or(none);
+            (topic, partition, committed, 0)
         })
         .collect()
 }

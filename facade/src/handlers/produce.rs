@@ -32,20 +32,29 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: ProduceRequest, version: i16)
     let mut batches: Vec<PartitionBatch> = Vec::new();
     for topic in &req.topic_data {
         let name = topic.name.0.as_str().to_string();
-        let resolved = topics::resolve(f, &name, true).await;
-        for p in &topic.partition_data {
-            let slot = match (&resolved, transactional) {
-                (_, true) => Err(ResponseError::TransactionalIdAuthorizationFailed),
+        // Each partition's batch is checked before the topic is resolved: a
+        // produce refused for every partition creates no topic.
+        let checked: Vec<(i32, Result<PartitionBatch, ResponseError>)> = topic
+            .partition_data
+            .iter()
+            .map(|p| match transactional {
+                true => (p.index, Err(ResponseError::TransactionalIdAuthorizationFailed)),
+                false => (p.index, batch_of(f, &name, p.index, p.records.clone(), &allowance)),
+            })
+            .collect();
+        let writable = checked.iter().any(|(_, b)| b.is_ok());
+        let resolved = topics::resolve(f, &name, writable).await;
+        for (index, batch) in checked {
+            let slot = match (&resolved, batch) {
+                (_, Err(e)) => Err(e),
                 (Err(e), _) => Err(e.kafka()),
-                (Ok(t), _) if p.index < 0 || p.index as u32 >= t.partitions => {
-                    Err(ResponseError::UnknownTopicOrPartition)
-                }
-                (Ok(_), _) => batch_of(f, &name, p.index, p.records.clone(), &allowance).map(|b| {
+                (Ok(t), _) if index < 0 || index as u32 >= t.partitions => Err(ResponseError::UnknownTopicOrPartition),
+                (Ok(_), Ok(b)) => {
                     batches.push(b);
-                    batches.len() - 1
-                }),
+                    Ok(batches.len() - 1)
+                }
             };
-            slots.push((name.clone(), p.index, slot));
+            slots.push((name.clone(), index, slot));
         }
     }
     if let Some(reservation) = &mut reservation {
@@ -77,7 +86,8 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: ProduceRequest, version: i16)
     Reply::Answer(Box::new(ResponseKind::Produce(ProduceResponse::default().with_responses(responses))))
 }
 
-/// The partition's records as one batch to write, checked for idempotence.
+/// The partition's records as one batch to write, checked against the
+/// broker's limits and for idempotence.
 /// A request carries one batch per partition (more are merged: they arrive
 /// together and are written together).
 fn batch_of<B: Broker>(
@@ -97,6 +107,7 @@ fn batch_of<B: Broker>(
     for more in decoded {
         batch.records.extend(more.records);
     }
+    f.broker.admit(&batch).map_err(|e| e.kafka())?;
     f.producers.check(topic, partition, &batch)?;
     Ok(PartitionBatch { topic: topic.to_string(), partition, batch })
 }

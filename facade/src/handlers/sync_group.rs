@@ -7,7 +7,9 @@ use protocol::messages::{SyncGroupRequest, SyncGroupResponse};
 pub async fn handle<B: Broker>(f: &Facade<B>, req: SyncGroupRequest, version: i16) -> SyncGroupResponse {
     let assignments =
         req.assignments.iter().map(|a| (a.member_id.as_str().to_string(), a.assignment.clone())).collect();
-    let out = f.groups.sync(req.group_id.0.as_str(), req.member_id.as_str(), req.generation_id, assignments).await;
+    let instance = req.group_instance_id.as_deref();
+    let out =
+        f.groups.sync(req.group_id.0.as_str(), req.member_id.as_str(), instance, req.generation_id, assignments).await;
     SyncGroupResponse::default()
         .with_error_code(out.error)
         .with_protocol_type(out.protocol_type.as_deref().filter(|_| version >= 5).map(str_bytes))
