@@ -12,7 +12,8 @@ use protocol::messages::{ProduceRequest, ProduceResponse, ResponseKind};
 use protocol::records::decode_produced;
 use protocol::ResponseError;
 
-pub async fn handle<B: Broker>(f: &Facade<B>, req: ProduceRequest, version: i16) -> Reply {
+/// `producer`: the authenticated token's subject, stamped on every record.
+pub async fn handle<B: Broker>(f: &Facade<B>, req: ProduceRequest, version: i16, producer: Option<String>) -> Reply {
     let transactional = req.transactional_id.is_some();
     // (topic, partition, error or the index of its batch in `batches`).
     let mut slots: Vec<(String, i32, Result<usize, ResponseError>)> = Vec::new();
@@ -27,7 +28,7 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: ProduceRequest, version: i16)
                 (Ok(t), _) if p.index < 0 || p.index as u32 >= t.partitions => {
                     Err(ResponseError::UnknownTopicOrPartition)
                 }
-                (Ok(_), _) => batch_of(f, &name, p.index, p.records.clone()).map(|b| {
+                (Ok(_), _) => batch_of(f, &name, p.index, p.records.clone(), &producer).map(|b| {
                     batches.push(b);
                     batches.len() - 1
                 }),
@@ -69,6 +70,7 @@ fn batch_of<B: Broker>(
     topic: &str,
     partition: i32,
     records: Option<bytes::Bytes>,
+    producer: &Option<String>,
 ) -> Result<PartitionBatch, ResponseError> {
     let Some(records) = records else { return Err(ResponseError::CorruptMessage) };
     let decoded = decode_produced(records, f.config.max_request_bytes).map_err(|e| {
@@ -81,5 +83,5 @@ fn batch_of<B: Broker>(
         batch.records.extend(more.records);
     }
     f.producers.check(topic, partition, &batch)?;
-    Ok(PartitionBatch { topic: topic.to_string(), partition, batch })
+    Ok(PartitionBatch { topic: topic.to_string(), partition, batch, producer_sub: producer.clone() })
 }
