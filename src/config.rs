@@ -227,6 +227,14 @@ pub struct Settings {
     #[arg(long, env = "JWT_SKIP_PATHS", default_value = "/health,/metrics")]
     pub jwt_skip_paths: String,
 
+    /// `open`: serve HTTP without authentication although the Kafka listener requires SASL (JWT_ENABLED=false with QUEEN_KAFKA_SASL_MECHANISMS set); without it such a node refuses to start.
+    #[arg(long, env = "QUEEN_HTTP_AUTH", value_enum)]
+    pub http_auth: Option<OpenOnPurpose>,
+
+    /// `open`: serve Kafka without authentication although HTTP requires JWTs (JWT_ENABLED=true); without it the Kafka listener requires SASL OAUTHBEARER with the same tokens.
+    #[arg(long, env = "QUEEN_KAFKA_AUTH", value_enum)]
+    pub kafka_auth: Option<OpenOnPurpose>,
+
     /// Test only: append `<file> <length>` here after every fsync, for power-loss tests.
     #[arg(long, env = "QUEEN_TEST_SYNC_LEDGER")]
     pub test_sync_ledger: Option<PathBuf>,
@@ -238,4 +246,11 @@ fn days(text: &str) -> Result<f64, String> {
         Ok(d) if d.is_finite() && d >= 0.0 => Ok(d),
         _ => Err(format!("{text:?} is not a number of days (0 or more)")),
     }
+}
+
+/// A listener left without authentication on purpose, while the other
+/// front end requires it (QUEEN_HTTP_AUTH, QUEEN_KAFKA_AUTH).
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpenOnPurpose {
+    Open,
 }

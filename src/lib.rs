@@ -17,6 +17,7 @@
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 pub mod apply_watch;
+pub mod auth_policy;
 pub mod codec;
 pub mod config;
 pub mod disk_gate;

@@ -2,10 +2,11 @@
 //! returns, with the ids Queen keeps beside them.
 //!
 //! Two layouts are on disk. The first, written by earlier builds and still
-//! for every message without a null, has no way to say null: its value and
-//! header values are plain bytes. A message whose value or a header value is
-//! null (a Kafka tombstone, say) is written in the second, which is one
-//! marker byte `0xFE` and then the bincode of [`Message`]. Bincode never
+//! for every plain message, has no way to say null and no producer
+//! identity: its value and header values are plain bytes. A message whose
+//! value or a header value is null (a Kafka tombstone, say), or that carries
+//! its producer's identity, is written in the second, which is one marker
+//! byte `0xFE` and then the bincode of the whole [`Message`]. Bincode never
 //! starts a blob of the first layout with `0xFE` (its first byte is the
 //! varint length of the transactionId, and a varint never starts with
 //! `0xFE`), so the marker alone tells the two apart.
@@ -14,8 +15,8 @@ use serde::{Deserialize, Serialize};
 use serde_bytes::{ByteBuf, Bytes};
 use xxhash_rust::xxh3::xxh3_128;
 
-/// The first byte of a blob in the layout that keeps nulls.
-const NULLABLE_LAYOUT: u8 = 0xFE;
+/// The first byte of a blob in the layout of the whole [`Message`].
+const WHOLE_LAYOUT: u8 = 0xFE;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Message {
@@ -33,6 +34,9 @@ pub struct Message {
     pub timestamp_ms: Option<i64>,
     /// The value is sealed (`encryption.rs`): nonce, ciphertext and tag.
     pub encrypted: bool,
+    /// The producer's authenticated identity (a verified JWT's `sub`),
+    /// stamped by the node, never taken from the client (`producerSub`).
+    pub producer_sub: Option<String>,
 }
 
 /// The layout without nulls as written: [`Message`] field for field, but
@@ -76,6 +80,7 @@ impl Message {
             headers: vec![],
             timestamp_ms: None,
             encrypted: false,
+            producer_sub: None,
         }
     }
 
@@ -86,8 +91,8 @@ impl Message {
 
     pub fn encode(&self) -> Vec<u8> {
         let has_null = self.value.is_none() || self.headers.iter().any(|(_, v)| v.is_none());
-        if has_null {
-            let mut out = vec![NULLABLE_LAYOUT];
+        if has_null || self.producer_sub.is_some() {
+            let mut out = vec![WHOLE_LAYOUT];
             out.extend_from_slice(&crate::codec::to_bytes(self));
             return out;
         }
@@ -103,8 +108,8 @@ impl Message {
     }
 
     pub fn decode(bytes: &[u8]) -> Result<Self, bincode::Error> {
-        if let Some(nullable) = bytes.strip_prefix(&[NULLABLE_LAYOUT]) {
-            return crate::codec::from_bytes(nullable);
+        if let Some(whole) = bytes.strip_prefix(&[WHOLE_LAYOUT]) {
+            return crate::codec::from_bytes(whole);
         }
         let plain: PlainLayoutIn = crate::codec::from_bytes(bytes)?;
         Ok(Self {
@@ -115,6 +120,7 @@ impl Message {
             headers: plain.headers.into_iter().map(|(k, v)| (k, Some(v))).collect(),
             timestamp_ms: plain.timestamp_ms,
             encrypted: plain.encrypted,
+            producer_sub: None,
         })
     }
 }
@@ -154,6 +160,14 @@ mod tests {
         let m = Message::new("t1".into(), b"{}".to_vec());
         assert_eq!(m.encode(), example);
         assert_eq!(Message::decode(&example).unwrap(), m);
-        assert_eq!(kafka_record(None, Some(b"v")).encode()[0], NULLABLE_LAYOUT);
+        assert_eq!(kafka_record(None, Some(b"v")).encode()[0], WHOLE_LAYOUT);
+    }
+
+    #[test]
+    fn a_producer_identity_reads_back() {
+        let m = Message { producer_sub: Some("alice".into()), ..Message::new("t1".into(), b"{}".to_vec()) };
+        let blob = m.encode();
+        assert_eq!(blob[0], WHOLE_LAYOUT);
+        assert_eq!(Message::decode(&blob).unwrap(), m);
     }
 }

@@ -7,6 +7,7 @@ use crate::disk_gate::DiskGate;
 use crate::fd_limit;
 use crate::encryption::{Cipher, EncryptionError};
 use crate::ephemeral::{EphOptions, Ephemeral, DECLARATIONS_NS};
+use crate::auth_policy::{Policy, PolicyError};
 use crate::http::auth::{Auth, AuthConfigError};
 use crate::metrics::Metrics;
 use crate::planner::Planner;
@@ -48,6 +49,8 @@ pub enum BootError {
     #[error(transparent)]
     Auth(#[from] AuthConfigError),
     #[error(transparent)]
+    AuthPolicy(#[from] PolicyError),
+    #[error(transparent)]
     Encryption(#[from] EncryptionError),
     #[error("queue {0:?} is configured with encryptionEnabled and QUEEN_ENCRYPTION_KEY is not set: its messages cannot be read")]
     EncryptedQueueWithoutKey(String),
@@ -63,7 +66,7 @@ pub struct Node {
     /// Wakes readers after every apply: any, or per queue appended to.
     pub apply_watch: Arc<ApplyWatch>,
     /// JWT authentication, when `JWT_ENABLED=true`.
-    pub auth: Option<Auth>,
+    pub auth: Option<Arc<Auth>>,
     /// Ephemeral queues: in this process's memory only.
     pub ephemeral: Ephemeral,
     pub disk_gate: DiskGate,
@@ -82,7 +85,8 @@ pub struct Node {
 
 impl Node {
     pub fn boot(settings: Settings) -> Result<Self, BootError> {
-        let auth = Auth::from_settings(&settings)?;
+        Policy::of(&settings)?.log();
+        let auth = Auth::from_settings(&settings)?.map(Arc::new);
         let cipher = settings.encryption_key.as_deref().map(Cipher::from_hex).transpose()?;
         let disk_gate = DiskGate::new(settings.data_dir.clone(), settings.storage_full_pct);
         let dir = &settings.data_dir;

@@ -227,10 +227,19 @@ async fn jwt_enabled_without_a_key_is_refused() {
 async fn kafka_misconfiguration_is_refused_with_the_setting_named() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("data");
-    let log = expect_refusal(&dir, &[("QUEEN_KAFKA_SASL_MECHANISMS", "GSSAPI"), ("QUEEN_KAFKA_SASL_USERS", "a:b")]);
+    let http_open = ("QUEEN_HTTP_AUTH", "open");
+    let log = expect_refusal(
+        &dir,
+        &[("QUEEN_KAFKA_SASL_MECHANISMS", "GSSAPI"), ("QUEEN_KAFKA_SASL_USERS", "a:b"), http_open],
+    );
     assert!(log.contains("FATAL QUEEN_KAFKA_SASL_MECHANISMS: unknown mechanism \"GSSAPI\""), "{log}");
-    let log = expect_refusal(&dir, &[("QUEEN_KAFKA_SASL_MECHANISMS", "PLAIN")]);
-    assert!(log.contains("FATAL QUEEN_KAFKA_SASL_MECHANISMS is set but QUEEN_KAFKA_SASL_USERS names no user"), "{log}");
+    let log = expect_refusal(&dir, &[("QUEEN_KAFKA_SASL_MECHANISMS", "PLAIN"), http_open]);
+    assert!(
+        log.contains("FATAL QUEEN_KAFKA_SASL_MECHANISMS names a password mechanism but QUEEN_KAFKA_SASL_USERS names no user"),
+        "{log}"
+    );
+    let log = expect_refusal(&dir, &[("QUEEN_KAFKA_SASL_MECHANISMS", "OAUTHBEARER"), http_open]);
+    assert!(log.contains("FATAL QUEEN_KAFKA_SASL_MECHANISMS names OAUTHBEARER"), "{log}");
     let log = expect_refusal(&dir, &[("QUEEN_KAFKA_ADVERTISED", "no-port")]);
     assert!(log.contains("FATAL QUEEN_KAFKA_ADVERTISED=\"no-port\" is not host:port"), "{log}");
     // The Kafka port is taken: the FATAL line names the address.
@@ -238,4 +247,36 @@ async fn kafka_misconfiguration_is_refused_with_the_setting_named() {
     let addr = taken.local_addr().unwrap().to_string();
     let log = expect_refusal(&dir, &[("QUEEN_KAFKA_ADDR", addr.as_str())]);
     assert!(log.contains(&format!("FATAL Kafka listener on {addr}")), "{log}");
+}
+
+/// One node, one authentication policy: Kafka protected by SASL while HTTP
+/// is open is refused with a FATAL line naming both, unless
+/// QUEEN_HTTP_AUTH=open states it; and the boot log states each listener's
+/// authentication.
+#[tokio::test]
+async fn a_half_protected_node_is_refused_unless_the_open_side_is_stated() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let sasl = [("QUEEN_KAFKA_SASL_MECHANISMS", "SCRAM-SHA-256"), ("QUEEN_KAFKA_SASL_USERS", "alice:alice-secret")];
+    let log = expect_refusal(&dir, &sasl);
+    assert!(
+        log.contains("FATAL the Kafka listener requires SASL (QUEEN_KAFKA_SASL_MECHANISMS=SCRAM-SHA-256) while HTTP is open (JWT_ENABLED=false)"),
+        "{log}"
+    );
+    assert!(log.contains("QUEEN_HTTP_AUTH=open"), "the FATAL line names the way out; {log}");
+    let jwt = [("JWT_ENABLED", "true"), ("JWT_SECRET", "s")];
+    let log = expect_refusal(&dir, &[jwt[0], jwt[1], ("QUEEN_HTTP_AUTH", "open")]);
+    assert!(log.contains("FATAL QUEEN_HTTP_AUTH=open contradicts JWT_ENABLED=true"), "{log}");
+    let log = expect_refusal(&dir, &[jwt[0], jwt[1], sasl[0], sasl[1], ("QUEEN_KAFKA_AUTH", "open")]);
+    assert!(log.contains("FATAL QUEEN_KAFKA_AUTH=open contradicts QUEEN_KAFKA_SASL_MECHANISMS"), "{log}");
+
+    let node = Node::start(&dir, &[sasl[0], sasl[1], ("QUEEN_HTTP_AUTH", "open")]).await;
+    let log = node.log_text();
+    assert!(log.contains("HTTP listener authentication: none, open on purpose (QUEEN_HTTP_AUTH=open)"), "{log}");
+    assert!(log.contains("Kafka listener authentication: SASL SCRAM-SHA-256, required"), "{log}");
+    drop(node);
+    let node = Node::start(&dir, &[jwt[0], jwt[1], sasl[0], sasl[1]]).await;
+    let log = node.log_text();
+    assert!(log.contains("HTTP listener authentication: JWT bearer tokens (JWT_ENABLED=true)"), "{log}");
+    assert!(log.contains("Kafka listener authentication: SASL SCRAM-SHA-256, OAUTHBEARER, required"), "{log}");
 }

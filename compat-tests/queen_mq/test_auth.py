@@ -1,5 +1,7 @@
 """JWT authentication (JWT_ENABLED=true): roles from the token decide what a
-client may do; a missing, forged or expired token is refused with 401."""
+client may do; a missing, forged or expired token is refused with 401; the
+scheme is case-insensitive; each pushed message carries the token's sub as
+producerSub, whatever the body claims, and none without JWT."""
 
 import time
 import uuid
@@ -66,3 +68,46 @@ async def test_roles_missing_forged_and_expired_tokens(secured):
         admin = {"Authorization": f"Bearer {token(role='admin')}"}
         assert (await http.delete("/api/v1/resources/queues/auth-roles", headers=admin)).status_code == 200
         assert (await http.post("/api/v1/push", json=body, headers={"Authorization": f"Bearer {token()}"})).status_code == 401
+
+
+async def test_the_bearer_scheme_is_case_insensitive(secured):
+    body = {"items": [{"queue": "auth-scheme", "payload": 1}]}
+    async with httpx.AsyncClient(base_url=secured.url) as http:
+        for scheme in ("bearer", "BEARER", "Bearer"):
+            r = await http.post("/api/v1/push", json=body, headers={"Authorization": f"{scheme} {token(role='read-write')}"})
+            assert r.status_code == 201, (scheme, r.text)
+        r = await http.post("/api/v1/push", json=body, headers={"Authorization": f"Basic {token(role='read-write')}"})
+        assert r.status_code == 401
+
+
+@pytest.mark.parametrize("binary_push,framed_pop", [(False, False), (True, True)], ids=["json", "binary-framed"])
+async def test_producer_sub_is_the_tokens_sub_whatever_the_body_claims(secured, binary_push, framed_pop):
+    from queen import Queen
+
+    q = f"auth-sub-{uuid.uuid4().hex[:8]}"
+    bearer = token(role="read-write")  # sub: tester
+    async with httpx.AsyncClient(base_url=secured.url, headers={"Authorization": f"Bearer {bearer}"}) as http:
+        r = await http.post("/api/v1/push", json={"items": [{"queue": q, "payload": {"n": 1}, "producerSub": "attacker"}]})
+        assert r.status_code == 201, r.text
+        r = await http.post(
+            "/api/v1/transaction",
+            json={"operations": [{"type": "push", "items": [{"queue": q, "payload": {"n": 2}, "producerSub": "attacker"}]}]},
+        )
+        assert r.status_code == 200 and r.json()["success"], r.text
+    client = Queen(secured.url, bearer_token=bearer, binary_push=binary_push, framed_pop=framed_pop)
+    try:
+        await client.queue(q).push([{"data": {"n": 3}}])
+        msgs = await client.queue(q).batch(10).wait(False).pop()
+    finally:
+        await client.close()
+    assert sorted(m["data"]["n"] for m in msgs) == [1, 2, 3]
+    assert [m["producerSub"] for m in msgs] == ["tester"] * 3
+
+
+async def test_producer_sub_is_absent_without_jwt(node):
+    q = f"auth-open-{uuid.uuid4().hex[:8]}"
+    async with httpx.AsyncClient(base_url=node.url) as http:
+        r = await http.post("/api/v1/push", json={"items": [{"queue": q, "payload": 1, "producerSub": "attacker-no-jwt"}]})
+        assert r.status_code == 201, r.text
+        r = await http.get(f"/api/v1/pop/queue/{q}", params={"batch": 1, "wait": "false"})
+        assert [m["producerSub"] for m in r.json()["messages"]] == [None]

@@ -29,6 +29,9 @@ pub struct PartitionBatch {
     pub topic: String,
     pub partition: i32,
     pub batch: ProducedBatch,
+    /// The producer's authenticated identity (an OAUTHBEARER token's
+    /// `sub`), stored with each record as HTTP stores `producerSub`.
+    pub producer_sub: Option<String>,
 }
 
 #[derive(Debug, Clone)]

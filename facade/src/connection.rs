@@ -69,6 +69,21 @@ pub async fn serve<B: Broker, S: AsyncRead + AsyncWrite + Unpin>(
                 return;
             }
         };
+        if session.expects_bare_token() {
+            match handlers::bare_sasl_token(&facade, &frame, &mut session) {
+                Ok(reply) => {
+                    if let Err(e) = stream.write_all(&reply).await {
+                        tracing::debug!(%peer, error = %e, "kafka connection: write failed");
+                        return;
+                    }
+                    continue;
+                }
+                Err(why) => {
+                    tracing::warn!(%peer, reason = %why, "kafka connection closed: SASL authentication failed");
+                    return;
+                }
+            }
+        }
         let answer = match request::decode(frame) {
             Ok(req) => {
                 let (api_key, version, correlation_id) = (req.api_key, req.version, req.correlation_id());

@@ -2,7 +2,9 @@
 //! `JWT_ALGORITHM`, `JWT_SECRET`, `JWT_PUBLIC_KEY`, `JWT_ISSUER`,
 //! `JWT_AUDIENCE`, `JWT_CLOCK_SKEW`, `JWT_SKIP_PATHS`), with roles from the
 //! `role`/`roles` claims: `read-only` may read, `read-write` may also produce
-//! and consume, `admin` may also delete and administer.
+//! and consume, `admin` may also delete and administer. The same checker
+//! serves the Kafka listener's OAUTHBEARER ([`TokenVerifier`]), so a token
+//! means the same on both ports.
 
 use super::error::ApiError;
 use crate::config::Settings;
@@ -11,25 +13,21 @@ use axum::extract::{Request, State};
 use axum::http::{Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::Response;
+pub use facade::sasl::Role;
+use facade::sasl::{Principal, TokenVerifier};
 use jsonwebtoken::{decode, decode_header, Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
 use std::sync::Arc;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Role {
-    ReadOnly,
-    ReadWrite,
-    Admin,
-}
+/// The validated token's `sub` claim, which a push stamps on each message
+/// as `producerSub`; a request extension, present only when the token has one.
+#[derive(Debug, Clone)]
+pub struct ProducerSub(pub String);
 
-impl Role {
-    fn parse(s: &str) -> Option<Self> {
-        match s {
-            "read-only" => Some(Self::ReadOnly),
-            "read-write" => Some(Self::ReadWrite),
-            "admin" => Some(Self::Admin),
-            _ => None,
-        }
+impl ProducerSub {
+    /// The identity a handler stamps: the token's, never one the body names.
+    pub fn of(extension: Option<axum::Extension<ProducerSub>>) -> Option<String> {
+        extension.map(|axum::Extension(ProducerSub(sub))| sub)
     }
 }
 
@@ -103,8 +101,9 @@ impl Auth {
         }))
     }
 
-    /// The role a bearer token grants, or why it grants none.
-    fn role(&self, token: &str) -> Result<Role, &'static str> {
+    /// Who a bearer token authenticates and with which role, or why it
+    /// authenticates no one.
+    fn principal(&self, token: &str) -> Result<Principal, &'static str> {
         let header = decode_header(token).map_err(|_| "the token is not a JWT")?;
         let (alg, key) =
             self.keys.iter().find(|(a, _)| *a == header.alg).ok_or("the token's algorithm is not accepted")?;
@@ -130,13 +129,35 @@ impl Auth {
             jsonwebtoken::errors::ErrorKind::InvalidAudience => "the token's audience is not accepted",
             _ => "the token does not verify",
         })?;
-        let roles = claims.claims.role.into_iter().chain(claims.claims.roles.into_iter().flatten());
-        roles.filter_map(|r| Role::parse(&r)).max().ok_or("the token names no role (admin, read-write, read-only)")
+        let Claims { sub, exp, role, roles } = claims.claims;
+        let role = role
+            .into_iter()
+            .chain(roles.into_iter().flatten())
+            .filter_map(|r| Role::parse(&r))
+            .max()
+            .ok_or("the token names no role (admin, read-write, read-only)")?;
+        // Validation allows `leeway` seconds past exp; so does the session.
+        let expires_at_ms = exp.saturating_add(self.leeway).saturating_mul(1000).min(i64::MAX as u64) as i64;
+        Ok(Principal {
+            name: sub.clone().unwrap_or_else(|| "a token without sub".to_string()),
+            subject: sub,
+            role,
+            expires_at_ms: Some(expires_at_ms),
+        })
+    }
+}
+
+impl TokenVerifier for Auth {
+    fn verify(&self, token: &str) -> Result<Principal, String> {
+        self.principal(token).map_err(str::to_string)
     }
 }
 
 #[derive(Deserialize)]
 struct Claims {
+    sub: Option<String>,
+    /// Required and checked by the validation; kept for the session's lifetime.
+    exp: u64,
     role: Option<String>,
     roles: Option<Vec<String>>,
 }
@@ -160,26 +181,52 @@ pub fn required_role(method: &Method, path: &str) -> Role {
     Role::ReadWrite
 }
 
-pub async fn authenticate(State(node): State<Arc<Node>>, request: Request, next: Next) -> Response {
+pub async fn authenticate(State(node): State<Arc<Node>>, mut request: Request, next: Next) -> Response {
     let Some(auth) = &node.auth else { return next.run(request).await };
     let path = request.uri().path();
     if auth.skip.iter().any(|p| p == path) {
         return next.run(request).await;
     }
-    let token =
-        request.headers().get("authorization").and_then(|h| h.to_str().ok()).and_then(|h| h.strip_prefix("Bearer "));
-    let role = match token.map(|t| auth.role(t.trim())) {
+    let token = request.headers().get("authorization").and_then(|h| h.to_str().ok()).and_then(bearer_token);
+    let principal = match token.map(|t| auth.principal(t)) {
         None => Err("a bearer token is required"),
-        Some(r) => r,
+        Some(p) => p,
     };
-    match role {
+    match principal {
         Err(why) => ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", why).before_the_body(),
-        Ok(role) if role < required_role(request.method(), path) => ApiError::new(
+        Ok(p) if p.role < required_role(request.method(), path) => ApiError::new(
             StatusCode::FORBIDDEN,
             "forbidden",
             format!("the token's role may not {} {path}", request.method()),
         )
         .before_the_body(),
-        Ok(_) => next.run(request).await,
+        Ok(p) => {
+            if let Some(sub) = p.subject {
+                request.extensions_mut().insert(ProducerSub(sub));
+            }
+            next.run(request).await
+        }
+    }
+}
+
+/// The token of an `Authorization: Bearer <token>` value; the scheme is
+/// case-insensitive (RFC 7235 §2.1).
+fn bearer_token(value: &str) -> Option<&str> {
+    let (scheme, token) = value.trim_start().split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim()).filter(|t| !t.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bearer_token;
+
+    #[test]
+    fn the_bearer_scheme_is_case_insensitive() {
+        for header in ["Bearer abc", "bearer abc", "BEARER abc", "bEaReR  abc "] {
+            assert_eq!(bearer_token(header), Some("abc"), "{header}");
+        }
+        for header in ["Basic abc", "Bearer", "Bearer ", "Bearerabc"] {
+            assert_eq!(bearer_token(header), None, "{header}");
+        }
     }
 }

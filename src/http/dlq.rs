@@ -71,6 +71,7 @@ pub async fn list(
             "partitionId": partition_uuid(queue_id, p),
             "transactionId": m.message.transaction_id,
             "traceId": m.message.trace_id,
+            "producerSub": m.message.producer_sub,
             "consumerGroup": group,
             "errorMessage": row.error,
             "retryCount": row.failures,

@@ -104,6 +104,7 @@ fn read_records(
                 "offset": m.offset,
                 "transactionId": m.message.transaction_id,
                 "traceId": m.message.trace_id,
+                "producerSub": m.message.producer_sub,
                 "payload": value_json(&m.message),
                 "ts": iso_time(m.timestamp_us),
             });

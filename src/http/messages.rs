@@ -71,6 +71,7 @@ fn message_json(store: &Store, q: u64, p: u64, m: &StoredMessage, groups: &[Stri
         .collect();
     json!({
         "id": message_uuid(p, m.offset), "transactionId": m.message.transaction_id, "traceId": m.message.trace_id,
+        "producerSub": m.message.producer_sub,
         "data": value_json(&m.message), "createdAt": iso_time(m.timestamp_us),
         "queue": store.queue_name(q), "partition": partition, "partitionId": partition_uuid(q, p), "offset": m.offset,
         "consumerGroups": states,

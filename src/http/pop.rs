@@ -224,6 +224,7 @@ fn json_answer(delivered: &[Delivered<'_>], group: Option<&str>, own: Value) -> 
                 "id": message_uuid(c.partition_id, m.offset),
                 "transactionId": m.message.transaction_id,
                 "traceId": m.message.trace_id,
+                "producerSub": m.message.producer_sub,
                 "data": value_json(&m.message),
                 "createdAt": iso_time(m.timestamp_us),
                 "queue": c.queue,

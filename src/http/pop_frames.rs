@@ -7,7 +7,8 @@
 //! u16 len, queue | u16 len, leaseId | u16 len, consumerGroup | u32 claims
 //! per claim:  u64 partitionId | u16 len, partition | u64 start | u64 end | u32 deliveryAttempt | u32 records
 //! per record: u64 base_offset | i64 created_at_us | u32 count | u8 codec (0 raw) | u32 len | frames
-//! frame:      u32 body_len | u8 flags | u8[16] message id | [u8[16] trace id, flag 1] | u16 len, transactionId | payload
+//! frame:      u32 body_len | u8 flags | u8[16] message id | [u8[16] trace id, flag 1] | u16 len, transactionId
+//!             | [u16 len, producerSub, flag 2] | payload
 //! ```
 //!
 //! All integers little-endian. Each delivered message is one record of one
@@ -25,6 +26,7 @@ use serde_json::Value;
 pub const CONTENT_TYPE: &str = "application/x-queen-pop";
 const MAGIC: &[u8; 4] = b"QPF1";
 const FLAG_TRACE: u8 = 1;
+const FLAG_PRODUCER: u8 = 2;
 
 /// The number a framed answer names a partition by, when both ids fit.
 pub fn packed_partition_id(queue: u64, partition: u64) -> Option<u64> {
@@ -91,12 +93,17 @@ fn frame(partition: u64, m: &StoredMessage) -> Vec<u8> {
     // The JSON answer's `data`: the payload as JSON, a non-JSON value as a string.
     let payload = serde_json::to_vec(&super::ids::value_json(&m.message)).expect("JSON serializes");
     let mut body = Vec::with_capacity(40 + payload.len());
-    body.put_u8(if trace.is_some() { FLAG_TRACE } else { 0 });
+    let producer = m.message.producer_sub.as_deref();
+    let flags = if trace.is_some() { FLAG_TRACE } else { 0 } | if producer.is_some() { FLAG_PRODUCER } else { 0 };
+    body.put_u8(flags);
     body.put_slice(id.as_bytes());
     if let Some(t) = trace {
         body.put_slice(t.as_bytes());
     }
     text16(&mut body, &m.message.transaction_id);
+    if let Some(sub) = producer {
+        text16(&mut body, sub);
+    }
     body.put_slice(&payload);
     let mut frame = Vec::with_capacity(4 + body.len());
     frame.put_u32_le(body.len() as u32);

@@ -3,6 +3,7 @@
 //! item; a transactionId the partition already holds answers `duplicate` with
 //! the original offset.
 
+use super::auth::ProducerSub;
 use super::body::{body_bytes, json_object, objects, Fields};
 use super::error::ApiError;
 use super::ids::{message_uuid, partition_uuid};
@@ -15,6 +16,7 @@ use crate::planner::push::QueueFull;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
+use axum::Extension;
 use axum::http::StatusCode;
 use axum::http::{header, HeaderMap};
 use axum::Json;
@@ -26,11 +28,13 @@ pub const MAX_NAME_BYTES: usize = 255;
 
 pub async fn push(
     State(node): State<Arc<Node>>,
+    producer: Option<Extension<ProducerSub>>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let producer = ProducerSub::of(producer);
     if is_binary(&headers) {
-        return push_binary_body(&node, body).await;
+        return push_binary_body(&node, body, producer.as_deref()).await;
     }
     let body = json_object(body)?;
     let items = Fields::new(&body, "").array("items")?;
@@ -46,7 +50,10 @@ pub async fn push(
     }
     let mut sealer = Sealer::new(&node);
     let items =
-        objects(items, "items")?.iter().map(|item| push_item(item, &mut sealer)).collect::<Result<Vec<_>, _>>()?;
+        objects(items, "items")?
+        .iter()
+        .map(|item| push_item(item, &mut sealer, producer.as_deref()))
+        .collect::<Result<Vec<_>, _>>()?;
     let (names, outcomes) = propose(&node, items).await?;
     Ok((StatusCode::CREATED, Json(results_json(names, &outcomes))))
 }
@@ -97,12 +104,13 @@ pub fn is_binary(headers: &HeaderMap) -> bool {
 async fn push_binary_body(
     node: &Node,
     body: Result<Bytes, BytesRejection>,
+    producer: Option<&str>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let (decoded, flags) = push_binary::decode(&body_bytes(body)?, node.settings.max_body_bytes)?;
     if decoded.is_empty() {
         return Err(ApiError::bad_request("invalid_field", "a push carries at least one item"));
     }
-    let items = binary_items(node, decoded)?;
+    let items = binary_items(node, decoded, producer)?;
     let (names, outcomes) = propose(node, items).await?;
     if flags & push_binary::FLAG_COUNTS != 0 {
         let queued = outcomes.iter().filter(|o| o.status == PushStatus::Queued).count();
@@ -113,8 +121,10 @@ async fn push_binary_body(
     Ok((StatusCode::CREATED, Json(results_json(names, &outcomes))))
 }
 
-/// One JSON push item, sealed when its queue is encrypted.
-pub fn push_item(item: &Fields<'_>, sealer: &mut Sealer<'_>) -> Result<PushItem, ApiError> {
+/// One JSON push item, stamped with the authenticated `producer` (a
+/// `producerSub` in the body is not read) and sealed when its queue is
+/// encrypted.
+pub fn push_item(item: &Fields<'_>, sealer: &mut Sealer<'_>, producer: Option<&str>) -> Result<PushItem, ApiError> {
     let settings = &sealer.node().settings;
     let max_payload = settings.max_payload_bytes;
     let queue = item.name_str("queue")?;
@@ -141,15 +151,22 @@ pub fn push_item(item: &Fields<'_>, sealer: &mut Sealer<'_>) -> Result<PushItem,
         Some(t) if !t.is_empty() => t.to_string(),
         _ => uuid::Uuid::new_v4().to_string(),
     };
-    let mut message =
-        Message { trace_id: item.opt_str("traceId")?.map(str::to_string), ..Message::new(transaction_id, value) };
+    let mut message = Message {
+        trace_id: item.opt_str("traceId")?.map(str::to_string),
+        producer_sub: producer.map(str::to_string),
+        ..Message::new(transaction_id, value)
+    };
     sealer.seal(queue, &mut message)?;
     Ok(PushItem::new(queue.to_string(), partition.to_string(), &message, settings.zstd_level))
 }
 
-/// The decoded items of a binary body as push items, each checked as a JSON
-/// item would be.
-pub fn binary_items(node: &Node, decoded: Vec<push_binary::BinaryItem>) -> Result<Vec<PushItem>, ApiError> {
+/// The decoded items of a binary body as push items, each checked and
+/// stamped as a JSON item would be.
+pub fn binary_items(
+    node: &Node,
+    decoded: Vec<push_binary::BinaryItem>,
+    producer: Option<&str>,
+) -> Result<Vec<PushItem>, ApiError> {
     if decoded.len() > node.settings.push_max_items {
         let max = node.settings.push_max_items;
         return Err(ApiError::new(
@@ -177,7 +194,8 @@ pub fn binary_items(node: &Node, decoded: Vec<push_binary::BinaryItem>) -> Resul
             }
         }
         let transaction_id = d.transaction_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-        let mut message = Message::new(transaction_id, d.payload);
+        let mut message =
+            Message { producer_sub: producer.map(str::to_string), ..Message::new(transaction_id, d.payload) };
         sealer.seal(&d.queue, &mut message)?;
         items.push(PushItem::new(d.queue, d.partition, &message, node.settings.zstd_level));
     }

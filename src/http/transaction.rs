@@ -3,6 +3,7 @@
 //! committed bundle has one result per flat index (each push item, each ack,
 //! then each KV op); a rolled-back one says why and that it rolled back.
 
+use super::auth::ProducerSub;
 use super::body::{body_bytes, json_map, json_object, objects, Fields};
 use super::error::ApiError;
 use super::ids::{message_uuid, partition_uuid, payload_json};
@@ -16,7 +17,7 @@ use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
 use axum::http::HeaderMap;
-use axum::Json;
+use axum::{Extension, Json};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
@@ -41,15 +42,17 @@ fn rider<'a>(body: &'a Map<String, Value>, name: &str) -> Result<&'a [Value], Ap
 
 pub async fn commit(
     State(node): State<Arc<Node>>,
+    producer: Option<Extension<ProducerSub>>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
+    let producer = ProducerSub::of(producer);
     // The binary body (QTB1) is a JSON head and the pushes as frames; the
     // pushes come after the head's operations.
     let (body, binary_pushes, counts) = if push::is_binary(&headers) {
         let (head, items, flags) = push_binary::decode_transaction(&body_bytes(body)?, node.settings.max_body_bytes)?;
         let head = if head.is_empty() { Map::new() } else { json_map(&head)? };
-        (head, push::binary_items(&node, items)?, flags & push_binary::FLAG_COUNTS != 0)
+        (head, push::binary_items(&node, items, producer.as_deref())?, flags & push_binary::FLAG_COUNTS != 0)
     } else {
         (json_object(body)?, vec![], false)
     };
@@ -71,7 +74,7 @@ pub async fn commit(
                     None => vec![Fields::new(op.map, op.path.clone())],
                 };
                 for item in &items {
-                    bundle.pushes.push(push::push_item(item, &mut sealer)?);
+                    bundle.pushes.push(push::push_item(item, &mut sealer, producer.as_deref())?);
                     slots.push(Slot::Push);
                 }
             }

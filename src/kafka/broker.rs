@@ -151,6 +151,7 @@ impl facade::Broker for QueenBroker {
                 let first = items.len();
                 for (i, record) in b.batch.records.iter().enumerate() {
                     let mut message = to_message(record, transaction_id(&b.batch, i));
+                    message.producer_sub.clone_from(&b.producer_sub);
                     sealer.seal(&b.topic, &mut message).map_err(|e| BrokerError::Internal(e.to_string()))?;
                     let level = self.node.settings.zstd_level;
                     items.push(PushItem::new(b.topic.clone(), partition.clone(), &message, level));

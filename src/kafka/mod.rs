@@ -5,9 +5,11 @@
 pub mod broker;
 pub mod records;
 
-use crate::config::Settings;
+use crate::auth_policy::named_mechanisms;
+use crate::config::{OpenOnPurpose, Settings};
+use crate::http::auth::Auth;
 use crate::node::Node;
-use facade::sasl::{Mechanism, SaslConfig};
+use facade::sasl::{Mechanism, SaslConfig, TokenVerifier};
 use facade::tls::TlsAcceptor;
 use facade::{DecompressBudget, Facade, FacadeConfig};
 use std::collections::HashMap;
@@ -35,8 +37,9 @@ pub async fn serve(node: Arc<Node>, listener: TcpListener, config: FacadeConfig,
     facade::serve(listener, facade, tls).await;
 }
 
-/// The listener's configuration from the settings, or the setting that is wrong.
-pub fn config(s: &Settings, bound: SocketAddr) -> Result<FacadeConfig, String> {
+/// The listener's configuration from the settings, or the setting that is
+/// wrong. `tokens`: the node's JWT checker, for OAUTHBEARER.
+pub fn config(s: &Settings, bound: SocketAddr, tokens: Option<Arc<Auth>>) -> Result<FacadeConfig, String> {
     let (host, port) = match s.kafka_advertised.as_deref() {
         Some(a) => {
             let (host, port) = a.rsplit_once(':').ok_or(format!("QUEEN_KAFKA_ADVERTISED={a:?} is not host:port"))?;
@@ -59,27 +62,37 @@ pub fn config(s: &Settings, bound: SocketAddr) -> Result<FacadeConfig, String> {
         request_read_timeout: Duration::from_millis(s.kafka_request_read_timeout_ms),
         connections_max_idle: Duration::from_millis(s.kafka_connections_max_idle_ms),
         decompress_budget: DecompressBudget::new(s.decompress_budget_bytes as usize),
-        sasl: sasl(&s.kafka_sasl_mechanisms, &s.kafka_sasl_users)?,
+        sasl: sasl(s, tokens)?,
     })
 }
 
-fn sasl(mechanisms: &str, users: &str) -> Result<Option<SaslConfig>, String> {
-    let names: Vec<&str> = mechanisms.split(',').map(str::trim).filter(|m| !m.is_empty()).collect();
-    let pairs: Vec<&str> = users.split(',').map(str::trim).filter(|u| !u.is_empty()).collect();
-    if names.is_empty() {
-        return match pairs.is_empty() {
-            true => Ok(None),
-            false => Err("QUEEN_KAFKA_SASL_USERS is set but QUEEN_KAFKA_SASL_MECHANISMS is empty".to_string()),
-        };
-    }
-    let mechanisms = names
+/// SASL as the settings ask: the named mechanisms, and OAUTHBEARER with the
+/// node's JWT checker whenever JWT is on (unless QUEEN_KAFKA_AUTH=open).
+fn sasl(s: &Settings, tokens: Option<Arc<Auth>>) -> Result<Option<SaslConfig>, String> {
+    let pairs: Vec<&str> = s.kafka_sasl_users.split(',').map(str::trim).filter(|u| !u.is_empty()).collect();
+    let mut mechanisms = named_mechanisms(s)
         .iter()
         .map(|n| {
             Mechanism::parse(n).ok_or(format!(
-                "QUEEN_KAFKA_SASL_MECHANISMS: unknown mechanism {n:?} (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)"
+                "QUEEN_KAFKA_SASL_MECHANISMS: unknown mechanism {n:?} (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER)"
             ))
         })
         .collect::<Result<Vec<_>, _>>()?;
+    let tokens = tokens.filter(|_| s.kafka_auth != Some(OpenOnPurpose::Open));
+    match (&tokens, mechanisms.contains(&Mechanism::OAuthBearer)) {
+        (None, true) => {
+            return Err("QUEEN_KAFKA_SASL_MECHANISMS names OAUTHBEARER, which checks the tokens of JWT_ENABLED=true, and JWT is off".to_string())
+        }
+        (Some(_), false) => mechanisms.push(Mechanism::OAuthBearer),
+        _ => {}
+    }
+    let passwords = mechanisms.iter().any(|m| *m != Mechanism::OAuthBearer);
+    if !pairs.is_empty() && !passwords {
+        return Err("QUEEN_KAFKA_SASL_USERS is set but QUEEN_KAFKA_SASL_MECHANISMS names no PLAIN or SCRAM mechanism".to_string());
+    }
+    if mechanisms.is_empty() {
+        return Ok(None);
+    }
     let users = pairs
         .iter()
         .map(|p| {
@@ -89,8 +102,8 @@ fn sasl(mechanisms: &str, users: &str) -> Result<Option<SaslConfig>, String> {
                 .ok_or("QUEEN_KAFKA_SASL_USERS: each entry is user:password".to_string())
         })
         .collect::<Result<HashMap<_, _>, _>>()?;
-    if users.is_empty() {
-        return Err("QUEEN_KAFKA_SASL_MECHANISMS is set but QUEEN_KAFKA_SASL_USERS names no user".to_string());
+    if passwords && users.is_empty() {
+        return Err("QUEEN_KAFKA_SASL_MECHANISMS names a password mechanism but QUEEN_KAFKA_SASL_USERS names no user".to_string());
     }
-    Ok(Some(SaslConfig { mechanisms, users }))
+    Ok(Some(SaslConfig { mechanisms, users, tokens: tokens.map(|t| t as Arc<dyn TokenVerifier>) }))
 }

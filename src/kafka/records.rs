@@ -36,6 +36,7 @@ pub fn to_message(record: &PlainRecord, transaction_id: String) -> Message {
             .collect(),
         timestamp_ms: Some(record.timestamp_ms),
         encrypted: false,
+        producer_sub: None,
     }
 }
 

@@ -7,7 +7,9 @@ use crate::{topics, Broker, Facade};
 use protocol::messages::metadata_response::{MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic};
 use protocol::messages::{MetadataRequest, MetadataResponse};
 
-pub async fn handle<B: Broker>(f: &Facade<B>, req: MetadataRequest, version: i16) -> MetadataResponse {
+/// `may_create`: the principal's role may create topics, so auto-creation
+/// applies to it.
+pub async fn handle<B: Broker>(f: &Facade<B>, req: MetadataRequest, version: i16, may_create: bool) -> MetadataResponse {
     let me = broker_id(f.config.node_id);
     let broker = MetadataResponseBroker::default()
         .with_node_id(me)
@@ -18,7 +20,7 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: MetadataRequest, version: i16
         None => true,
         Some(list) => list.is_empty() && version == 0,
     };
-    let allow_create = version < 4 || req.allow_auto_topic_creation;
+    let allow_create = may_create && (version < 4 || req.allow_auto_topic_creation);
     let mut topics = Vec::new();
     if every {
         topics.extend(f.broker.topics().into_iter().map(|t| topic_answer(f, &t, version)));

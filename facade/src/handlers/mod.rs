@@ -4,6 +4,7 @@
 
 mod alter_configs;
 mod api_versions;
+mod authorize;
 mod create_partitions;
 mod create_topics;
 mod delete_groups;
@@ -31,7 +32,7 @@ mod sasl_authenticate;
 mod sasl_handshake;
 mod sync_group;
 
-use crate::sasl::Session;
+use crate::sasl::{Role, Session};
 use crate::{Broker, Facade};
 use protocol::messages::ApiKey;
 use protocol::messages::{RequestKind, ResponseKind};
@@ -54,14 +55,35 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: Request, peer: SocketAddr, se
     let v = req.version;
     let before_authentication =
         matches!(req.api_key, ApiKey::ApiVersions | ApiKey::SaslHandshake | ApiKey::SaslAuthenticate);
-    if f.config.sasl.is_some() && !session.authenticated() && !before_authentication {
-        return Reply::Refuse(format!("{:?} before SASL authentication", req.api_key));
+    if f.config.sasl.is_some() && !before_authentication {
+        if !session.authenticated() {
+            return Reply::Refuse(format!("{:?} before SASL authentication", req.api_key));
+        }
+        if session.expired(sasl_authenticate::now_ms()) {
+            return Reply::Refuse(format!("{:?} after the token expired, without authenticating again", req.api_key));
+        }
     }
+    // A listener without SASL is open: every client may do everything.
+    let role = session.principal().map_or(Role::Admin, |p| p.role);
+    if role < authorize::required_role(&req.body) {
+        if let Some(answer) = authorize::denied(&req.body, v) {
+            let principal = session.principal().map(|p| p.name.as_str()).unwrap_or_default();
+            tracing::debug!(%peer, principal, role = role.name(), api = ?req.api_key, "kafka request denied");
+            if matches!(&req.body, RequestKind::Produce(p) if p.acks == 0) {
+                // acks=0 reads no answer; a Kafka broker closes the connection so the producer notices.
+                return Reply::Refuse(format!("produce with acks=0 by {principal:?}, whose role may not produce"));
+            }
+            return Reply::Answer(Box::new(answer));
+        }
+    }
+    let producer = session.principal().and_then(|p| p.subject.clone());
     let client = req.client_id().to_string();
     let body = match req.body {
         RequestKind::ApiVersions(r) => ResponseKind::ApiVersions(api_versions::handle(r, v)),
-        RequestKind::Metadata(r) => ResponseKind::Metadata(metadata::handle(f, r, v).await),
-        RequestKind::Produce(r) => return produce::handle(f, r, v).await,
+        RequestKind::Metadata(r) => {
+            ResponseKind::Metadata(metadata::handle(f, r, v, role >= Role::ReadWrite).await)
+        }
+        RequestKind::Produce(r) => return produce::handle(f, r, v, producer).await,
         RequestKind::Fetch(r) => ResponseKind::Fetch(fetch::handle(f, r, v).await),
         RequestKind::ListOffsets(r) => ResponseKind::ListOffsets(list_offsets::handle(f, r, v)),
         RequestKind::FindCoordinator(r) => ResponseKind::FindCoordinator(find_coordinator::handle(f, r, v)),
@@ -89,7 +111,7 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: Request, peer: SocketAddr, se
             ResponseKind::IncrementalAlterConfigs(alter_configs::handle_incremental(f, r).await)
         }
         RequestKind::DescribeCluster(r) => ResponseKind::DescribeCluster(describe_cluster::handle(f, r)),
-        RequestKind::SaslHandshake(r) => ResponseKind::SaslHandshake(sasl_handshake::handle(f, r, session)),
+        RequestKind::SaslHandshake(r) => ResponseKind::SaslHandshake(sasl_handshake::handle(f, r, v, session)),
         RequestKind::SaslAuthenticate(r) => ResponseKind::SaslAuthenticate(sasl_authenticate::handle(f, r, session)),
         other => match refused::answer(&other, v) {
             Some(answer) => answer,
@@ -97,6 +119,16 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: Request, peer: SocketAddr, se
         },
     };
     Reply::Answer(Box::new(body))
+}
+
+/// A bare SASL token (after SaslHandshake v0) and the size-prefixed reply
+/// to write, or why the connection closes.
+pub fn bare_sasl_token<B: Broker>(f: &Facade<B>, token: &[u8], session: &mut Session) -> Result<Vec<u8>, String> {
+    let reply = sasl_authenticate::bare(f, token, session)?;
+    let mut framed = Vec::with_capacity(4 + reply.len());
+    framed.extend_from_slice(&(reply.len() as u32).to_be_bytes());
+    framed.extend_from_slice(&reply);
+    Ok(framed)
 }
 
 /// Per-partition answers grouped under their topics, topics in the order

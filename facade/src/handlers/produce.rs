@@ -13,7 +13,8 @@ use protocol::messages::{ProduceRequest, ProduceResponse, ResponseKind};
 use protocol::records::decode_produced;
 use protocol::ResponseError;
 
-pub async fn handle<B: Broker>(f: &Facade<B>, req: ProduceRequest, version: i16) -> Reply {
+/// `producer`: the authenticated token's subject, stamped on every record.
+pub async fn handle<B: Broker>(f: &Facade<B>, req: ProduceRequest, version: i16, producer: Option<String>) -> Reply {
     let transactional = req.transactional_id.is_some();
     // What the request's compressed batches expand to, at most
     // `max_request_bytes` all together, is held from the budget all
@@ -39,7 +40,7 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: ProduceRequest, version: i16)
             .iter()
             .map(|p| match transactional {
                 true => (p.index, Err(ResponseError::TransactionalIdAuthorizationFailed)),
-                false => (p.index, batch_of(f, &name, p.index, p.records.clone(), &allowance)),
+                false => (p.index, batch_of(f, &name, p.index, p.records.clone(), &allowance, &producer)),
             })
             .collect();
         let writable = checked.iter().any(|(_, b)| b.is_ok());
@@ -96,6 +97,7 @@ fn batch_of<B: Broker>(
     partition: i32,
     records: Option<bytes::Bytes>,
     allowance: &Allowance,
+    producer: &Option<String>,
 ) -> Result<PartitionBatch, ResponseError> {
     let Some(records) = records else { return Err(ResponseError::CorruptMessage) };
     let decoded = decode_produced(records, allowance).map_err(|e| {
@@ -109,5 +111,5 @@ fn batch_of<B: Broker>(
     }
     f.broker.admit(&batch).map_err(|e| e.kafka())?;
     f.producers.check(topic, partition, &batch)?;
-    Ok(PartitionBatch { topic: topic.to_string(), partition, batch })
+    Ok(PartitionBatch { topic: topic.to_string(), partition, batch, producer_sub: producer.clone() })
 }

@@ -107,7 +107,11 @@ impl Exchange {
         let failed = || format!("authentication failed for user {:?}", self.user);
         let text = std::str::from_utf8(token).map_err(|_| "the SCRAM message is not UTF-8".to_string())?;
         let (without_proof, proof) = text.rsplit_once(",p=").ok_or("no proof in the SCRAM message")?;
-        if attribute(without_proof, 'r') != Some(self.nonce.as_str()) {
+        // RFC 5802 echoes the server's nonce; librdkafka 2.0 (Debian's kcat)
+        // sends its own nonce in front of it again. Kafka accepts any nonce
+        // that ends with the server's (whose fresh part is what matters),
+        // and so does Queen.
+        if !attribute(without_proof, 'r').is_some_and(|r| r.ends_with(self.nonce.as_str())) {
             return Err("the SCRAM nonce does not match".to_string());
         }
         let proof = B64.decode(proof).map_err(|_| failed())?;
