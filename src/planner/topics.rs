@@ -64,7 +64,7 @@ pub fn plan_commits(store: &Store, overlay: &mut Overlay, commits: Vec<CursorCom
         let key = (c.queue, c.partition, c.group.clone());
         // Retention took everything below the log start: a cursor never points there.
         let offset = c.offset.max(overlay.log_start(store, c.queue, c.partition));
-        if !overlay.cursor(store, &key).is_some_and(|row| row.committed == offset) {
+        if overlay.cursor(store, &key).is_none_or(|row| row.committed != offset) {
             overlay.put_cursor(key.clone(), CursorRow { committed: offset, ..Default::default() });
             effects.push(Effect::Seek { queue: c.queue, partition: c.partition, group: c.group.clone(), offset });
         }
