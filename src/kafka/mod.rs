@@ -4,6 +4,7 @@
 
 pub mod broker;
 pub mod records;
+pub mod time_index;
 
 use crate::config::Settings;
 use crate::node::Node;
