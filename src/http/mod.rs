@@ -15,6 +15,7 @@ pub mod kv;
 pub mod lease;
 pub mod locks;
 pub mod messages;
+pub mod names;
 pub mod pop;
 pub mod pop_frames;
 pub mod push;
