@@ -280,3 +280,77 @@ async fn a_fetch_keeps_within_max_bytes_and_partition_max_bytes_but_for_the_firs
         assert_eq!(sizes.iter().map(|s| s.1).collect::<Vec<_>>(), [1, 0], "max {max_bytes}, per partition {partition_max_bytes}");
     }
 }
+
+/// Record-batch bytes of one record per timestamp, as a producer that set
+/// each record's CreateTime sends them.
+fn timed_batch(timestamps: &[i64]) -> bytes::Bytes {
+    use protocol::records::{encode_produced, Compression, PlainRecord, ProducedBatch};
+    let records = timestamps
+        .iter()
+        .map(|t| PlainRecord { timestamp_ms: *t, key: None, value: Some(bytes::Bytes::from(t.to_string())), headers: vec![] })
+        .collect();
+    let batch = ProducedBatch { producer_id: -1, producer_epoch: -1, base_sequence: -1, transactional: false, records };
+    encode_produced(&batch, Compression::None).expect("encode a batch")
+}
+
+/// ListOffsets of partition 0 of `topic` for each of `timestamps`: (offset, timestamp) each.
+async fn list_offsets(conn: &mut KafkaConn, topic: &str, timestamps: &[i64]) -> Vec<(i64, i64)> {
+    use protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+    use protocol::messages::ListOffsetsRequest;
+    let mut answers = Vec::new();
+    for t in timestamps {
+        let topic = ListOffsetsTopic::default()
+            .with_name(TopicName(StrBytes::from_string(topic.to_string())))
+            .with_partitions(vec![ListOffsetsPartition::default().with_partition_index(0).with_timestamp(*t)]);
+        let request = ListOffsetsRequest::default().with_replica_id(protocol::messages::BrokerId(-1)).with_topics(vec![topic]);
+        let ResponseKind::ListOffsets(r) = conn.call(ApiKey::ListOffsets, 7, RequestKind::ListOffsets(request)).await else {
+            panic!("not a ListOffsets answer")
+        };
+        let p = &r.topics[0].partitions[0];
+        assert_eq!(p.error_code, 0);
+        answers.push((p.offset, p.timestamp));
+    }
+    answers
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_offsets_by_time_answers_by_the_records_timestamps_out_of_order_across_retention_and_restarts() {
+    const MAX_TIMESTAMP: i64 = -3;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut node = Node::start(&tmp.path().join("data"), &[]).await;
+    let mut conn = KafkaConn::connect(node.kafka_port).await;
+    // CreateTimes in the past and out of order, in two appends: offsets 0-2, then 3-4.
+    let t0 = 1_600_000_000_000;
+    for batch in [timed_batch(&[t0, t0 + 3000, t0 + 1000]), timed_batch(&[t0 + 5000, t0 + 2000])] {
+        assert_eq!(produced(conn.call(ApiKey::Produce, 9, produce("times", 0, batch)).await).0, 0);
+    }
+    // As Kafka's time index: the first offset whose timestamp is at or after the target.
+    let asked = [t0 - 1, t0 + 500, t0 + 2500, t0 + 4000, t0 + 6000, MAX_TIMESTAMP];
+    let want = [(0, t0), (1, t0 + 3000), (1, t0 + 3000), (3, t0 + 5000), (-1, -1), (3, t0 + 5000)];
+    assert_eq!(list_offsets(&mut conn, "times", &asked).await, want);
+    // A later append with an earlier time does not move the answers before it.
+    assert_eq!(produced(conn.call(ApiKey::Produce, 9, produce("times", 0, timed_batch(&[t0 + 200]))).await).0, 0);
+    assert_eq!(list_offsets(&mut conn, "times", &[t0 + 100, t0 + 2500]).await, [(1, t0 + 3000), (1, t0 + 3000)]);
+
+    // Retention removes them all (by the time they were stored); the next
+    // record, older by its timestamp than any removed one, is found alone.
+    let (status, _) = node.post("/api/v1/configure", &serde_json::json!({"queue": "times", "options": {"retentionSeconds": 1}})).await;
+    assert_eq!(status, 200);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while list_offsets(&mut conn, "times", &[-2]).await[0].0 < 6 {
+        assert!(std::time::Instant::now() < deadline, "retention did not move the log start");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    let (status, _) = node.post("/api/v1/configure", &serde_json::json!({"queue": "times", "options": {"retentionSeconds": 0}})).await;
+    assert_eq!(status, 200);
+    assert_eq!(produced(conn.call(ApiKey::Produce, 9, produce("times", 0, timed_batch(&[t0 + 10]))).await).0, 0);
+    let asked = [t0 - 1, t0 + 10, t0 + 11, MAX_TIMESTAMP];
+    let want = [(6, t0 + 10), (6, t0 + 10), (-1, -1), (6, t0 + 10)];
+    assert_eq!(list_offsets(&mut conn, "times", &asked).await, want);
+
+    // The index lives in memory: a restarted node builds it again from the records.
+    node.kill9();
+    let node = node.restart().await;
+    let mut conn = KafkaConn::connect(node.kafka_port).await;
+    assert_eq!(list_offsets(&mut conn, "times", &asked).await, want);
+}

@@ -177,16 +177,21 @@ pub trait Broker: Send + Sync + 'static {
 
     fn offsets(&self, topic: &str, partition: i32) -> Result<PartitionOffsets, BrokerError>;
 
-    /// The first record stored at or after `timestamp_ms`: (offset, its timestamp).
+    /// The first record whose timestamp is at or after `timestamp_ms`
+    /// (Kafka's time index lookup): (offset, its timestamp).
     fn offset_for_time(
         &self,
-        topic: &str,
+        topic: String,
         partition: i32,
         timestamp_ms: i64,
-    ) -> Result<Option<(i64, i64)>, BrokerError>;
+    ) -> impl Future<Output = Result<Option<(i64, i64)>, BrokerError>> + Send;
 
-    /// The newest record's (offset, timestamp), if any.
-    fn max_timestamp(&self, topic: &str, partition: i32) -> Result<Option<(i64, i64)>, BrokerError>;
+    /// The first record holding the largest timestamp: (offset, timestamp), if any.
+    fn max_timestamp(
+        &self,
+        topic: String,
+        partition: i32,
+    ) -> impl Future<Output = Result<Option<(i64, i64)>, BrokerError>> + Send;
 
     /// Resolves at the next applied append to one of `topics`. Created
     /// before a check, it catches any append that lands after the check.

@@ -1,5 +1,10 @@
 //! Resolving topic names the way Kafka does: a legal name, and with
 //! auto-creation on, a topic that springs into being when first named.
+//!
+//! One naming rule serves both front ends: a queue is a Kafka topic when
+//! its name is a legal Kafka topic name. A queue named otherwise over HTTP
+//! (a space, a `:`, non-ASCII) stays HTTP-only: Kafka lists it nowhere and
+//! a Kafka client naming it gets INVALID_TOPIC_EXCEPTION.
 
 use crate::broker::{BrokerError, TopicView};
 use crate::{Broker, Facade};
@@ -15,16 +20,26 @@ pub fn check_name(name: &str) -> Result<(), BrokerError> {
     Ok(())
 }
 
+/// Whether Kafka clients see the queue named `name` as a topic.
+pub fn is_kafka_name(name: &str) -> bool {
+    check_name(name).is_ok()
+}
+
+/// Every queue Kafka clients see as a topic.
+pub fn visible<B: Broker>(f: &Facade<B>) -> Vec<TopicView> {
+    f.broker.topics().into_iter().filter(|t| is_kafka_name(&t.name)).collect()
+}
+
 /// The topic, created with the default partition count when it does not
 /// exist, auto-creation is on and the client allows it.
 pub async fn resolve<B: Broker>(f: &Facade<B>, name: &str, allow_create: bool) -> Result<TopicView, BrokerError> {
+    check_name(name)?;
     if let Some(t) = f.broker.topic(name) {
         return Ok(t);
     }
     if !(allow_create && f.config.auto_create_topics) {
         return Err(BrokerError::UnknownTopicOrPartition);
     }
-    check_name(name)?;
     match f.broker.create_topic(name.to_string(), f.config.num_partitions, None).await {
         Ok(t) => Ok(t),
         // Another client created it in between.

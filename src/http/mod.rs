@@ -16,6 +16,7 @@ pub mod lease;
 pub mod listener;
 pub mod locks;
 pub mod messages;
+pub mod names;
 pub mod pop;
 pub mod pop_frames;
 pub mod push;

@@ -7,6 +7,7 @@ use super::auth::ProducerSub;
 use super::body::{body_bytes, json_object, objects, Fields};
 use super::error::ApiError;
 use super::ids::{message_uuid, partition_uuid};
+use super::names;
 use super::push_binary;
 use crate::encryption::Sealer;
 use crate::message::Message;
@@ -130,8 +131,8 @@ pub fn push_item(item: &Fields<'_>, sealer: &mut Sealer<'_>, producer: Option<&s
     let queue = item.name_str("queue")?;
     let partition = item.opt_str("partition")?.filter(|p| !p.is_empty()).unwrap_or(DEFAULT_PARTITION);
     for (field, name) in [("queue", queue), ("partition", partition)] {
-        if name.len() > MAX_NAME_BYTES {
-            return Err(item.mistyped(field, "at most 255 bytes long"));
+        if !names::is_valid(name) {
+            return Err(item.mistyped(field, names::RULE));
         }
     }
     let payload = item.map.get("payload").or_else(|| item.map.get("data")).ok_or_else(|| item.missing("payload"))?;
@@ -186,10 +187,10 @@ pub fn binary_items(
             ));
         }
         for name in [&d.queue, &d.partition] {
-            if name.is_empty() || name.len() > MAX_NAME_BYTES {
+            if !names::is_valid(name) {
                 return Err(ApiError::bad_request(
                     "invalid_field",
-                    format!("item {i}: queue and partition names are 1 to 255 bytes"),
+                    format!("item {i}: queue and partition names are {}", names::RULE),
                 ));
             }
         }

@@ -19,8 +19,8 @@ pub async fn configure(
     let body = json_object(body)?;
     let f = Fields::new(&body, "");
     let queue = f.name_str("queue")?.to_string();
-    if queue.len() > super::push::MAX_NAME_BYTES {
-        return Err(f.mistyped("queue", "at most 255 bytes long"));
+    if !super::names::is_valid(&queue) {
+        return Err(f.mistyped("queue", super::names::RULE));
     }
     let options = match body.get("options") {
         None | Some(Value::Null) => serde_json::Map::new(),

@@ -8,6 +8,7 @@
 use super::body::operations;
 use super::error::ApiError;
 use super::ids::iso_time;
+use super::names;
 use super::push::DEFAULT_PARTITION;
 use crate::encryption::Sealer;
 use crate::message::Message;
@@ -76,6 +77,11 @@ pub fn parse_op(v: &Value) -> Result<TimerOp, ApiError> {
         None | Some(Value::Null) => DEFAULT_PARTITION.to_string(),
         Some(_) => name(op, "partition", "timers_bad_op")?,
     };
+    for (field, value) in [("queue", &queue), ("partition", &partition)] {
+        if !names::is_valid(value) {
+            return Err(bad("timers_bad_op", format!("{field} is {}", names::RULE)));
+        }
+    }
     let txn = op.get("txn").and_then(Value::as_str).filter(|t| !t.is_empty()).map(str::to_string);
     if verb == TimerVerb::Cancel {
         return Ok(TimerOp { verb, queue, key, partition, delay_ms: 0, txn, payload: vec![], sealed: false });

@@ -4,12 +4,13 @@
 //! in creation order (partition ids only grow, so id order is that order).
 
 use super::records::{to_message, to_record, transaction_id};
+use super::time_index::TimeIndex;
 use crate::encryption::Sealer;
 use crate::node::Node;
 use crate::planner::command::{Answer, Command, ConfigureQueue, CursorCommit, PushItem};
 use crate::planner::kv::{Expiry, KvAnswer, KvKind, KvOp, KvResult};
 use crate::planner::queue_options::QueueOptions;
-use crate::reader;
+use crate::reader::{self, ReaderError};
 use crate::replicate::ProposeError;
 use crate::store::Store;
 use facade::broker::{
@@ -24,11 +25,12 @@ const PRODUCER_ID_KEY: &str = "producer-id";
 
 pub struct QueenBroker {
     node: Arc<Node>,
+    times: Arc<TimeIndex>,
 }
 
 impl QueenBroker {
     pub fn new(node: Arc<Node>) -> Self {
-        Self { node }
+        Self { node, times: Arc::default() }
     }
 
     fn store(&self) -> std::sync::RwLockReadGuard<'_, Store> {
@@ -40,6 +42,23 @@ impl QueenBroker {
             ProposeError::ShuttingDown => BrokerError::ShuttingDown,
             ProposeError::LogFilesUnavailable => BrokerError::Unavailable(e.to_string()),
         })
+    }
+
+    /// Runs a time index lookup on the partition, off the async workers:
+    /// it may read the partition's records.
+    async fn look_up_time(
+        &self,
+        topic: &str,
+        partition: i32,
+        lookup: impl FnOnce(&TimeIndex, &Node, u64, u64) -> Result<Option<(u64, i64)>, ReaderError> + Send + 'static,
+    ) -> Result<Option<(i64, i64)>, BrokerError> {
+        let (q, p) = locate(&self.store(), topic, partition)?;
+        let (node, times) = (self.node.clone(), self.times.clone());
+        let found = tokio::task::spawn_blocking(move || lookup(&times, &node, q, p))
+            .await
+            .map_err(|e| BrokerError::Internal(e.to_string()))?
+            .map_err(|e| BrokerError::Internal(e.to_string()))?;
+        Ok(found.map(|(offset, timestamp)| (offset as i64, timestamp)))
     }
 
     fn refuse_when_full(&self) -> Result<(), BrokerError> {
@@ -227,23 +246,18 @@ impl facade::Broker for QueenBroker {
         Ok(offsets_of(&store, q, p))
     }
 
-    fn offset_for_time(
+    async fn offset_for_time(
         &self,
-        topic: &str,
+        topic: String,
         partition: i32,
         timestamp_ms: i64,
     ) -> Result<Option<(i64, i64)>, BrokerError> {
-        let store = self.store();
-        let (q, p) = locate(&store, topic, partition)?;
-        let found = store.first_kept_at_or_after(q, p, timestamp_ms.saturating_mul(1000));
-        Ok(found.and_then(|o| store.locator.timestamp_of(q, p, o).map(|t| (o as i64, t / 1000))))
+        self.look_up_time(&topic, partition, move |times, node, q, p| times.first_at_or_after(node, q, p, timestamp_ms))
+            .await
     }
 
-    fn max_timestamp(&self, topic: &str, partition: i32) -> Result<Option<(i64, i64)>, BrokerError> {
-        let store = self.store();
-        let (q, p) = locate(&store, topic, partition)?;
-        let last = store.locator.end(q, p).and_then(|end| end.checked_sub(1));
-        Ok(last.and_then(|o| store.locator.timestamp_of(q, p, o).map(|t| (o as i64, t / 1000))))
+    async fn max_timestamp(&self, topic: String, partition: i32) -> Result<Option<(i64, i64)>, BrokerError> {
+        self.look_up_time(&topic, partition, |times, node, q, p| times.max_timestamp(node, q, p)).await
     }
 
     fn appended(&self, topics: &[&str]) -> impl std::future::Future<Output = ()> + Send + 'static {

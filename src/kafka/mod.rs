@@ -4,6 +4,7 @@
 
 pub mod broker;
 pub mod records;
+pub mod time_index;
 
 use crate::auth_policy::named_mechanisms;
 use crate::config::{OpenOnPurpose, Settings};

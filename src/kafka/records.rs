@@ -40,7 +40,14 @@ pub fn to_message(record: &PlainRecord, transaction_id: String) -> Message {
     }
 }
 
+/// A stored message's timestamp as a fetch answers it: the producer's
+/// CreateTime, or for an HTTP push, which has none, the time Queen stored it.
+pub fn timestamp_ms(stored: &StoredMessage) -> i64 {
+    stored.message.timestamp_ms.unwrap_or(stored.timestamp_us / 1000)
+}
+
 pub fn to_record(stored: StoredMessage) -> (i64, PlainRecord) {
+    let timestamp_ms = timestamp_ms(&stored);
     let m = stored.message;
     let from_kafka = m.timestamp_ms.is_some();
     let mut headers: Vec<(String, Option<Bytes>)> =
@@ -52,7 +59,7 @@ pub fn to_record(stored: StoredMessage) -> (i64, PlainRecord) {
         }
     }
     let record = PlainRecord {
-        timestamp_ms: m.timestamp_ms.unwrap_or(stored.timestamp_us / 1000),
+        timestamp_ms,
         key: m.key.map(Bytes::from),
         value: m.value.map(Bytes::from),
         headers,

@@ -1,5 +1,5 @@
-//! ListOffsets: earliest (-2), latest (-1), the newest record (-3, max
-//! timestamp) and the first record at or after a time.
+//! ListOffsets: earliest (-2), latest (-1), the record with the largest
+//! timestamp (-3) and the first record whose timestamp is at or after a time.
 
 use crate::names::topic_name;
 use crate::{Broker, Facade};
@@ -14,39 +14,33 @@ const EARLIEST_LOCAL: i64 = -4;
 /// Tiered storage's last tiered offset (v9+): nothing is tiered here, so the latest.
 const LATEST_TIERED: i64 = -5;
 
-pub fn handle<B: Broker>(f: &Facade<B>, req: ListOffsetsRequest, version: i16) -> ListOffsetsResponse {
-    let topics = req
-        .topics
-        .iter()
-        .map(|t| {
-            let name = t.name.0.as_str();
-            let partitions = t
-                .partitions
-                .iter()
-                .map(|p| {
-                    let answer = ListOffsetsPartitionResponse::default().with_partition_index(p.partition_index);
-                    // Fields a version lacks must keep their defaults to encode.
-                    let answer = if version >= 4 { answer.with_leader_epoch(0) } else { answer };
-                    match lookup(f, name, p.partition_index, p.timestamp) {
-                        Ok((offset, timestamp)) => answer.with_offset(offset).with_timestamp(timestamp),
-                        Err(code) => answer.with_error_code(code).with_offset(-1).with_timestamp(-1),
-                    }
-                })
-                .collect();
-            ListOffsetsTopicResponse::default().with_name(topic_name(name)).with_partitions(partitions)
-        })
-        .collect();
+pub async fn handle<B: Broker>(f: &Facade<B>, req: ListOffsetsRequest, version: i16) -> ListOffsetsResponse {
+    let mut topics = Vec::with_capacity(req.topics.len());
+    for t in &req.topics {
+        let name = t.name.0.as_str();
+        let mut partitions = Vec::with_capacity(t.partitions.len());
+        for p in &t.partitions {
+            let answer = ListOffsetsPartitionResponse::default().with_partition_index(p.partition_index);
+            // Fields a version lacks must keep their defaults to encode.
+            let answer = if version >= 4 { answer.with_leader_epoch(0) } else { answer };
+            partitions.push(match lookup(f, name, p.partition_index, p.timestamp).await {
+                Ok((offset, timestamp)) => answer.with_offset(offset).with_timestamp(timestamp),
+                Err(code) => answer.with_error_code(code).with_offset(-1).with_timestamp(-1),
+            });
+        }
+        topics.push(ListOffsetsTopicResponse::default().with_name(topic_name(name)).with_partitions(partitions));
+    }
     ListOffsetsResponse::default().with_topics(topics)
 }
 
 /// (offset, timestamp) for the asked timestamp; -1 where Kafka answers none.
-fn lookup<B: Broker>(f: &Facade<B>, topic: &str, partition: i32, timestamp: i64) -> Result<(i64, i64), i16> {
+async fn lookup<B: Broker>(f: &Facade<B>, topic: &str, partition: i32, timestamp: i64) -> Result<(i64, i64), i16> {
     let offsets = f.broker.offsets(topic, partition).map_err(|e| e.code())?;
     let found = match timestamp {
         LATEST | LATEST_TIERED => Some((offsets.high_watermark, -1)),
         EARLIEST | EARLIEST_LOCAL => Some((offsets.log_start, -1)),
-        MAX_TIMESTAMP => f.broker.max_timestamp(topic, partition).map_err(|e| e.code())?,
-        t if t >= 0 => f.broker.offset_for_time(topic, partition, t).map_err(|e| e.code())?,
+        MAX_TIMESTAMP => f.broker.max_timestamp(topic.to_string(), partition).await.map_err(|e| e.code())?,
+        t if t >= 0 => f.broker.offset_for_time(topic.to_string(), partition, t).await.map_err(|e| e.code())?,
         _ => return Err(protocol::ResponseError::InvalidRequest.code()),
     };
     Ok(found.unwrap_or((-1, -1)))

@@ -1,5 +1,6 @@
 //! Metadata: this node is the only broker and leads every partition; topics
-//! are queues, their partitions in creation order.
+//! are the queues with Kafka names (`topics.rs`), their partitions in
+//! creation order.
 
 use crate::broker::TopicView;
 use crate::names::{broker_id, str_bytes, topic_name, uuid};
@@ -23,7 +24,7 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: MetadataRequest, version: i16
     let allow_create = may_create && (version < 4 || req.allow_auto_topic_creation);
     let mut topics = Vec::new();
     if every {
-        topics.extend(f.broker.topics().into_iter().map(|t| topic_answer(f, &t, version)));
+        topics.extend(topics::visible(f).into_iter().map(|t| topic_answer(f, &t, version)));
     } else {
         for asked in req.topics.unwrap_or_default() {
             let by_name = asked.name.as_ref().map(|n| n.0.as_str().to_string());

@@ -85,7 +85,7 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: Request, peer: SocketAddr, se
         }
         RequestKind::Produce(r) => return produce::handle(f, r, v, producer).await,
         RequestKind::Fetch(r) => ResponseKind::Fetch(fetch::handle(f, r, v).await),
-        RequestKind::ListOffsets(r) => ResponseKind::ListOffsets(list_offsets::handle(f, r, v)),
+        RequestKind::ListOffsets(r) => ResponseKind::ListOffsets(list_offsets::handle(f, r, v).await),
         RequestKind::FindCoordinator(r) => ResponseKind::FindCoordinator(find_coordinator::handle(f, r, v)),
         RequestKind::JoinGroup(r) => ResponseKind::JoinGroup(join_group::handle(f, r, v, &client, peer).await),
         RequestKind::SyncGroup(r) => ResponseKind::SyncGroup(sync_group::handle(f, r, v).await),

@@ -5,7 +5,7 @@
 use super::by_topic;
 use crate::broker::Committed;
 use crate::names::{str_bytes, topic_name};
-use crate::{Broker, Facade};
+use crate::{topics, Broker, Facade};
 use protocol::messages::offset_fetch_response::{
     OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions, OffsetFetchResponseTopic,
     OffsetFetchResponseTopics,
@@ -66,7 +66,7 @@ pub fn handle<B: Broker>(f: &Facade<B>, req: OffsetFetchRequest, version: i16) -
 fn rows<B: Broker>(f: &Facade<B>, group: &str, asked: Option<Vec<(String, Vec<i32>)>>) -> Vec<Row> {
     let pairs: Vec<(String, i32)> = match asked {
         Some(asked) => asked.into_iter().flat_map(|(t, ps)| ps.into_iter().map(move |p| (t.clone(), p))).collect(),
-        None => f.broker.group_partitions(group),
+        None => f.broker.group_partitions(group).into_iter().filter(|(t, _)| topics::is_kafka_name(t)).collect(),
     };
     pairs
         .into_iter()
