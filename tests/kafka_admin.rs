@@ -323,3 +323,36 @@ async fn a_returning_static_member_keeps_generation_and_assignment_and_fences_it
     assert_eq!(sync_static(&mut conn, &old_id, generation, false).await.0, fenced);
     assert_eq!(join_static(&mut conn, &old_id).await.0, fenced);
 }
+
+/// One naming rule for both front ends (docs/kafka.md, Names): HTTP refuses
+/// names no client could address (a control character, a '/'), and Kafka
+/// lists only the queues whose names are Kafka topic names.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn names_kafka_cannot_address_stay_off_kafka_and_unaddressable_ones_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let node = Node::start(&tmp.path().join("data"), &[]).await;
+    for (queue, partition) in [("nul\0queue", "p"), ("line\nbreak", "p"), ("a/b", "p"), ("fine", "x\ny"), ("fine", "p/q")] {
+        let body = serde_json::json!({"items": [{"queue": queue, "partition": partition, "payload": {"n": 1}}]});
+        let (status, answer) = node.post("/api/v1/push", &body).await;
+        assert_eq!(status, 400, "queue {queue:?} partition {partition:?}: {answer}");
+        assert!(answer["error"].as_str().unwrap_or_default().contains("control character"), "{answer}");
+    }
+    let (status, answer) =
+        node.post("/api/v1/configure", &serde_json::json!({"queue": "tab\there", "options": {}})).await;
+    assert_eq!(status, 400, "{answer}");
+
+    // An HTTP-only name (a space, a ':') is served over HTTP and not listed to Kafka.
+    for queue in ["http only", "orders:eu", "kafka.topic_ok-1"] {
+        let body = serde_json::json!({"items": [{"queue": queue, "payload": {"n": 1}}]});
+        assert_eq!(node.post("/api/v1/push", &body).await.0, 201, "{queue}");
+    }
+    let mut conn = KafkaConn::connect(node.kafka_port).await;
+    let names: Vec<String> = listed(&mut conn).await.into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names, ["kafka.topic_ok-1"]);
+    // Naming it directly over Kafka is refused as an invalid topic, and creates nothing.
+    let ResponseKind::Produce(r) = conn.call(ApiKey::Produce, 9, produce("http only", batch(-1, -1, -1, &["v".into()]))).await
+    else {
+        panic!("not a Produce answer")
+    };
+    assert_eq!(r.responses[0].partition_responses[0].error_code, ResponseError::InvalidTopicException.code());
+}
