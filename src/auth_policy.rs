@@ -14,7 +14,9 @@ pub enum PolicyError {
     HttpLeftOpen(String),
     #[error("QUEEN_HTTP_AUTH=open contradicts JWT_ENABLED=true: HTTP cannot be both open and protected")]
     HttpOpenWithJwt,
-    #[error("QUEEN_KAFKA_AUTH=open contradicts QUEEN_KAFKA_SASL_MECHANISMS={0:?}: Kafka cannot be both open and protected")]
+    #[error(
+        "QUEEN_KAFKA_AUTH=open contradicts QUEEN_KAFKA_SASL_MECHANISMS={0:?}: Kafka cannot be both open and protected"
+    )]
     KafkaOpenWithSasl(String),
 }
 

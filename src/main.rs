@@ -21,7 +21,8 @@ fn main() {
             Err(e) => queen::fatal::exit(&format!("Kafka listener on {}: {e}", node.settings.kafka_addr)),
         };
         let bound = kafka.local_addr().unwrap_or(node.settings.kafka_addr);
-        let kafka_config = queen::kafka::config(&node.settings, bound, node.auth.clone()).unwrap_or_else(|e| queen::fatal::exit(&e));
+        let kafka_config =
+            queen::kafka::config(&node.settings, bound, node.auth.clone()).unwrap_or_else(|e| queen::fatal::exit(&e));
         tokio::spawn(queen::kafka::serve(node.clone(), kafka, kafka_config, tls.kafka));
         tokio::spawn(queen::due_work::fire_timers(node.clone()));
         tokio::spawn(queen::due_work::sweep_kv(node.clone()));

@@ -101,7 +101,11 @@ impl Message {
             trace_id: &self.trace_id,
             key: &self.key,
             value: self.value_bytes(),
-            headers: self.headers.iter().map(|(k, v)| (k.as_str(), Bytes::new(v.as_deref().map_or(&[], |b| b)))).collect(),
+            headers: self
+                .headers
+                .iter()
+                .map(|(k, v)| (k.as_str(), Bytes::new(v.as_deref().map_or(&[], |b| b))))
+                .collect(),
             timestamp_ms: self.timestamp_ms,
             encrypted: self.encrypted,
         })
@@ -146,7 +150,8 @@ mod tests {
 
     #[test]
     fn null_and_empty_read_back_apart() {
-        for (value, header) in [(None, None), (Some(&b""[..]), None), (None, Some(&b""[..])), (Some(&b""[..]), Some(&b"v"[..]))]
+        for (value, header) in
+            [(None, None), (Some(&b""[..]), None), (None, Some(&b""[..])), (Some(&b""[..]), Some(&b"v"[..]))]
         {
             let m = kafka_record(value, header);
             assert_eq!(Message::decode(&m.encode()).unwrap(), m, "value {value:?}, header {header:?}");

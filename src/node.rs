@@ -2,12 +2,12 @@
 //! front ends share.
 
 use crate::apply_watch::ApplyWatch;
+use crate::auth_policy::{Policy, PolicyError};
 use crate::config::Settings;
 use crate::disk_gate::DiskGate;
-use crate::fd_limit;
 use crate::encryption::{Cipher, EncryptionError};
 use crate::ephemeral::{EphOptions, Ephemeral, DECLARATIONS_NS};
-use crate::auth_policy::{Policy, PolicyError};
+use crate::fd_limit;
 use crate::http::auth::{Auth, AuthConfigError};
 use crate::metrics::Metrics;
 use crate::planner::Planner;

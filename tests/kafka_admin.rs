@@ -331,7 +331,9 @@ async fn a_returning_static_member_keeps_generation_and_assignment_and_fences_it
 async fn names_kafka_cannot_address_stay_off_kafka_and_unaddressable_ones_are_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let node = Node::start(&tmp.path().join("data"), &[]).await;
-    for (queue, partition) in [("nul\0queue", "p"), ("line\nbreak", "p"), ("a/b", "p"), ("fine", "x\ny"), ("fine", "p/q")] {
+    for (queue, partition) in
+        [("nul\0queue", "p"), ("line\nbreak", "p"), ("a/b", "p"), ("fine", "x\ny"), ("fine", "p/q")]
+    {
         let body = serde_json::json!({"items": [{"queue": queue, "partition": partition, "payload": {"n": 1}}]});
         let (status, answer) = node.post("/api/v1/push", &body).await;
         assert_eq!(status, 400, "queue {queue:?} partition {partition:?}: {answer}");
@@ -350,7 +352,8 @@ async fn names_kafka_cannot_address_stay_off_kafka_and_unaddressable_ones_are_re
     let names: Vec<String> = listed(&mut conn).await.into_iter().map(|(n, _)| n).collect();
     assert_eq!(names, ["kafka.topic_ok-1"]);
     // Naming it directly over Kafka is refused as an invalid topic, and creates nothing.
-    let ResponseKind::Produce(r) = conn.call(ApiKey::Produce, 9, produce("http only", batch(-1, -1, -1, &["v".into()]))).await
+    let ResponseKind::Produce(r) =
+        conn.call(ApiKey::Produce, 9, produce("http only", batch(-1, -1, -1, &["v".into()]))).await
     else {
         panic!("not a Produce answer")
     };

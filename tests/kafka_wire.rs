@@ -227,7 +227,12 @@ async fn a_long_poll_answers_at_once_for_min_bytes_zero_or_an_error_and_wakes_fo
 fn fetch_sized(topic: &str, max_bytes: i32, partition_max_bytes: i32) -> RequestKind {
     use protocol::messages::fetch_request::{FetchPartition, FetchTopic};
     let partitions = (0..2)
-        .map(|p| FetchPartition::default().with_partition(p).with_fetch_offset(0).with_partition_max_bytes(partition_max_bytes))
+        .map(|p| {
+            FetchPartition::default()
+                .with_partition(p)
+                .with_fetch_offset(0)
+                .with_partition_max_bytes(partition_max_bytes)
+        })
         .collect();
     let t = FetchTopic::default()
         .with_topic(TopicName(StrBytes::from_string(topic.to_string())))
@@ -268,16 +273,26 @@ async fn a_fetch_keeps_within_max_bytes_and_partition_max_bytes_but_for_the_firs
     for (max_bytes, partition_max_bytes, counts) in
         [(350_000, 250_000, [2, 1]), (250_000, 1 << 20, [2, 0]), (1 << 20, 350_000, [3, 3])]
     {
-        let sizes = fetched_sizes(conn.call(ApiKey::Fetch, 12, fetch_sized("big", max_bytes, partition_max_bytes)).await);
-        assert_eq!(sizes.iter().map(|s| s.1).collect::<Vec<_>>(), counts, "max {max_bytes}, per partition {partition_max_bytes}");
+        let sizes =
+            fetched_sizes(conn.call(ApiKey::Fetch, 12, fetch_sized("big", max_bytes, partition_max_bytes)).await);
+        assert_eq!(
+            sizes.iter().map(|s| s.1).collect::<Vec<_>>(),
+            counts,
+            "max {max_bytes}, per partition {partition_max_bytes}"
+        );
         assert!(sizes.iter().map(|s| s.0).sum::<usize>() <= max_bytes as usize, "{sizes:?} over {max_bytes}");
         assert!(sizes.iter().all(|s| s.0 <= partition_max_bytes as usize), "{sizes:?} over {partition_max_bytes}");
     }
     // A limit below one record: the first partition with records answers its
     // first record anyway, so the consumer progresses, and no other does.
     for (max_bytes, partition_max_bytes) in [(50_000, 1 << 20), (1 << 20, 50_000), (1, 1)] {
-        let sizes = fetched_sizes(conn.call(ApiKey::Fetch, 12, fetch_sized("big", max_bytes, partition_max_bytes)).await);
-        assert_eq!(sizes.iter().map(|s| s.1).collect::<Vec<_>>(), [1, 0], "max {max_bytes}, per partition {partition_max_bytes}");
+        let sizes =
+            fetched_sizes(conn.call(ApiKey::Fetch, 12, fetch_sized("big", max_bytes, partition_max_bytes)).await);
+        assert_eq!(
+            sizes.iter().map(|s| s.1).collect::<Vec<_>>(),
+            [1, 0],
+            "max {max_bytes}, per partition {partition_max_bytes}"
+        );
     }
 }
 
@@ -287,7 +302,12 @@ fn timed_batch(timestamps: &[i64]) -> bytes::Bytes {
     use protocol::records::{encode_produced, Compression, PlainRecord, ProducedBatch};
     let records = timestamps
         .iter()
-        .map(|t| PlainRecord { timestamp_ms: *t, key: None, value: Some(bytes::Bytes::from(t.to_string())), headers: vec![] })
+        .map(|t| PlainRecord {
+            timestamp_ms: *t,
+            key: None,
+            value: Some(bytes::Bytes::from(t.to_string())),
+            headers: vec![],
+        })
         .collect();
     let batch = ProducedBatch { producer_id: -1, producer_epoch: -1, base_sequence: -1, transactional: false, records };
     encode_produced(&batch, Compression::None).expect("encode a batch")
@@ -302,8 +322,10 @@ async fn list_offsets(conn: &mut KafkaConn, topic: &str, timestamps: &[i64]) -> 
         let topic = ListOffsetsTopic::default()
             .with_name(TopicName(StrBytes::from_string(topic.to_string())))
             .with_partitions(vec![ListOffsetsPartition::default().with_partition_index(0).with_timestamp(*t)]);
-        let request = ListOffsetsRequest::default().with_replica_id(protocol::messages::BrokerId(-1)).with_topics(vec![topic]);
-        let ResponseKind::ListOffsets(r) = conn.call(ApiKey::ListOffsets, 7, RequestKind::ListOffsets(request)).await else {
+        let request =
+            ListOffsetsRequest::default().with_replica_id(protocol::messages::BrokerId(-1)).with_topics(vec![topic]);
+        let ResponseKind::ListOffsets(r) = conn.call(ApiKey::ListOffsets, 7, RequestKind::ListOffsets(request)).await
+        else {
             panic!("not a ListOffsets answer")
         };
         let p = &r.topics[0].partitions[0];
@@ -334,14 +356,18 @@ async fn list_offsets_by_time_answers_by_the_records_timestamps_out_of_order_acr
 
     // Retention removes them all (by the time they were stored); the next
     // record, older by its timestamp than any removed one, is found alone.
-    let (status, _) = node.post("/api/v1/configure", &serde_json::json!({"queue": "times", "options": {"retentionSeconds": 1}})).await;
+    let (status, _) = node
+        .post("/api/v1/configure", &serde_json::json!({"queue": "times", "options": {"retentionSeconds": 1}}))
+        .await;
     assert_eq!(status, 200);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     while list_offsets(&mut conn, "times", &[-2]).await[0].0 < 6 {
         assert!(std::time::Instant::now() < deadline, "retention did not move the log start");
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
-    let (status, _) = node.post("/api/v1/configure", &serde_json::json!({"queue": "times", "options": {"retentionSeconds": 0}})).await;
+    let (status, _) = node
+        .post("/api/v1/configure", &serde_json::json!({"queue": "times", "options": {"retentionSeconds": 0}}))
+        .await;
     assert_eq!(status, 200);
     assert_eq!(produced(conn.call(ApiKey::Produce, 9, produce("times", 0, timed_batch(&[t0 + 10]))).await).0, 0);
     let asked = [t0 - 1, t0 + 10, t0 + 11, MAX_TIMESTAMP];

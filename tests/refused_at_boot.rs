@@ -235,7 +235,9 @@ async fn kafka_misconfiguration_is_refused_with_the_setting_named() {
     assert!(log.contains("FATAL QUEEN_KAFKA_SASL_MECHANISMS: unknown mechanism \"GSSAPI\""), "{log}");
     let log = expect_refusal(&dir, &[("QUEEN_KAFKA_SASL_MECHANISMS", "PLAIN"), http_open]);
     assert!(
-        log.contains("FATAL QUEEN_KAFKA_SASL_MECHANISMS names a password mechanism but QUEEN_KAFKA_SASL_USERS names no user"),
+        log.contains(
+            "FATAL QUEEN_KAFKA_SASL_MECHANISMS names a password mechanism but QUEEN_KAFKA_SASL_USERS names no user"
+        ),
         "{log}"
     );
     let log = expect_refusal(&dir, &[("QUEEN_KAFKA_SASL_MECHANISMS", "OAUTHBEARER"), http_open]);

@@ -4,7 +4,9 @@
 
 use bytes::Bytes;
 use proptest::prelude::*;
-use protocol::records::{decode_fetched, decode_produced, encode_fetched, encode_produced, Compression, PlainRecord, ProducedBatch};
+use protocol::records::{
+    decode_fetched, decode_produced, encode_fetched, encode_produced, Compression, PlainRecord, ProducedBatch,
+};
 
 fn record() -> impl Strategy<Value = PlainRecord> {
     (

@@ -17,9 +17,9 @@ use crate::planner::push::QueueFull;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
-use axum::Extension;
 use axum::http::StatusCode;
 use axum::http::{header, HeaderMap};
+use axum::Extension;
 use axum::Json;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -50,8 +50,7 @@ pub async fn push(
         ));
     }
     let mut sealer = Sealer::new(&node);
-    let items =
-        objects(items, "items")?
+    let items = objects(items, "items")?
         .iter()
         .map(|item| push_item(item, &mut sealer, producer.as_deref()))
         .collect::<Result<Vec<_>, _>>()?;

@@ -89,7 +89,8 @@ fn sasl(s: &Settings, tokens: Option<Arc<Auth>>) -> Result<Option<SaslConfig>, S
     }
     let passwords = mechanisms.iter().any(|m| *m != Mechanism::OAuthBearer);
     if !pairs.is_empty() && !passwords {
-        return Err("QUEEN_KAFKA_SASL_USERS is set but QUEEN_KAFKA_SASL_MECHANISMS names no PLAIN or SCRAM mechanism".to_string());
+        return Err("QUEEN_KAFKA_SASL_USERS is set but QUEEN_KAFKA_SASL_MECHANISMS names no PLAIN or SCRAM mechanism"
+            .to_string());
     }
     if mechanisms.is_empty() {
         return Ok(None);
@@ -104,7 +105,8 @@ fn sasl(s: &Settings, tokens: Option<Arc<Auth>>) -> Result<Option<SaslConfig>, S
         })
         .collect::<Result<HashMap<_, _>, _>>()?;
     if passwords && users.is_empty() {
-        return Err("QUEEN_KAFKA_SASL_MECHANISMS names a password mechanism but QUEEN_KAFKA_SASL_USERS names no user".to_string());
+        return Err("QUEEN_KAFKA_SASL_MECHANISMS names a password mechanism but QUEEN_KAFKA_SASL_USERS names no user"
+            .to_string());
     }
     Ok(Some(SaslConfig { mechanisms, users, tokens: tokens.map(|t| t as Arc<dyn TokenVerifier>) }))
 }

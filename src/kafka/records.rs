@@ -58,11 +58,6 @@ pub fn to_record(stored: StoredMessage) -> (i64, PlainRecord) {
             headers.push((TRACE_ID_HEADER.to_string(), Some(Bytes::from(trace))));
         }
     }
-    let record = PlainRecord {
-        timestamp_ms,
-        key: m.key.map(Bytes::from),
-        value: m.value.map(Bytes::from),
-        headers,
-    };
+    let record = PlainRecord { timestamp_ms, key: m.key.map(Bytes::from), value: m.value.map(Bytes::from), headers };
     (stored.offset as i64, record)
 }

@@ -24,11 +24,15 @@ use crate::reader::{self, ReaderError, StoredMessage};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-/// The time indexes of the partitions looked up so far.
+/// The time indexes of the partitions looked up so far, by (queue, partition).
 #[derive(Default)]
 pub struct TimeIndex {
-    partitions: Mutex<HashMap<(u64, u64), Arc<Mutex<PartitionTimes>>>>,
+    partitions: Mutex<HashMap<(u64, u64), SharedTimes>>,
 }
+
+/// One partition's index, locked on its own so lookups of other partitions
+/// do not wait on its reads.
+type SharedTimes = Arc<Mutex<PartitionTimes>>;
 
 /// One append's records as the index sees them.
 #[derive(Debug, Clone, Copy)]
@@ -151,7 +155,13 @@ impl PartitionTimes {
 }
 
 /// The records of `from..end` still held, in one append.
-fn read_records(node: &Node, queue: u64, partition: u64, from: u64, end: u64) -> Result<Vec<StoredMessage>, ReaderError> {
+fn read_records(
+    node: &Node,
+    queue: u64,
+    partition: u64,
+    from: u64,
+    end: u64,
+) -> Result<Vec<StoredMessage>, ReaderError> {
     Ok(reader::read_from(node, queue, partition, from, end, u64::MAX)?.0)
 }
 

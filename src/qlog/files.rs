@@ -107,7 +107,12 @@ impl FileTable {
     pub fn new(root: PathBuf, capacity: usize) -> Self {
         let capacity = std::num::NonZeroUsize::new(capacity.max(1)).expect("at least one");
         let reserve = File::open(&root).ok();
-        Self { root, open: Mutex::new(LruCache::new(capacity)), reserve: Mutex::new(reserve), stalled: AtomicUsize::new(0) }
+        Self {
+            root,
+            open: Mutex::new(LruCache::new(capacity)),
+            reserve: Mutex::new(reserve),
+            stalled: AtomicUsize::new(0),
+        }
     }
 
     pub fn path(&self, log: u64, segment: u32) -> PathBuf {
@@ -231,7 +236,8 @@ mod tests {
     fn a_file_written_and_synced_closes_and_one_left_unsynced_is_caught() {
         let root = tempfile::tempdir().unwrap();
         let path = root.path().join("f");
-        let file = LogFile::new(OpenOptions::new().create(true).read(true).write(true).open(&path).unwrap());
+        let file =
+            LogFile::new(OpenOptions::new().create(true).truncate(false).read(true).write(true).open(&path).unwrap());
         file.write_all_at(b"abc", 0).unwrap();
         file.datasync().unwrap();
         drop(file);

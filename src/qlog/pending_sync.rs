@@ -68,7 +68,11 @@ impl LogWrite {
                 Ok(file) => {
                     if let Some(since) = stalled_since {
                         files.set_stalled(false);
-                        tracing::info!(log = self.log, waited_ms = since.elapsed().as_millis() as u64, "a qlog file could be opened again; writes go on");
+                        tracing::info!(
+                            log = self.log,
+                            waited_ms = since.elapsed().as_millis() as u64,
+                            "a qlog file could be opened again; writes go on"
+                        );
                     }
                     return file;
                 }
@@ -104,7 +108,9 @@ impl LogWrite {
                     let path = segment_path(&self.dir, *no);
                     // Not `create_new`: a try that failed after creating it
                     // left it empty, and this one goes on with it.
-                    let file = files.opening(|| OpenOptions::new().read(true).write(true).create(true).open(&path))?;
+                    let file = files.opening(|| {
+                        OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path)
+                    })?;
                     files.opening(|| sync_dir(&self.dir))?;
                     if let Some(l) = ledger {
                         l.record(&path, 0);

@@ -21,7 +21,7 @@
 //! its records is at or above the checkpoint, its whole directory goes.
 
 use super::durable_fs::{create_durable, sync_dir};
-use super::files::{FileTable, LogFile, Location};
+use super::files::{FileTable, Location, LogFile};
 use super::index_file;
 use super::record::{read_frame, Frame, RecordKind};
 use super::retired::RetiredLogs;

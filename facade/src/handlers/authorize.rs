@@ -59,9 +59,9 @@ pub fn denied(request: &RequestKind, version: i16) -> Option<ResponseKind> {
         RequestKind::InitProducerId(_) => ResponseKind::InitProducerId(
             InitProducerIdResponse::default().with_error_code(CLUSTER).with_producer_id((-1).into()),
         ),
-        RequestKind::JoinGroup(_) => ResponseKind::JoinGroup(
-            JoinGroupResponse::default().with_error_code(GROUP).with_generation_id(-1),
-        ),
+        RequestKind::JoinGroup(_) => {
+            ResponseKind::JoinGroup(JoinGroupResponse::default().with_error_code(GROUP).with_generation_id(-1))
+        }
         RequestKind::SyncGroup(_) => ResponseKind::SyncGroup(SyncGroupResponse::default().with_error_code(GROUP)),
         RequestKind::Heartbeat(_) => ResponseKind::Heartbeat(HeartbeatResponse::default().with_error_code(GROUP)),
         RequestKind::LeaveGroup(_) => ResponseKind::LeaveGroup(LeaveGroupResponse::default().with_error_code(GROUP)),
@@ -69,62 +69,70 @@ pub fn denied(request: &RequestKind, version: i16) -> Option<ResponseKind> {
         RequestKind::OffsetDelete(_) => {
             ResponseKind::OffsetDelete(OffsetDeleteResponse::default().with_error_code(GROUP))
         }
-        RequestKind::DeleteGroups(r) => ResponseKind::DeleteGroups(DeleteGroupsResponse::default().with_results(
-            r.groups_names
-                .iter()
-                .map(|g| DeletableGroupResult::default().with_group_id(g.clone()).with_error_code(GROUP))
-                .collect(),
-        )),
-        RequestKind::CreateTopics(r) => ResponseKind::CreateTopics(CreateTopicsResponse::default().with_topics(
-            r.topics
-                .iter()
-                .map(|t| {
-                    CreatableTopicResult::default()
-                        .with_name(t.name.clone())
-                        .with_error_code(TOPIC)
-                        .with_num_partitions(-1)
-                        .with_replication_factor(-1)
-                })
-                .collect(),
-        )),
-        RequestKind::CreatePartitions(r) => {
-            ResponseKind::CreatePartitions(CreatePartitionsResponse::default().with_results(
+        RequestKind::DeleteGroups(r) => ResponseKind::DeleteGroups(
+            DeleteGroupsResponse::default().with_results(
+                r.groups_names
+                    .iter()
+                    .map(|g| DeletableGroupResult::default().with_group_id(g.clone()).with_error_code(GROUP))
+                    .collect(),
+            ),
+        ),
+        RequestKind::CreateTopics(r) => ResponseKind::CreateTopics(
+            CreateTopicsResponse::default().with_topics(
+                r.topics
+                    .iter()
+                    .map(|t| {
+                        CreatableTopicResult::default()
+                            .with_name(t.name.clone())
+                            .with_error_code(TOPIC)
+                            .with_num_partitions(-1)
+                            .with_replication_factor(-1)
+                    })
+                    .collect(),
+            ),
+        ),
+        RequestKind::CreatePartitions(r) => ResponseKind::CreatePartitions(
+            CreatePartitionsResponse::default().with_results(
                 r.topics
                     .iter()
                     .map(|t| CreatePartitionsTopicResult::default().with_name(t.name.clone()).with_error_code(TOPIC))
                     .collect(),
-            ))
-        }
+            ),
+        ),
         RequestKind::DeleteTopics(r) => ResponseKind::DeleteTopics(delete_topics(r, version)),
-        RequestKind::DeleteRecords(r) => ResponseKind::DeleteRecords(DeleteRecordsResponse::default().with_topics(
-            r.topics
-                .iter()
-                .map(|t| {
-                    let partitions = t
-                        .partitions
-                        .iter()
-                        .map(|p| {
-                            DeleteRecordsPartitionResult::default()
-                                .with_partition_index(p.partition_index)
-                                .with_low_watermark(-1)
-                                .with_error_code(TOPIC)
-                        })
-                        .collect();
-                    DeleteRecordsTopicResult::default().with_name(t.name.clone()).with_partitions(partitions)
-                })
-                .collect(),
-        )),
-        RequestKind::AlterConfigs(r) => ResponseKind::AlterConfigs(AlterConfigsResponse::default().with_responses(
-            r.resources
-                .iter()
-                .map(|c| {
-                    AlterConfigsResourceResponse::default()
-                        .with_resource_type(c.resource_type)
-                        .with_resource_name(c.resource_name.clone())
-                        .with_error_code(config_code(c.resource_type))
-                })
-                .collect(),
-        )),
+        RequestKind::DeleteRecords(r) => ResponseKind::DeleteRecords(
+            DeleteRecordsResponse::default().with_topics(
+                r.topics
+                    .iter()
+                    .map(|t| {
+                        let partitions = t
+                            .partitions
+                            .iter()
+                            .map(|p| {
+                                DeleteRecordsPartitionResult::default()
+                                    .with_partition_index(p.partition_index)
+                                    .with_low_watermark(-1)
+                                    .with_error_code(TOPIC)
+                            })
+                            .collect();
+                        DeleteRecordsTopicResult::default().with_name(t.name.clone()).with_partitions(partitions)
+                    })
+                    .collect(),
+            ),
+        ),
+        RequestKind::AlterConfigs(r) => ResponseKind::AlterConfigs(
+            AlterConfigsResponse::default().with_responses(
+                r.resources
+                    .iter()
+                    .map(|c| {
+                        AlterConfigsResourceResponse::default()
+                            .with_resource_type(c.resource_type)
+                            .with_resource_name(c.resource_name.clone())
+                            .with_error_code(config_code(c.resource_type))
+                    })
+                    .collect(),
+            ),
+        ),
         RequestKind::IncrementalAlterConfigs(r) => ResponseKind::IncrementalAlterConfigs(
             IncrementalAlterConfigsResponse::default().with_responses(
                 r.resources
@@ -177,7 +185,9 @@ fn offset_commit(r: &OffsetCommitRequest) -> OffsetCommitResponse {
                 .partitions
                 .iter()
                 .map(|p| {
-                    OffsetCommitResponsePartition::default().with_partition_index(p.partition_index).with_error_code(GROUP)
+                    OffsetCommitResponsePartition::default()
+                        .with_partition_index(p.partition_index)
+                        .with_error_code(GROUP)
                 })
                 .collect();
             OffsetCommitResponseTopic::default().with_name(t.name.clone()).with_partitions(partitions)

@@ -10,7 +10,12 @@ use protocol::messages::{MetadataRequest, MetadataResponse};
 
 /// `may_create`: the principal's role may create topics, so auto-creation
 /// applies to it.
-pub async fn handle<B: Broker>(f: &Facade<B>, req: MetadataRequest, version: i16, may_create: bool) -> MetadataResponse {
+pub async fn handle<B: Broker>(
+    f: &Facade<B>,
+    req: MetadataRequest,
+    version: i16,
+    may_create: bool,
+) -> MetadataResponse {
     let me = broker_id(f.config.node_id);
     let broker = MetadataResponseBroker::default()
         .with_node_id(me)

@@ -80,9 +80,7 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: Request, peer: SocketAddr, se
     let client = req.client_id().to_string();
     let body = match req.body {
         RequestKind::ApiVersions(r) => ResponseKind::ApiVersions(api_versions::handle(r, v)),
-        RequestKind::Metadata(r) => {
-            ResponseKind::Metadata(metadata::handle(f, r, v, role >= Role::ReadWrite).await)
-        }
+        RequestKind::Metadata(r) => ResponseKind::Metadata(metadata::handle(f, r, v, role >= Role::ReadWrite).await),
         RequestKind::Produce(r) => return produce::handle(f, r, v, producer).await,
         RequestKind::Fetch(r) => ResponseKind::Fetch(fetch::handle(f, r, v).await),
         RequestKind::ListOffsets(r) => ResponseKind::ListOffsets(list_offsets::handle(f, r, v).await),
