@@ -60,7 +60,7 @@ def ssl_node(ca):
 
 @pytest.fixture(scope="module")
 def sasl_ssl_node(ca):
-    n = Node(env={**tls_env(ca), "QUEEN_KAFKA_SASL_MECHANISMS": "SCRAM-SHA-256", "QUEEN_KAFKA_SASL_USERS": "alice:secret"})
+    n = Node(env={**tls_env(ca), "QUEEN_KAFKA_SASL_MECHANISMS": "SCRAM-SHA-256", "QUEEN_KAFKA_SASL_USERS": "alice:secret", "QUEEN_HTTP_AUTH": "open"})
     yield n
     n.stop()
 
