@@ -31,3 +31,135 @@ async fn a_full_volume_refuses_growth_and_keeps_serving_the_rest() {
     assert_eq!((status, answer[0]["success"].as_bool()), (200, Some(true)), "acks go on");
     assert_eq!(node.read_all("gate", "Default").await.records.len(), 1);
 }
+
+/// A tmpfs of `mib` MiB mounted on a fresh directory, unmounted when dropped;
+/// `None`, said loudly, where this process may not mount (not root).
+struct SmallVolume {
+    path: std::path::PathBuf,
+    _tmp: tempfile::TempDir,
+}
+
+impl SmallVolume {
+    fn mount(mib: u64) -> Option<SmallVolume> {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("vol");
+        std::fs::create_dir(&path).unwrap();
+        let out = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={mib}m"), "tmpfs"])
+            .arg(&path)
+            .output();
+        match out {
+            Ok(o) if o.status.success() => Some(SmallVolume { path, _tmp: tmp }),
+            // Root can always mount a tmpfs, so there a failure is the test's own.
+            other if unsafe { libc::geteuid() } == 0 => panic!("mounting a {mib} MiB tmpfs as root failed: {other:?}"),
+            other => {
+                eprintln!("\n\n*** SKIPPED: cannot mount a {mib} MiB tmpfs for the disk gate test ({other:?}); run as root ***\n");
+                None
+            }
+        }
+    }
+
+    /// Used share of the volume in percent, as the gate counts it.
+    fn used_pct(&self) -> f64 {
+        let c = std::ffi::CString::new(self.path.as_os_str().as_encoded_bytes()).unwrap();
+        let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+        assert_eq!(unsafe { libc::statvfs(c.as_ptr(), &mut st) }, 0);
+        let used = (st.f_blocks - st.f_bfree) as f64;
+        100.0 * used / (used + st.f_bavail as f64)
+    }
+}
+
+impl Drop for SmallVolume {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg("-l").arg(&self.path).status();
+    }
+}
+
+/// A payload of `len` characters that zstd cannot shrink much (six random
+/// bits each, from a xorshift: quick even in a debug build).
+fn incompressible(len: usize) -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut x: u64 = rand::random::<u64>() | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            ALPHABET[(x >> 58) as usize] as char
+        })
+        .collect()
+}
+
+async fn push_big(node: &Node, queue: &str, id: &str, len: usize) -> (u16, Value) {
+    let items = vec![(queue.to_string(), "Default".to_string(), id.to_string(), json!(incompressible(len)))];
+    node.post("/api/v1/push", &push_body(&items)).await
+}
+
+#[tokio::test]
+async fn a_full_volume_frees_space_when_a_queue_is_deleted_and_takes_writes_again_without_a_restart() {
+    let Some(vol) = SmallVolume::mount(24) else { return };
+    let mut node = Node::start(&vol.path.join("data"), &[("QUEEN_STORAGE_FULL_PCT", "50")]).await;
+    // Until a push is refused even once the gate has measured what the
+    // pushes before it stored (it counts a body's bytes until then).
+    let mut refused = None;
+    for i in 0..200 {
+        let (status, body) = push_big(&node, "filler", &format!("f{i}"), 256 * 1024).await;
+        match (status, &refused) {
+            (201, _) => refused = None,
+            (_, None) => {
+                refused = Some((status, body));
+                tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+            }
+            (_, Some(_)) => break,
+        }
+    }
+    let (status, body) = refused.expect("the volume filled to the gate");
+    assert_eq!((status, body["code"].as_str()), (507, Some("storage_full")), "{body}");
+    assert_eq!(push_big(&node, "other", "o1", 256 * 1024).await.0, 507, "the gate is closed for every queue");
+    let full = vol.used_pct();
+    assert!(full >= 45.0, "filled to {full:.1}%");
+    // A restart does not open a gate the volume keeps closed.
+    node.terminate();
+    let node = Node::start(&vol.path.join("data"), &[("QUEEN_STORAGE_FULL_PCT", "50")]).await;
+    assert_eq!(push_big(&node, "other", "o1", 256 * 1024).await.0, 507, "the gate is closed after a restart");
+
+    let r = node.http.delete(node.url("/api/v1/resources/queues/filler")).send().await.unwrap();
+    assert_eq!(r.status(), 200, "a delete goes on while the gate is closed");
+    // The deleted queue's files go, and the gate opens, with no write between.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while vol.used_pct() > 10.0 {
+        assert!(std::time::Instant::now() < deadline, "still {:.1}% used; log:\n{}", vol.used_pct(), node.log_text());
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    let (status, body) = push_big(&node, "other", "o2", 1000).await;
+    assert_eq!(status, 201, "writes are taken again: {body}");
+    assert_eq!(node.read_all("other", "Default").await.records.len(), 1);
+}
+
+#[tokio::test]
+async fn writers_side_by_side_cannot_carry_the_volume_past_the_gate() {
+    let Some(vol) = SmallVolume::mount(32) else { return };
+    let node = std::sync::Arc::new(Node::start(&vol.path.join("data"), &[("QUEEN_STORAGE_FULL_PCT", "50")]).await);
+    let writers: Vec<_> = (0..16)
+        .map(|w| {
+            let node = node.clone();
+            tokio::spawn(async move {
+                for i in 0..100 {
+                    let (status, body) = push_big(&node, &format!("w{w}"), &format!("{w}-{i}"), 128 * 1024).await;
+                    if status == 507 {
+                        return;
+                    }
+                    assert_eq!(status, 201, "{body}");
+                }
+                panic!("writer {w} was never refused");
+            })
+        })
+        .collect();
+    for w in writers {
+        w.await.unwrap();
+    }
+    // Everything admitted has answered, so it is on the volume.
+    let used = vol.used_pct();
+    assert!((45.0..=52.0).contains(&used), "the volume stopped at {used:.1}% for a gate at 50%");
+}

@@ -155,6 +155,12 @@ impl facade::Broker for QueenBroker {
     }
 
     async fn produce(&self, batches: Vec<PartitionBatch>) -> Vec<Result<Produced, BrokerError>> {
+        // The records' bytes count at the disk gate until they are durable, so
+        // producers side by side cannot carry the volume past the gate.
+        let bytes = batches.iter().flat_map(|b| &b.batch.records).map(|r| r.value.as_ref().map_or(0, |v| v.len()));
+        let Some(admission) = self.node.disk_gate.admit(bytes.sum::<usize>() as u64) else {
+            return batches.iter().map(|_| Err(BrokerError::StorageFull)).collect();
+        };
         // Per batch: its first item in `items` and its record count, or why not.
         let mut plan: Vec<Result<(usize, usize), BrokerError>> = Vec::with_capacity(batches.len());
         let mut items: Vec<PushItem> = Vec::new();
@@ -192,6 +198,7 @@ impl facade::Broker for QueenBroker {
                 Err(e) => Err(e),
             }
         };
+        drop(admission);
         plan.into_iter()
             .map(|slot| {
                 let (first, count) = slot?;

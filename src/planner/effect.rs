@@ -159,14 +159,18 @@ impl Effect {
         match self {
             // Retention and cleanup change rows only; in the system log, a
             // round that moves a thousand queues' watermarks syncs one file,
-            // not a thousand.
+            // not a thousand. A queue's deletion goes there too: nothing is
+            // written into a deleted queue's log, so reclaim can remove it
+            // once the checkpoint holds the deletion, with no later write
+            // needed (the gate may refuse every one).
             Effect::KvPut { .. }
             | Effect::KvDelete { .. }
             | Effect::TimerSet { .. }
             | Effect::TimerDelete { .. }
             | Effect::Retain { .. }
-            | Effect::DeletePartition { .. } => 0,
-            Effect::CreateQueue { id, .. } | Effect::ConfigureQueue { id, .. } | Effect::DeleteQueue { id } => *id,
+            | Effect::DeletePartition { .. }
+            | Effect::DeleteQueue { .. } => 0,
+            Effect::CreateQueue { id, .. } | Effect::ConfigureQueue { id, .. } => *id,
             Effect::CreatePartition { queue, .. }
             | Effect::Append { queue, .. }
             | Effect::Subscribe { queue, .. }
