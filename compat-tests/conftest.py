@@ -6,6 +6,7 @@ test run that precedes this suite in scripts/test).
 
 import os
 import socket
+import ssl
 import subprocess
 import tempfile
 import time
@@ -50,7 +51,10 @@ class Node:
         self.kafka_port = free_port()
         while self.kafka_port == self.port:
             self.kafka_port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        # An HTTPS node's readiness is checked without trusting its CA: the
+        # tests that use it check the certificate themselves.
+        self.https = self.extra_env.get("QUEEN_HTTP_TLS") == "true"
+        self.url = f"{'https' if self.https else 'http'}://127.0.0.1:{self.port}"
         self.bootstrap = f"127.0.0.1:{self.kafka_port}"
         self.env = dict(
             os.environ,
@@ -82,7 +86,8 @@ class Node:
             # is this one, not another that holds the port.
             if "HTTP API listening" in self.log_since(started_at):
                 try:
-                    with urllib.request.urlopen(self.url + "/health", timeout=1) as r:
+                    context = ssl._create_unverified_context() if self.https else None
+                    with urllib.request.urlopen(self.url + "/health", timeout=1, context=context) as r:
                         if r.status == 200:
                             return
                 except OSError:

@@ -4,6 +4,7 @@
 use crate::apply_watch::ApplyWatch;
 use crate::auth_policy::{Policy, PolicyError};
 use crate::config::Settings;
+use crate::data_dir_lock::{DataDirLock, DataDirLockError};
 use crate::disk_gate::DiskGate;
 use crate::encryption::{Cipher, EncryptionError};
 use crate::ephemeral::{EphOptions, Ephemeral, DECLARATIONS_NS};
@@ -19,6 +20,7 @@ use crate::qlog::writer::QlogWriter;
 use crate::recovery::{recover, RecoveryError};
 use crate::replicate::local::{LocalReplicator, Pipeline};
 use crate::replicate::Replicator;
+use crate::storage::os::OsStorage;
 use crate::store::checkpoint::{CheckpointError, CheckpointFile};
 use crate::store::checkpointer::Checkpointer;
 use crate::store::{scrub, Store};
@@ -40,6 +42,8 @@ pub const INTERNAL_KV_NAMESPACES: &[&str] =
 pub enum BootError {
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: std::io::Error },
+    #[error(transparent)]
+    Locked(#[from] DataDirLockError),
     #[error(transparent)]
     Checkpoint(#[from] CheckpointError),
     #[error(transparent)]
@@ -81,6 +85,8 @@ pub struct Node {
     pub checkpointed: Arc<AtomicU64>,
     /// Deleted queues' logs the writer let go of, for reclaim to remove.
     pub retired: Arc<RetiredLogs>,
+    /// This process's hold on the data directory, for as long as it runs.
+    _dir_lock: DataDirLock,
 }
 
 impl Node {
@@ -91,6 +97,7 @@ impl Node {
         let disk_gate = DiskGate::new(settings.data_dir.clone(), settings.storage_full_pct);
         let dir = &settings.data_dir;
         std::fs::create_dir_all(dir).map_err(|source| BootError::Io { path: dir.clone(), source })?;
+        let dir_lock = DataDirLock::acquire(dir)?;
         let ledger = match &settings.test_sync_ledger {
             Some(p) => Some(Arc::new(SyncLedger::open(p).map_err(|source| BootError::Io { path: p.clone(), source })?)),
             None => None,
@@ -101,7 +108,8 @@ impl Node {
         let qlog_root = dir.join("qlog");
         let wanted =
             Layout { lanes: settings.qlog_lanes, shards: settings.qlog_shards, replicator: REPLICATOR_NAME.into() };
-        let layout = Layout::open_or_create(&qlog_root, &wanted)?;
+        let storage = OsStorage::shared();
+        let layout = Layout::open_or_create(&*storage, &qlog_root, &wanted)?;
         if layout != wanted {
             tracing::warn!(?layout, "QUEEN_QLOG_SHARDS and QUEEN_QLOG_LANES take effect only on a new directory; keeping the directory's own");
         }
@@ -119,7 +127,7 @@ impl Node {
 
         let open_files = fd_limit::open_files(settings.qlog_open_files, fd_limit::raise_to_hard());
         tracing::info!(open_files, "qlog files kept open at most (QUEEN_QLOG_OPEN_FILES)");
-        let files = Arc::new(FileTable::new(qlog_root.clone(), open_files));
+        let files = Arc::new(FileTable::new(qlog_root.clone(), open_files, storage));
         let recovered = recover(&mut store, &qlog_root, &layout, &files, ledger.as_deref())?;
         tracing::info!(last = %recovered.last, replayed = recovered.replayed, cut = recovered.cut, "qlog recovered");
 
@@ -152,7 +160,7 @@ impl Node {
             files: files.clone(),
             ledger: ledger.clone(),
             state: state.clone(),
-            checkpointer: Checkpointer::start(checkpoint, ledger, checkpointed.clone()),
+            checkpointer: Checkpointer::start(checkpoint, checkpointed.clone()),
             durable_every: Duration::from_millis(settings.durable_every_ms),
             durable_every_bytes: settings.durable_every_bytes,
             metrics: metrics.clone(),
@@ -174,6 +182,7 @@ impl Node {
             layout,
             checkpointed,
             retired,
+            _dir_lock: dir_lock,
         })
     }
 }

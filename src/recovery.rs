@@ -9,7 +9,6 @@ use crate::planner::apply::apply;
 use crate::planner::effect::{Effect, Entry, EntryBody};
 use crate::planner::txn::{judge, Copies, Verdict};
 use crate::qlog::boot_scan::{scan_logs, BootScanError, LogScan};
-use crate::qlog::durable_fs::sync_dir;
 use crate::qlog::entry_record::{EntryRecord, Stub};
 use crate::qlog::files::{FileTable, Location};
 use crate::qlog::layout::Layout;
@@ -21,7 +20,6 @@ use crate::qlog::sync_ledger::SyncLedger;
 use crate::store::locator::Span;
 use crate::store::Store;
 use std::collections::BTreeMap;
-use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, thiserror::Error)]
@@ -65,7 +63,7 @@ pub fn recover(
     files: &FileTable,
     ledger: Option<&SyncLedger>,
 ) -> Result<Recovered, RecoveryError> {
-    let scans = scan_logs(root)?;
+    let scans = scan_logs(files.storage(), root)?;
     let durable = store.applied.index;
     // The files are opened as records are read (`FileTable`), not all at
     // once: a node with more logs than descriptors still boots.
@@ -150,7 +148,7 @@ pub fn recover(
     }
     let logs =
         scans.into_iter().map(|scan| cut_and_resume(scan, keep, files, ledger)).collect::<Result<Vec<_>, _>>()?;
-    sync_dir(root).map_err(io(root))?;
+    files.storage().sync_dir(root).map_err(io(root))?;
     Ok(Recovered { logs, last, replayed: keep - durable, cut })
 }
 
@@ -250,19 +248,19 @@ fn cut_and_resume(
         Some((i, j)) => (i, Some(segments[i].rows[j].pos)),
         None => (last, active_damage.map(|d| d.pos)),
     };
+    let storage = files.storage();
     for seg in segments.drain(cut_seg + 1..) {
         files.remove(id, seg.no);
-        std::fs::remove_file(&seg.path).map_err(io(&seg.path))?;
-        let _ = std::fs::remove_file(index_path(&dir, seg.no));
+        storage.remove_file(&seg.path).map_err(io(&seg.path))?;
+        let _ = storage.remove_file(&index_path(&dir, seg.no));
     }
     let active = segments.pop().expect("the cut keeps the segment it cuts in");
     let mut rows = active.rows;
     let mut len = active.len;
     if let Some(pos) = cut_pos {
         rows.retain(|r| r.pos < pos);
-        let f = OpenOptions::new().write(true).open(&active.path).map_err(io(&active.path))?;
-        f.set_len(pos).map_err(io(&active.path))?;
-        f.sync_all().map_err(io(&active.path))?;
+        let f = storage.open(&active.path, false).map_err(io(&active.path))?;
+        f.truncate_durable(pos).map_err(io(&active.path))?;
         len = pos;
         if let Some(l) = ledger {
             l.record(&active.path, pos);
@@ -270,8 +268,8 @@ fn cut_and_resume(
         tracing::warn!(file = %active.path.display(), at = pos, "cut the qlog after the last complete entry");
     }
     if cut_seg != last {
-        let _ = std::fs::remove_file(index_path(&dir, active.no));
-        sync_dir(&dir).map_err(io(&dir))?;
+        let _ = storage.remove_file(&index_path(&dir, active.no));
+        storage.sync_dir(&dir).map_err(io(&dir))?;
     }
     Ok(QueueLog::resume(id, dir, active.no, len, rows))
 }

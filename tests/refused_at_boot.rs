@@ -282,3 +282,21 @@ async fn a_half_protected_node_is_refused_unless_the_open_side_is_stated() {
     assert!(log.contains("HTTP listener authentication: JWT bearer tokens (JWT_ENABLED=true)"), "{log}");
     assert!(log.contains("Kafka listener authentication: SASL SCRAM-SHA-256, OAUTHBEARER, required"), "{log}");
 }
+
+#[tokio::test]
+async fn a_second_process_on_one_data_directory_is_refused_and_names_the_first() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let mut first = Node::start(&dir, &[]).await;
+    push_n(&first, "locked", 3, 10).await;
+    let log = expect_refusal(&dir, &[]);
+    assert!(log.contains("FATAL data directory"), "{log}");
+    assert!(log.contains(dir.to_str().unwrap()), "the FATAL line names the directory: {log}");
+    assert!(log.contains(&format!("pid {}", first.pid())), "the FATAL line names the holder's pid: {log}");
+
+    // The first node served on, untouched, and a kill -9 leaves no stale lock.
+    push_n(&first, "locked", 1, 10).await;
+    first.kill9();
+    let node = first.restart().await;
+    push_n(&node, "locked", 1, 10).await;
+}

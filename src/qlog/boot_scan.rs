@@ -8,6 +8,7 @@ use super::queue_log::log_dir;
 use super::reclaim::remove_log_dir;
 use super::record::{read_frame, Frame};
 use super::segment::{index_path, scan, segment_numbers, segment_path, Damage, IndexRow};
+use crate::storage::Storage;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug)]
@@ -46,32 +47,31 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> BootScanError {
 }
 
 /// Scans every `q<id>/` under `root`.
-pub fn scan_logs(root: &Path) -> Result<Vec<LogScan>, BootScanError> {
+pub fn scan_logs(storage: &dyn Storage, root: &Path) -> Result<Vec<LogScan>, BootScanError> {
     let mut ids = Vec::new();
-    for dirent in std::fs::read_dir(root).map_err(io(root))? {
-        let dirent = dirent.map_err(io(root))?;
-        if !dirent.file_type().map_err(io(root))?.is_dir() {
+    for dirent in storage.list(root).map_err(io(root))? {
+        if !dirent.is_dir {
             continue;
         }
-        let name = dirent.file_name().to_string_lossy().into_owned();
-        let id = name.strip_prefix('q').and_then(|n| n.parse::<u64>().ok());
-        let id = id.ok_or_else(|| BootScanError::StrayLogDir { path: dirent.path() })?;
+        let path = dirent.path(root);
+        let id = dirent.name.strip_prefix('q').and_then(|n| n.parse::<u64>().ok());
+        let id = id.ok_or_else(|| BootScanError::StrayLogDir { path: path.clone() })?;
         // A crash between creating a log's directory and its first file, or
         // while reclaim removed a deleted queue's log, leaves a directory with
         // no qlog file: nothing in it is needed.
-        if segment_numbers(&dirent.path()).map_err(io(&dirent.path()))?.is_empty() {
-            remove_log_dir(&dirent.path()).map_err(io(&dirent.path()))?;
+        if segment_numbers(storage, &path).map_err(io(&path))?.is_empty() {
+            remove_log_dir(storage, &path).map_err(io(&path))?;
             continue;
         }
         ids.push(id);
     }
     ids.sort_unstable();
-    ids.into_iter().map(|id| scan_log(root, id)).collect()
+    ids.into_iter().map(|id| scan_log(storage, root, id)).collect()
 }
 
-fn scan_log(root: &Path, id: u64) -> Result<LogScan, BootScanError> {
+fn scan_log(storage: &dyn Storage, root: &Path, id: u64) -> Result<LogScan, BootScanError> {
     let dir = log_dir(root, id);
-    let numbers = segment_numbers(&dir).map_err(io(&dir))?;
+    let numbers = segment_numbers(storage, &dir).map_err(io(&dir))?;
     let Some(&active_no) = numbers.last() else {
         return Err(BootScanError::StrayLogDir { path: dir });
     };
@@ -79,14 +79,14 @@ fn scan_log(root: &Path, id: u64) -> Result<LogScan, BootScanError> {
     let mut active_damage = None;
     for no in numbers {
         let path = segment_path(&dir, no);
-        let buf = std::fs::read(&path).map_err(io(&path))?;
+        let buf = storage.read(&path).map_err(io(&path))?;
         let len = buf.len() as u64;
         let rows = if no == active_no {
             let s = scan(&buf).map_err(|e| BootScanError::UnreadableBody { path: path.clone(), pos: e.pos })?;
             active_damage = s.damage;
             s.rows
         } else {
-            sealed_rows(&dir, no, &path, &buf)?
+            sealed_rows(storage, &dir, no, &path, &buf)?
         };
         segments.push(SegmentScan { no, path, len, rows });
     }
@@ -94,9 +94,15 @@ fn scan_log(root: &Path, id: u64) -> Result<LogScan, BootScanError> {
 }
 
 /// The rows of a sealed file, every checksum verified.
-fn sealed_rows(dir: &Path, no: u32, path: &Path, buf: &[u8]) -> Result<Vec<IndexRow>, BootScanError> {
+fn sealed_rows(
+    storage: &dyn Storage,
+    dir: &Path,
+    no: u32,
+    path: &Path,
+    buf: &[u8],
+) -> Result<Vec<IndexRow>, BootScanError> {
     let corrupt = |pos| BootScanError::SealedCorrupt { path: path.to_path_buf(), pos };
-    if let Some(rows) = index_file::load(&index_path(dir, no), buf.len() as u64) {
+    if let Some(rows) = index_file::load(storage, &index_path(dir, no), buf.len() as u64) {
         let mut expected = 0u64;
         for r in &rows {
             match read_frame(buf, r.pos as usize) {
@@ -115,6 +121,6 @@ fn sealed_rows(dir: &Path, no: u32, path: &Path, buf: &[u8]) -> Result<Vec<Index
         return Err(corrupt(d.pos));
     }
     let qidx = index_path(dir, no);
-    std::fs::write(&qidx, index_file::encode(buf.len() as u64, &s.rows)).map_err(io(&qidx))?;
+    storage.write(&qidx, &index_file::encode(buf.len() as u64, &s.rows)).map_err(io(&qidx))?;
     Ok(s.rows)
 }

@@ -13,9 +13,8 @@
 use super::queue_log::log_dir;
 use super::record::{read_frame, Frame};
 use super::segment::segment_path;
+use crate::storage::{Reserve, Storage, StorageFile};
 use lru::LruCache;
-use std::fs::{File, OpenOptions};
-use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -33,12 +32,12 @@ pub struct Location {
 /// for their fdatasync.
 #[derive(Debug)]
 pub struct LogFile {
-    file: File,
+    file: Arc<dyn StorageFile>,
     unsynced: AtomicU64,
 }
 
 impl LogFile {
-    pub fn new(file: File) -> Self {
+    pub fn new(file: Arc<dyn StorageFile>) -> Self {
         Self { file, unsynced: AtomicU64::new(0) }
     }
 
@@ -56,7 +55,7 @@ impl LogFile {
     /// the timestamps a full fsync would also write.
     pub fn datasync(&self) -> std::io::Result<()> {
         let written = self.unsynced.load(Ordering::Acquire);
-        self.file.sync_data()?;
+        self.file.datasync()?;
         self.unsynced.fetch_sub(written, Ordering::AcqRel);
         Ok(())
     }
@@ -76,12 +75,13 @@ impl Drop for LogFile {
 
 pub struct FileTable {
     root: PathBuf,
+    storage: Arc<dyn Storage>,
     open: Mutex<LruCache<(u64, u32), Arc<LogFile>>>,
     /// One descriptor held back for the writer: given up when an open finds
     /// the process out of descriptors with nothing left to close, so the
     /// write that needs it goes on; until it is taken back, new commands
     /// are refused (`ready`).
-    reserve: Mutex<Option<File>>,
+    reserve: Mutex<Option<Reserve>>,
     /// How many of the writer's threads wait for a file they cannot open.
     stalled: AtomicUsize,
 }
@@ -102,17 +102,23 @@ pub fn out_of_descriptors(e: &std::io::Error) -> bool {
 }
 
 impl FileTable {
-    /// A table of the files under the qlog `root`, keeping at most
-    /// `capacity` of them open.
-    pub fn new(root: PathBuf, capacity: usize) -> Self {
+    /// A table of the files under the qlog `root` on `storage`, keeping at
+    /// most `capacity` of them open.
+    pub fn new(root: PathBuf, capacity: usize, storage: Arc<dyn Storage>) -> Self {
         let capacity = std::num::NonZeroUsize::new(capacity.max(1)).expect("at least one");
-        let reserve = File::open(&root).ok();
+        let reserve = storage.reserve(&root);
         Self {
             root,
+            storage,
             open: Mutex::new(LruCache::new(capacity)),
             reserve: Mutex::new(reserve),
             stalled: AtomicUsize::new(0),
         }
+    }
+
+    /// The storage every qlog file operation goes through.
+    pub fn storage(&self) -> &dyn Storage {
+        &*self.storage
     }
 
     pub fn path(&self, log: u64, segment: u32) -> PathBuf {
@@ -137,7 +143,7 @@ impl FileTable {
             return Ok(Some(file.clone()));
         }
         let path = self.path(log, segment);
-        let file = match self.opening(|| OpenOptions::new().read(true).write(true).open(&path)) {
+        let file = match self.opening(|| self.storage.open(&path, false)) {
             Ok(f) => Arc::new(LogFile::new(f)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(e),
@@ -184,7 +190,7 @@ impl FileTable {
         }
         let mut reserve = self.reserve.lock().expect("file table lock");
         if reserve.is_none() {
-            *reserve = File::open(&self.root).ok();
+            *reserve = self.storage.reserve(&self.root);
         }
         reserve.is_some()
     }
@@ -214,11 +220,12 @@ impl FileTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::storage::os::OsStorage;
 
     #[test]
     fn at_most_capacity_files_stay_open_and_a_closed_one_opens_again_by_its_path() {
         let root = tempfile::tempdir().unwrap();
-        let table = FileTable::new(root.path().to_path_buf(), 2);
+        let table = FileTable::new(root.path().to_path_buf(), 2, OsStorage::shared());
         for log in 1..=3 {
             std::fs::create_dir_all(log_dir(root.path(), log)).unwrap();
             std::fs::write(table.path(log, 1), [log as u8; 4]).unwrap();
@@ -236,12 +243,11 @@ mod tests {
     fn a_file_written_and_synced_closes_and_one_left_unsynced_is_caught() {
         let root = tempfile::tempdir().unwrap();
         let path = root.path().join("f");
-        let file =
-            LogFile::new(OpenOptions::new().create(true).truncate(false).read(true).write(true).open(&path).unwrap());
+        let file = LogFile::new(OsStorage.open(&path, true).unwrap());
         file.write_all_at(b"abc", 0).unwrap();
         file.datasync().unwrap();
         drop(file);
-        let unsynced = LogFile::new(OpenOptions::new().read(true).write(true).open(&path).unwrap());
+        let unsynced = LogFile::new(OsStorage.open(&path, false).unwrap());
         unsynced.write_all_at(b"d", 3).unwrap();
         let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(unsynced)));
         assert!(dropped.is_err(), "closing a file with unsynced bytes asserts");

@@ -13,6 +13,7 @@ use super::message_record::MessageSpan;
 use super::record::{Fields, RecordKind};
 use super::segment::IndexRow;
 use crate::log_id::LogId;
+use crate::storage::Storage;
 use std::path::Path;
 use xxhash_rust::xxh3::xxh3_64;
 
@@ -43,8 +44,8 @@ pub fn encode(qlog_len: u64, rows: &[IndexRow]) -> Vec<u8> {
 
 /// The rows of an index that matches a qlog file of `qlog_len` bytes, or
 /// `None` when the index is stale, damaged or missing.
-pub fn load(path: &Path, qlog_len: u64) -> Option<Vec<IndexRow>> {
-    let buf = std::fs::read(path).ok()?;
+pub fn load(storage: &dyn Storage, path: &Path, qlog_len: u64) -> Option<Vec<IndexRow>> {
+    let buf = storage.read(path).ok()?;
     let (data, sum) = buf.split_at(buf.len().checked_sub(8)?);
     if xxh3_64(data) != u64::from_le_bytes(sum.try_into().ok()?) {
         return None;
@@ -91,14 +92,15 @@ mod tests {
                 timestamp_us: 0,
             },
         ];
+        use crate::storage::os::OsStorage;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("r00000001.qidx");
         std::fs::write(&path, encode(161, &rows)).unwrap();
-        assert_eq!(load(&path, 161).unwrap(), rows);
-        assert!(load(&path, 162).is_none());
+        assert_eq!(load(&OsStorage, &path, 161).unwrap(), rows);
+        assert!(load(&OsStorage, &path, 162).is_none());
         let mut bytes = std::fs::read(&path).unwrap();
         bytes[30] ^= 1;
         std::fs::write(&path, bytes).unwrap();
-        assert!(load(&path, 161).is_none());
+        assert!(load(&OsStorage, &path, 161).is_none());
     }
 }

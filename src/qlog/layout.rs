@@ -3,7 +3,7 @@
 //! directory never moves between replicators) and `FORMAT` (the version of
 //! the record and checkpoint formats it holds).
 
-use super::durable_fs::{create_durable, sync_dir};
+use crate::storage::Storage;
 use std::path::{Path, PathBuf};
 
 /// The log of entries that touch no queue.
@@ -49,14 +49,14 @@ impl Layout {
     }
 
     /// Reads the layout of an existing `qlog/`, or writes `wanted` into a new one.
-    pub fn open_or_create(root: &Path, wanted: &Layout) -> Result<Layout, LayoutError> {
+    pub fn open_or_create(storage: &dyn Storage, root: &Path, wanted: &Layout) -> Result<Layout, LayoutError> {
         let io = |path: &Path| {
             let path = path.to_path_buf();
             move |source| LayoutError::Io { path, source }
         };
         let lanes_path = root.join("LANES");
-        if !lanes_path.exists() {
-            std::fs::create_dir_all(root).map_err(io(root))?;
+        if !storage.exists(&lanes_path) {
+            storage.create_dir_all(root).map_err(io(root))?;
             for (name, value) in [
                 ("LANES", wanted.lanes.to_string()),
                 ("SHARDS", wanted.shards.to_string()),
@@ -64,18 +64,18 @@ impl Layout {
                 ("FORMAT", FORMAT.to_string()),
             ] {
                 let path = root.join(name);
-                create_durable(&path, format!("{value}\n").as_bytes()).map_err(io(&path))?;
+                storage.write_durable(&path, format!("{value}\n").as_bytes()).map_err(io(&path))?;
             }
-            sync_dir(root).map_err(io(root))?;
+            storage.sync_dir(root).map_err(io(root))?;
             if let Some(parent) = root.parent() {
-                sync_dir(parent).map_err(io(parent))?;
+                storage.sync_dir(parent).map_err(io(parent))?;
             }
             return Ok(wanted.clone());
         }
         let read = |name: &str| -> Result<String, LayoutError> {
             let path = root.join(name);
-            match std::fs::read_to_string(&path) {
-                Ok(s) => Ok(s.trim().to_string()),
+            match storage.read(&path) {
+                Ok(s) => Ok(String::from_utf8_lossy(&s).trim().to_string()),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(LayoutError::Missing { path }),
                 Err(e) => Err(LayoutError::Io { path, source: e }),
             }

@@ -2,7 +2,6 @@
 //! message store (see `docs/storage.md` for the format byte by byte).
 
 pub mod boot_scan;
-pub mod durable_fs;
 pub mod entry_record;
 pub mod files;
 pub mod index_file;

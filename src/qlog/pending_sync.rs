@@ -3,11 +3,9 @@
 //! touched log, the steps its write needs first (a new directory, a sealed
 //! file's index, a new file), then its bytes, then one fdatasync.
 
-use super::durable_fs::sync_dir;
 use super::files::{FileTable, LogFile};
 use super::segment::{index_path, segment_path};
 use super::sync_ledger::SyncLedger;
-use std::fs::OpenOptions;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -95,23 +93,24 @@ impl LogWrite {
     /// The steps before the bytes, each safe to take again, and the file
     /// the bytes go to.
     fn prepare(&self, files: &FileTable, ledger: Option<&SyncLedger>) -> std::io::Result<Arc<LogFile>> {
+        let storage = files.storage();
         for step in &self.prepare {
             match step {
                 Prepare::CreateDir => {
-                    std::fs::create_dir_all(&self.dir)?;
-                    files.opening(|| sync_dir(self.dir.parent().expect("a log directory sits in the qlog root")))?;
+                    storage.create_dir_all(&self.dir)?;
+                    let root = self.dir.parent().expect("a log directory sits in the qlog root");
+                    files.opening(|| storage.sync_dir(root))?;
                 }
                 Prepare::Seal { segment, qidx } => {
-                    files.opening(|| std::fs::write(index_path(&self.dir, *segment), qidx))?
+                    files.opening(|| storage.write(&index_path(&self.dir, *segment), qidx))?
                 }
                 Prepare::CreateSegment(no) => {
                     let path = segment_path(&self.dir, *no);
-                    // Not `create_new`: a try that failed after creating it
-                    // left it empty, and this one goes on with it.
-                    let file = files.opening(|| {
-                        OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path)
-                    })?;
-                    files.opening(|| sync_dir(&self.dir))?;
+                    // Not a create that fails on an existing file: a try
+                    // that failed after creating it left it empty, and this
+                    // one goes on with it.
+                    let file = files.opening(|| storage.open(&path, true))?;
+                    files.opening(|| storage.sync_dir(&self.dir))?;
                     if let Some(l) = ledger {
                         l.record(&path, 0);
                     }

@@ -20,14 +20,13 @@
 //! queue's that the writer let go of (`QlogWriter::retire`): once none of
 //! its records is at or above the checkpoint, its whole directory goes.
 
-use super::durable_fs::{create_durable, sync_dir};
 use super::files::{FileTable, Location, LogFile};
 use super::index_file;
 use super::record::{read_frame, Frame, RecordKind};
 use super::retired::RetiredLogs;
 use super::segment::{index_path, scan, segment_number, segment_numbers, segment_path, IndexRow};
+use crate::storage::{remove_if_there, Storage};
 use crate::store::Store;
-use std::fs::File;
 use std::path::Path;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
@@ -111,8 +110,11 @@ impl Pass<'_> {
     /// it freed and where the next pass resumes (the start, once it reached
     /// the end).
     pub fn run(&self, resume: Position) -> std::io::Result<(Freed, Position)> {
-        let mut logs: Vec<u64> = std::fs::read_dir(self.root)?
-            .filter_map(|d| d.ok()?.file_name().to_str()?.strip_prefix('q')?.parse().ok())
+        let storage = self.files.storage();
+        let mut logs: Vec<u64> = storage
+            .list(self.root)?
+            .iter()
+            .filter_map(|d| d.name.strip_prefix('q')?.parse().ok())
             .filter(|log| *log >= resume.0)
             .collect();
         logs.sort_unstable();
@@ -139,7 +141,7 @@ impl Pass<'_> {
                 }
                 continue;
             }
-            let segments = match sealed_files(&dir) {
+            let segments = match sealed_files(storage, &dir) {
                 Ok(segments) => segments,
                 Err(e) => {
                     tracing::warn!(dir = %dir.display(), error = %e, "reclaim could not list a qlog directory");
@@ -176,7 +178,7 @@ impl Pass<'_> {
                 }
             }
             if changed {
-                if let Err(e) = sync_dir(&dir) {
+                if let Err(e) = storage.sync_dir(&dir) {
                     tracing::warn!(dir = %dir.display(), error = %e, "reclaim could not fsync a qlog directory");
                 }
             }
@@ -195,7 +197,8 @@ impl Pass<'_> {
     /// files (a missing index is rebuilt) or a directory without one, which
     /// boot removes.
     fn remove_retired(&self, dir: &Path, log: u64) -> std::io::Result<(usize, Freed)> {
-        let segments = segment_numbers(dir)?;
+        let storage = self.files.storage();
+        let segments = segment_numbers(storage, dir)?;
         let mut gone = Freed::default();
         for (examined, &no) in segments.iter().enumerate() {
             let (rows, len) = self.rows(dir, no)?;
@@ -207,21 +210,22 @@ impl Pass<'_> {
         }
         for &no in &segments {
             self.files.remove(log, no);
-            remove_if_there(&index_path(dir, no))?;
-            std::fs::remove_file(segment_path(dir, no))?;
+            remove_if_there(storage, &index_path(dir, no))?;
+            storage.remove_file(&segment_path(dir, no))?;
         }
-        remove_log_dir(dir)?;
+        remove_log_dir(storage, dir)?;
         self.retired.removed(log);
-        sync_dir(self.root)?;
+        storage.sync_dir(self.root)?;
         Ok((segments.len(), gone))
     }
 
     /// A file's index rows (from its `.qidx`, or a scan) and its length.
     fn rows(&self, dir: &Path, no: u32) -> std::io::Result<(Vec<IndexRow>, u64)> {
-        let len = std::fs::metadata(segment_path(dir, no))?.len();
-        let rows = match index_file::load(&index_path(dir, no), len) {
+        let storage = self.files.storage();
+        let len = storage.len(&segment_path(dir, no))?;
+        let rows = match index_file::load(storage, &index_path(dir, no), len) {
             Some(rows) => rows,
-            None => rebuild_index(dir, no)?,
+            None => rebuild_index(storage, dir, no)?,
         };
         Ok((rows, len))
     }
@@ -236,8 +240,8 @@ impl Pass<'_> {
                 self.files.remove(log, no);
                 // The index first: a crash between the two leaves a file
                 // whose index is rebuilt, never an index without its file.
-                remove_if_there(&index_path(dir, no))?;
-                std::fs::remove_file(&path)?;
+                remove_if_there(self.files.storage(), &index_path(dir, no))?;
+                self.files.storage().remove_file(&path)?;
                 Ok(Outcome::Unlinked { bytes: len })
             }
             Verdict::Live { live, dead_bytes, message_bytes }
@@ -251,47 +255,39 @@ impl Pass<'_> {
     }
 }
 
-fn remove_if_there(path: &Path) -> std::io::Result<()> {
-    match std::fs::remove_file(path) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
-        _ => Ok(()),
-    }
-}
-
 /// Removes a log directory that holds no qlog file any more, with whatever
 /// is left in it (an index without its file, a rewrite's copy).
-pub fn remove_log_dir(dir: &Path) -> std::io::Result<()> {
-    for dirent in std::fs::read_dir(dir)? {
-        std::fs::remove_file(dirent?.path())?;
+pub fn remove_log_dir(storage: &dyn Storage, dir: &Path) -> std::io::Result<()> {
+    for dirent in storage.list(dir)? {
+        storage.remove_file(&dirent.path(dir))?;
     }
-    std::fs::remove_dir(dir)
+    storage.remove_dir(dir)
 }
 
 /// The index of a sealed file whose `.qidx` is missing or does not match
 /// (its roll wrote it, but a failed write or a power cut can lose it), made
 /// by scanning the file, as boot does, and written beside it.
-fn rebuild_index(dir: &Path, no: u32) -> std::io::Result<Vec<IndexRow>> {
+fn rebuild_index(storage: &dyn Storage, dir: &Path, no: u32) -> std::io::Result<Vec<IndexRow>> {
     let path = segment_path(dir, no);
-    let bytes = std::fs::read(&path)?;
+    let bytes = storage.read(&path)?;
     let invalid = |what: String| std::io::Error::other(format!("{}: {what}", path.display()));
     let scanned = scan(&bytes).map_err(|e| invalid(e.to_string()))?;
     if let Some(damage) = scanned.damage {
         return Err(invalid(format!("sealed, yet it stops verifying at byte {}", damage.pos)));
     }
-    create_durable(&index_path(dir, no), &index_file::encode(bytes.len() as u64, &scanned.rows))?;
+    storage.write_durable(&index_path(dir, no), &index_file::encode(bytes.len() as u64, &scanned.rows))?;
     Ok(scanned.rows)
 }
 
 /// A log directory's sealed files that reclaim may examine, oldest first;
 /// removes the copies of rewrites a crash left behind.
-fn sealed_files(dir: &Path) -> std::io::Result<Vec<u32>> {
+fn sealed_files(storage: &dyn Storage, dir: &Path) -> std::io::Result<Vec<u32>> {
     let mut segments = Vec::new();
-    for dirent in std::fs::read_dir(dir)? {
-        let name = dirent?.file_name();
-        let name = name.to_string_lossy();
+    for dirent in storage.list(dir)? {
+        let name = &dirent.name;
         if name.ends_with(REWRITE_SUFFIX) {
-            std::fs::remove_file(dir.join(&*name))?;
-        } else if let Some(no) = segment_number(&name) {
+            storage.remove_file(&dirent.path(dir))?;
+        } else if let Some(no) = segment_number(name) {
             segments.push(no);
         }
     }
@@ -341,8 +337,9 @@ fn rewrite(
     files: &FileTable,
     store: &RwLock<Store>,
 ) -> std::io::Result<u64> {
+    let storage = files.storage();
     let path = segment_path(dir, no);
-    let old = std::fs::read(&path)?;
+    let old = storage.read(&path)?;
     let mut bytes = Vec::new();
     let mut kept_rows = Vec::with_capacity(live.len());
     for &i in live {
@@ -360,11 +357,11 @@ fn rewrite(
         bytes.extend_from_slice(frame);
     }
     let copy = dir.join(format!("r{no:08}.qlog{REWRITE_SUFFIX}"));
-    create_durable(&copy, &bytes)?;
-    let file = Arc::new(LogFile::new(files.opening(|| File::open(&copy))?));
+    storage.write_durable(&copy, &bytes)?;
+    let file = Arc::new(LogFile::new(files.opening(|| storage.open(&copy, false))?));
     // Readers go through the table of open files, not the path: until the
     // swap below they read the old file, at the old positions.
-    std::fs::rename(&copy, &path)?;
+    storage.rename(&copy, &path)?;
     {
         // Under the store's lock, so no reader looks up a position of one
         // file and reads it in the other (a reader that looked up before
@@ -377,7 +374,7 @@ fn rewrite(
             store.locator.relocate(span.queue, span.partition, span.first_offset, at);
         }
     }
-    create_durable(&index_path(dir, no), &index_file::encode(bytes.len() as u64, &kept_rows))?;
+    storage.write_durable(&index_path(dir, no), &index_file::encode(bytes.len() as u64, &kept_rows))?;
     Ok(bytes.len() as u64)
 }
 
@@ -387,6 +384,7 @@ mod tests {
     use crate::log_id::LogId;
     use crate::qlog::entry_record::Stub;
     use crate::qlog::record::frame_into;
+    use crate::storage::os::OsStorage;
 
     #[test]
     fn a_missing_index_is_rebuilt_from_the_file_and_a_damaged_file_is_refused() {
@@ -397,13 +395,13 @@ mod tests {
             frame_into(&stub.encode(), &mut bytes);
         }
         std::fs::write(segment_path(dir.path(), 4), &bytes).unwrap();
-        let rows = rebuild_index(dir.path(), 4).unwrap();
+        let rows = rebuild_index(&OsStorage, dir.path(), 4).unwrap();
         assert_eq!(rows.iter().map(|r| r.id.index).collect::<Vec<_>>(), vec![1, 2, 3]);
-        assert_eq!(index_file::load(&index_path(dir.path(), 4), bytes.len() as u64), Some(rows));
+        assert_eq!(index_file::load(&OsStorage, &index_path(dir.path(), 4), bytes.len() as u64), Some(rows));
 
         bytes[70] ^= 0xff;
         std::fs::write(segment_path(dir.path(), 5), &bytes).unwrap();
-        assert!(rebuild_index(dir.path(), 5).unwrap_err().to_string().contains("stops verifying"));
+        assert!(rebuild_index(&OsStorage, dir.path(), 5).unwrap_err().to_string().contains("stops verifying"));
         assert!(!index_path(dir.path(), 5).exists());
     }
 

@@ -4,6 +4,7 @@ use super::entry_record::{EntryRecord, Stub};
 use super::message_record::{MessageRecord, MessageSpan};
 use super::record::{read_frame, Frame, RecordKind};
 use crate::log_id::LogId;
+use crate::storage::Storage;
 use std::path::{Path, PathBuf};
 
 pub fn segment_path(log_dir: &Path, no: u32) -> PathBuf {
@@ -20,13 +21,8 @@ pub fn segment_number(file_name: &str) -> Option<u32> {
 }
 
 /// The numbers of the qlog files in a log directory, ascending.
-pub fn segment_numbers(log_dir: &Path) -> std::io::Result<Vec<u32>> {
-    let mut numbers = Vec::new();
-    for dirent in std::fs::read_dir(log_dir)? {
-        if let Some(no) = segment_number(&dirent?.file_name().to_string_lossy()) {
-            numbers.push(no);
-        }
-    }
+pub fn segment_numbers(storage: &dyn Storage, log_dir: &Path) -> std::io::Result<Vec<u32>> {
+    let mut numbers: Vec<u32> = storage.list(log_dir)?.iter().filter_map(|e| segment_number(&e.name)).collect();
     numbers.sort_unstable();
     Ok(numbers)
 }

@@ -2,7 +2,6 @@
 
 use super::checkpoint::CheckpointFile;
 use super::CheckpointJob;
-use crate::qlog::sync_ledger::SyncLedger;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -21,7 +20,7 @@ pub struct Checkpointer {
 impl Checkpointer {
     /// Starts the thread; `committed` follows the applied index of the last
     /// checkpoint it committed.
-    pub fn start(file: Arc<CheckpointFile>, ledger: Option<Arc<SyncLedger>>, committed: Arc<AtomicU64>) -> Self {
+    pub fn start(file: Arc<CheckpointFile>, committed: Arc<AtomicU64>) -> Self {
         let (tx, rx) = mpsc::channel::<Job>();
         std::thread::Builder::new()
             .name("checkpointer".into())
@@ -35,11 +34,6 @@ impl Checkpointer {
                             }
                             if let Err(e) = file.write(&rows, &job.meta) {
                                 crate::fatal::exit(&format!("store checkpoint failed: {e}"));
-                            }
-                            if let Some(l) = &ledger {
-                                if let Ok(m) = std::fs::metadata(file.path()) {
-                                    l.record(file.path(), m.len());
-                                }
                             }
                             committed.store(job.applied.index, Ordering::Release);
                             tracing::debug!(applied = %job.applied, rows = rows.len(), "checkpoint committed");

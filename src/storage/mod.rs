@@ -1,0 +1,78 @@
+//! The storage seam: every file operation of the qlog, its layout files and
+//! recovery goes through [`Storage`], so the same code runs on the operating
+//! system's files (`os.rs`) and on simulated ones that lose unsynced bytes,
+//! tear writes and fail on command (the simulator's, `tests/sim/storage.rs`),
+//! the way redb's crash-simulating backend and FoundationDB's simulator test
+//! theirs.
+//!
+//! The LMDB checkpoint is not behind the seam: heed owns its file. The
+//! simulation models a checkpoint as committed or not at each crash.
+
+pub mod os;
+
+use std::fmt::Debug;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// One open file, read and written at positions (never through a cursor, so
+/// readers and the writer share it).
+pub trait StorageFile: Send + Sync + Debug {
+    fn read_exact_at(&self, buf: &mut [u8], pos: u64) -> std::io::Result<()>;
+    fn write_all_at(&self, bytes: &[u8], pos: u64) -> std::io::Result<()>;
+    /// fdatasync: the file's bytes, and the size that reaches them.
+    fn datasync(&self) -> std::io::Result<()>;
+    /// Cuts (or extends) the file to `len` bytes and syncs that.
+    fn truncate_durable(&self, len: u64) -> std::io::Result<()>;
+}
+
+/// A name in a directory listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirEntry {
+    pub name: String,
+    pub is_dir: bool,
+}
+
+impl DirEntry {
+    pub fn path(&self, dir: &Path) -> PathBuf {
+        dir.join(&self.name)
+    }
+}
+
+/// Something a file table holds back so that the writer always has a file
+/// to spend when the process runs out of descriptors (`qlog/files.rs`).
+pub type Reserve = Box<dyn Send + Sync>;
+
+/// The file system as the qlog sees it. A directory entry (a created,
+/// renamed or removed file) survives a power cut only once `sync_dir` of its
+/// directory returned; a file's bytes only once its `datasync` returned.
+pub trait Storage: Send + Sync + Debug {
+    /// Opens `path` to read and write; `create` makes it, empty, when absent.
+    fn open(&self, path: &Path, create: bool) -> std::io::Result<Arc<dyn StorageFile>>;
+    /// The whole contents of `path`.
+    fn read(&self, path: &Path) -> std::io::Result<Vec<u8>>;
+    /// Makes `path` hold `bytes`, replacing it; not synced.
+    fn write(&self, path: &Path, bytes: &[u8]) -> std::io::Result<()>;
+    /// Makes `path` hold `bytes` and syncs its contents (not its directory entry).
+    fn write_durable(&self, path: &Path, bytes: &[u8]) -> std::io::Result<()>;
+    fn len(&self, path: &Path) -> std::io::Result<u64>;
+    fn exists(&self, path: &Path) -> bool;
+    fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()>;
+    fn remove_file(&self, path: &Path) -> std::io::Result<()>;
+    /// Removes an empty directory.
+    fn remove_dir(&self, path: &Path) -> std::io::Result<()>;
+    fn create_dir_all(&self, path: &Path) -> std::io::Result<()>;
+    /// The names in `dir`, in no order.
+    fn list(&self, dir: &Path) -> std::io::Result<Vec<DirEntry>>;
+    /// Syncs a directory, so the entries created in it survive a power cut.
+    fn sync_dir(&self, dir: &Path) -> std::io::Result<()>;
+    /// Holds back one descriptor (or nothing, where there are none to run out of).
+    fn reserve(&self, dir: &Path) -> Option<Reserve>;
+}
+
+/// Removes `path`, answering success when it was not there.
+pub fn remove_if_there(storage: &dyn Storage, path: &Path) -> std::io::Result<()> {
+    match storage.remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}

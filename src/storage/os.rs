@@ -1,0 +1,105 @@
+//! The operating system's files: what a node runs on.
+
+use super::{DirEntry, Reserve, Storage, StorageFile};
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::sync::Arc;
+
+#[derive(Debug, Default, Clone, Copy)]
+pub struct OsStorage;
+
+impl OsStorage {
+    pub fn shared() -> Arc<dyn Storage> {
+        Arc::new(OsStorage)
+    }
+}
+
+#[derive(Debug)]
+struct OsFile(File);
+
+impl StorageFile for OsFile {
+    fn read_exact_at(&self, buf: &mut [u8], pos: u64) -> std::io::Result<()> {
+        self.0.read_exact_at(buf, pos)
+    }
+
+    fn write_all_at(&self, bytes: &[u8], pos: u64) -> std::io::Result<()> {
+        self.0.write_all_at(bytes, pos)
+    }
+
+    fn datasync(&self) -> std::io::Result<()> {
+        self.0.sync_data()
+    }
+
+    fn truncate_durable(&self, len: u64) -> std::io::Result<()> {
+        self.0.set_len(len)?;
+        self.0.sync_all()
+    }
+}
+
+impl Storage for OsStorage {
+    fn open(&self, path: &Path, create: bool) -> std::io::Result<Arc<dyn StorageFile>> {
+        // Never truncated: a file opened for appending keeps what it holds.
+        let file = OpenOptions::new().read(true).write(true).create(create).truncate(false).open(path)?;
+        Ok(Arc::new(OsFile(file)))
+    }
+
+    fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
+        std::fs::read(path)
+    }
+
+    fn write(&self, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+        std::fs::write(path, bytes)
+    }
+
+    fn write_durable(&self, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+        let mut f = File::create(path)?;
+        f.write_all(bytes)?;
+        f.sync_all()
+    }
+
+    fn len(&self, path: &Path) -> std::io::Result<u64> {
+        Ok(std::fs::metadata(path)?.len())
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        path.exists()
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
+        std::fs::rename(from, to)
+    }
+
+    fn remove_file(&self, path: &Path) -> std::io::Result<()> {
+        std::fs::remove_file(path)
+    }
+
+    fn remove_dir(&self, path: &Path) -> std::io::Result<()> {
+        std::fs::remove_dir(path)
+    }
+
+    fn create_dir_all(&self, path: &Path) -> std::io::Result<()> {
+        std::fs::create_dir_all(path)
+    }
+
+    fn list(&self, dir: &Path) -> std::io::Result<Vec<DirEntry>> {
+        let mut out = Vec::new();
+        for dirent in std::fs::read_dir(dir)? {
+            let dirent = dirent?;
+            out.push(DirEntry {
+                name: dirent.file_name().to_string_lossy().into_owned(),
+                is_dir: dirent.file_type()?.is_dir(),
+            });
+        }
+        Ok(out)
+    }
+
+    fn sync_dir(&self, dir: &Path) -> std::io::Result<()> {
+        File::open(dir)?.sync_all()
+    }
+
+    fn reserve(&self, dir: &Path) -> Option<Reserve> {
+        File::open(dir).ok().map(|f| Box::new(f) as Reserve)
+    }
+}
