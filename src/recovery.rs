@@ -266,6 +266,18 @@ fn cut_and_resume(
             l.record(&active.path, pos);
         }
         tracing::warn!(file = %active.path.display(), at = pos, "cut the qlog after the last complete entry");
+    } else if len > 0 {
+        // A process that died leaves what it wrote in the page cache, where
+        // this boot just read and replayed it; it is durable only once
+        // synced. Without this, entries written after this boot (into other
+        // files) are answered while the ones they follow can still be lost
+        // to a power cut, and the next boot cuts both. Sealed files were
+        // synced before their roll. (Found by the simulator.)
+        let f = storage.open(&active.path, false).map_err(io(&active.path))?;
+        f.datasync().map_err(io(&active.path))?;
+        if let Some(l) = ledger {
+            l.record(&active.path, len);
+        }
     }
     if cut_seg != last {
         let _ = storage.remove_file(&index_path(&dir, active.no));

@@ -75,7 +75,8 @@ impl Planner {
             }
             Command::Pop(req) => {
                 self.rotation = self.rotation.wrapping_add(1);
-                let lease_id = uuid::Uuid::new_v4().to_string();
+                // Derived from the entry, so a replay and every node name it alike.
+                let lease_id = id.derived_uuid(0);
                 let (effects, claims) = consume::plan_pop(store, overlay, timestamp_us, lease_id, &req, self.rotation);
                 (effects, vec![], Answer::Popped(claims))
             }
@@ -102,7 +103,7 @@ impl Planner {
                 (p.effects, p.messages, Answer::Transaction(p.answer))
             }
             Command::Timers(ops) => {
-                let (effects, results) = timers::plan_timers(store, overlay, timestamp_us, &ops);
+                let (effects, results) = timers::plan_timers(store, overlay, id, timestamp_us, &ops);
                 (effects, vec![], Answer::Timers(results))
             }
             Command::FireTimers => {

@@ -57,25 +57,30 @@ pub fn timer_key(queue: &str, key: &str) -> String {
     format!("{queue}\0{key}")
 }
 
+/// Plans timer operations in entry `id`: the ids a schedule gives out
+/// (its message's, and its transactionId when none was given) derive from it.
 pub fn plan_timers(
     store: &Store,
     overlay: &mut Overlay,
+    id: LogId,
     now_us: i64,
     ops: &[TimerOp],
 ) -> (Vec<Effect>, Vec<TimerResult>) {
     let mut effects = Vec::new();
     let mut results = Vec::with_capacity(ops.len());
-    for op in ops {
+    for (i, op) in ops.iter().enumerate() {
+        // Ordinal 0 is a pop's lease; each op takes two after it.
+        let ordinal = 1 + 2 * i as u32;
         let key = timer_key(&op.queue, &op.key);
         let current = overlay.timer(store, &key);
         let result = match op.verb {
             TimerVerb::Schedule | TimerVerb::Reschedule => {
-                let txn = op.txn.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+                let txn = op.txn.clone().unwrap_or_else(|| id.derived_uuid(ordinal));
                 let row = TimerRow {
                     partition: op.partition.clone(),
                     deliver_at_us: now_us.saturating_add(op.delay_ms.saturating_mul(1000)),
                     txn: txn.clone(),
-                    message_id: uuid::Uuid::new_v4().to_string(),
+                    message_id: id.derived_uuid(ordinal + 1),
                     payload: op.payload.clone(),
                     sealed: op.sealed,
                     created_us: current.as_ref().map_or(now_us, |c| c.created_us),

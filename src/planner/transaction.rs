@@ -116,7 +116,7 @@ fn plan(store: &Store, overlay: &mut Overlay, id: LogId, now_us: i64, bundle: Bu
         }
     };
     effects.extend(kv_effects);
-    let (timer_effects, timers) = timers::plan_timers(store, overlay, now_us, &bundle.timers);
+    let (timer_effects, timers) = timers::plan_timers(store, overlay, id, now_us, &bundle.timers);
     effects.extend(timer_effects);
     let answer = BundleAnswer::Committed { pushes: pushed.outcomes, acks: acked, kv, timers };
     Ok(Planned { effects, messages: pushed.messages, answer })

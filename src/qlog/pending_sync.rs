@@ -135,12 +135,19 @@ impl PendingSync {
         self.writes.iter().map(|w| w.bytes.len() as u64).sum()
     }
 
+    /// Writes and fdatasyncs every log in turn, on this thread: the order of
+    /// every file operation is fixed, as the simulator needs to replay a
+    /// seed bit for bit.
+    pub fn run_in_turn(&self, files: &FileTable, ledger: Option<&SyncLedger>) -> std::io::Result<()> {
+        self.writes.iter().try_for_each(|w| w.run(files, ledger))
+    }
+
     /// Writes and fdatasyncs every log, side by side when there are several.
     /// An error (a failed write or fdatasync) leaves the logs in an unknown state: the caller must stop,
     /// and recovery decides at the next boot.
     pub fn run(&self, files: &FileTable, ledger: Option<&SyncLedger>) -> std::io::Result<()> {
         if self.writes.len() <= 1 {
-            return self.writes.iter().try_for_each(|w| w.run(files, ledger));
+            return self.run_in_turn(files, ledger);
         }
         let per_thread = self.writes.len().div_ceil(SYNC_THREADS);
         std::thread::scope(|s| {

@@ -66,6 +66,9 @@ struct Inode {
 struct Fs {
     rng: StdRng,
     faults: Faults,
+    /// A broken disk, for proving the simulator catches what it must: a
+    /// datasync answers without making anything durable.
+    lying_syncs: bool,
     counts: FaultCounts,
     next_inode: u64,
     inodes: HashMap<u64, Inode>,
@@ -155,6 +158,9 @@ impl Fs {
             self.counts.sync_eio += 1;
             return Err(eio());
         }
+        if self.lying_syncs {
+            return Ok(());
+        }
         let inode = self.inodes.get_mut(&ino).expect("an open file's inode");
         inode.synced = inode.data.clone();
         Ok(())
@@ -222,6 +228,7 @@ impl SimStorage {
             fs: Arc::new(Mutex::new(Fs {
                 rng: StdRng::seed_from_u64(seed),
                 faults: Faults::default(),
+                lying_syncs: false,
                 counts: FaultCounts::default(),
                 next_inode: 0,
                 inodes: HashMap::new(),
@@ -234,6 +241,12 @@ impl SimStorage {
 
     fn fs(&self) -> std::sync::MutexGuard<'_, Fs> {
         self.fs.lock().expect("simulated storage lock")
+    }
+
+    /// From now on every datasync answers at once and syncs nothing, as a
+    /// node that answered before its fdatasync would.
+    pub fn lie_about_syncs(&self) {
+        self.fs().lying_syncs = true;
     }
 
     pub fn arm(&self, faults: Faults) {

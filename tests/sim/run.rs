@@ -1,0 +1,457 @@
+//! One simulated run from one seed: a workload of pushes (with fresh and
+//! retried transactionIds), pops under leases that expire, and acks, with
+//! group commits, checkpoints, crashes and storage faults where the seed
+//! puts them; after every recovery, the invariants are checked against a
+//! model of what was answered.
+
+use super::node::{nowhere, SimNode, Stopped};
+use super::storage::{Crash, FaultCounts, Faults, SimStorage};
+use queen::message::Message;
+use queen::planner::apply::apply;
+use queen::planner::command::{AckItem, AckStatus, Answer, Command, PopRequest, PushItem, PushStatus, Subscription};
+use queen::planner::effect::Entry;
+use queen::qlog::message_record::MessageRecord;
+use queen::store::Store;
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::Path;
+
+const QUEUES: &[&str] = &["a", "b", "c"];
+const PARTITIONS: &[&str] = &["p0", "p1"];
+const GROUP: &str = "g";
+const LEASE_US: i64 = 2_000_000;
+
+/// How a run is shaped.
+#[derive(Debug, Clone, Copy)]
+pub struct Plan {
+    pub steps: usize,
+    /// Per step, in parts per thousand.
+    pub crash_ppt: u32,
+    pub checkpoint_ppt: u32,
+    /// How often a stretch of steps runs with faults armed.
+    pub faults_ppt: u32,
+    pub segment_bytes: u64,
+    /// The broken variant: every fdatasync is skipped, so writes are
+    /// answered before they are durable. The checks must catch it.
+    pub answer_before_sync: bool,
+}
+
+impl Default for Plan {
+    fn default() -> Self {
+        Plan {
+            steps: 120,
+            crash_ppt: 40,
+            checkpoint_ppt: 100,
+            faults_ppt: 30,
+            segment_bytes: 4096,
+            answer_before_sync: false,
+        }
+    }
+}
+
+/// What a run did.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Outcome {
+    pub commits: u64,
+    pub acked_pushes: u64,
+    pub recoveries: u64,
+    pub stops: u64,
+    pub faults: FaultCounts,
+}
+
+/// What the clients were told, and what must therefore hold.
+#[derive(Default)]
+struct Model {
+    /// (queue, partition, transactionId) → (offset, value) of every push answered.
+    acked: BTreeMap<(String, String, String), (u64, Vec<u8>)>,
+    /// (queue id, partition id, offset) → transactionId, of every push answered.
+    by_offset: BTreeMap<(u64, u64, u64), String>,
+    /// (queue id, partition id) → (lease id, expiry, messages) of leases answered and not released.
+    leases: BTreeMap<(u64, u64), (String, i64, Vec<u64>)>,
+}
+
+pub struct Run {
+    seed: u64,
+    rng: StdRng,
+    plan: Plan,
+    storage: SimStorage,
+    checkpoint_dir: tempfile::TempDir,
+    /// None only while it reboots: its checkpoint must be closed first.
+    node: Option<SimNode>,
+    now_us: i64,
+    next_txn: u64,
+    model: Model,
+    /// Every entry planned, by index: the reference run applies those the
+    /// logs kept.
+    history: BTreeMap<u64, Entry>,
+    /// Entries of batches that stopped the node: never answered, and kept
+    /// or cut by the next recovery.
+    unanswered: BTreeSet<u64>,
+    outcome: Outcome,
+}
+
+impl Run {
+    pub fn new(seed: u64, plan: Plan) -> Self {
+        let storage = SimStorage::new(seed, &[Path::new("/sim")]);
+        if plan.answer_before_sync {
+            storage.lie_about_syncs();
+        }
+        let checkpoint_dir = tempfile::tempdir().expect("a checkpoint directory");
+        let node = SimNode::boot(&storage, checkpoint_dir.path(), plan.segment_bytes)
+            .unwrap_or_else(|e| panic!("seed {seed}: a new node refused to boot: {e}"));
+        Run {
+            seed,
+            rng: StdRng::seed_from_u64(seed ^ 0x5eed),
+            plan,
+            storage,
+            checkpoint_dir,
+            node: Some(node),
+            now_us: 1_700_000_000_000_000,
+            next_txn: 0,
+            model: Model::default(),
+            history: BTreeMap::new(),
+            unanswered: BTreeSet::new(),
+            outcome: Outcome::default(),
+        }
+    }
+
+    pub fn go(mut self) -> Outcome {
+        let mut faulty_steps = 0;
+        for _ in 0..self.plan.steps {
+            self.now_us += self.rng.gen_range(1_000..800_000);
+            if faulty_steps == 0 && self.rng.gen_range(0..1000) < self.plan.faults_ppt {
+                faulty_steps = self.rng.gen_range(1..6);
+                self.storage.arm(Faults { write_fails_ppm: 60_000, sync_fails_ppm: 60_000, read_flips_ppm: 0 });
+            }
+            if faulty_steps > 0 {
+                faulty_steps -= 1;
+                if faulty_steps == 0 {
+                    self.storage.arm(Faults::default());
+                }
+            }
+            let commands = self.commands();
+            let now_us = self.now_us;
+            let (entries, answered) = self.node_mut().commit(commands.clone(), now_us);
+            if answered.is_err() {
+                self.unanswered.extend(entries.iter().map(|e| e.id.index));
+            }
+            for e in entries {
+                self.history.insert(e.id.index, e);
+            }
+            match answered {
+                Ok(answers) => {
+                    self.outcome.commits += 1;
+                    for (c, a) in commands.iter().zip(answers) {
+                        self.answered(c, a);
+                    }
+                }
+                Err(Stopped(e)) => {
+                    if faulty_steps == 0 || !matches!(e.raw_os_error(), Some(libc::EIO | libc::ENOSPC)) {
+                        self.violation(&format!("a group commit failed with no fault injected: {e}"));
+                    }
+                    // A failed write or fdatasync stops the node: a kill, or
+                    // the machine going down with it.
+                    self.outcome.stops += 1;
+                    let crash = *[Crash::Kill, Crash::PowerCut, Crash::TornPowerCut].choose(&mut self.rng).unwrap();
+                    self.crash_and_recover(crash);
+                    faulty_steps = 0;
+                    continue;
+                }
+            }
+            if self.rng.gen_range(0..1000) < self.plan.checkpoint_ppt {
+                trace(|| format!("checkpoint at {}", self.node().store.applied));
+                self.node_mut().checkpoint();
+            }
+            if self.rng.gen_range(0..1000) < self.plan.crash_ppt {
+                let crash = *[Crash::Kill, Crash::PowerCut, Crash::TornPowerCut].choose(&mut self.rng).unwrap();
+                self.crash_and_recover(crash);
+                faulty_steps = 0;
+            }
+        }
+        self.crash_and_recover(Crash::PowerCut);
+        self.outcome.acked_pushes = self.model.acked.len() as u64;
+        self.outcome.faults = self.storage.counts();
+        self.outcome
+    }
+
+    fn node(&self) -> &SimNode {
+        self.node.as_ref().expect("a node runs")
+    }
+
+    fn node_mut(&mut self) -> &mut SimNode {
+        self.node.as_mut().expect("a node runs")
+    }
+
+    fn violation(&self, what: &str) -> ! {
+        panic!("seed {}: invariant violated: {what}", self.seed)
+    }
+
+    fn commands(&mut self) -> Vec<Command> {
+        let n = self.rng.gen_range(1..=6);
+        (0..n).map(|_| self.command()).collect()
+    }
+
+    fn command(&mut self) -> Command {
+        let roll = self.rng.gen_range(0..100);
+        if roll < 55 {
+            let items = (0..self.rng.gen_range(1..=3)).map(|_| self.push_item()).collect();
+            Command::Push(items)
+        } else if roll < 80 {
+            Command::Pop(PopRequest {
+                queue: Some(QUEUES.choose(&mut self.rng).unwrap().to_string()),
+                partition: None,
+                namespace: None,
+                task: None,
+                group: GROUP.into(),
+                batch: self.rng.gen_range(1..=4),
+                partitions: 1,
+                auto_ack: false,
+                subscription: Subscription::All,
+                conflation: false,
+                lease_us: Some(LEASE_US),
+            })
+        } else {
+            let held: Vec<_> = self.model.leases.iter().map(|(k, v)| (*k, v.clone())).collect();
+            let Some(((q, p), (lease, _, offsets))) = held.choose(&mut self.rng).cloned() else {
+                return Command::Push(vec![self.push_item()]);
+            };
+            let items = offsets
+                .iter()
+                .filter_map(|o| self.model.by_offset.get(&(q, p, *o)))
+                .map(|txn| AckItem {
+                    queue_id: q,
+                    partition_id: p,
+                    transaction_id: txn.clone(),
+                    group: GROUP.into(),
+                    lease_id: Some(lease.clone()),
+                    status: if self.rng.gen_bool(0.8) { AckStatus::Completed } else { AckStatus::Failed },
+                    error: None,
+                })
+                .collect();
+            Command::Ack(items)
+        }
+    }
+
+    fn push_item(&mut self) -> PushItem {
+        let queue = QUEUES.choose(&mut self.rng).unwrap().to_string();
+        let partition = PARTITIONS.choose(&mut self.rng).unwrap().to_string();
+        let retry = self.rng.gen_bool(0.15).then(|| self.model.acked.keys().cloned().collect::<Vec<_>>());
+        let (queue, partition, txn) = match retry.and_then(|keys| keys.choose(&mut self.rng).cloned()) {
+            // A retry of an answered push: same place, same id, same value.
+            Some(key) => key,
+            None => {
+                self.next_txn += 1;
+                (queue, partition, format!("t{}-{}", self.seed, self.next_txn))
+            }
+        };
+        let value = format!("{queue}/{partition}/{txn}").into_bytes();
+        // Past 512 bytes payloads are compressed: some values are.
+        let pad = if self.rng.gen_bool(0.2) { 600 } else { 0 };
+        let mut value = value;
+        value.resize(value.len() + pad, b'.');
+        PushItem::new(queue, partition, &Message::new(txn, value), 1)
+    }
+
+    /// Checks one answer against the model, and records what it promises.
+    fn answered(&mut self, command: &Command, answer: Answer) {
+        trace(|| format!("at {}: {command:?}\n  => {answer:?}", self.now_us));
+        match (command, answer) {
+            (Command::Push(items), Answer::Pushed(outcomes)) => {
+                assert_eq!(items.len(), outcomes.len(), "one outcome per pushed item");
+                for (item, out) in items.iter().zip(outcomes) {
+                    let key = (item.queue.clone(), item.partition.clone(), item.transaction_id.clone());
+                    let value = item.payload.to_raw().map(|raw| Message::decode(&raw).unwrap().value_bytes().to_vec());
+                    match (self.model.acked.get(&key), out.status) {
+                        (Some((offset, _)), PushStatus::Duplicate) if *offset == out.offset => {}
+                        (Some((offset, _)), status) => self.violation(&format!(
+                            "a retry of {key:?}, answered at offset {offset}, was answered {status:?} at offset {}",
+                            out.offset
+                        )),
+                        (None, _) => {
+                            // A first answer, or the duplicate of a push whose
+                            // batch stopped the node but reached the logs.
+                            self.model.acked.insert(key, (out.offset, value.unwrap()));
+                            self.model
+                                .by_offset
+                                .insert((out.queue_id, out.partition_id, out.offset), item.transaction_id.clone());
+                        }
+                    }
+                }
+            }
+            (Command::Pop(_), Answer::Popped(claims)) => {
+                for c in claims {
+                    if c.lease_id.is_empty() {
+                        continue;
+                    }
+                    let key = (c.queue_id, c.partition_id);
+                    if let Some((lease, expires, _)) = self.model.leases.get(&key) {
+                        if *expires > self.now_us {
+                            self.violation(&format!(
+                                "partition {key:?} was leased to {} while lease {lease} held it until {expires} (now {})",
+                                c.lease_id, self.now_us
+                            ));
+                        }
+                    }
+                    let offsets = c.messages.iter().map(|(o, _)| *o).collect();
+                    self.model.leases.insert(key, (c.lease_id, c.lease_expires_us, offsets));
+                }
+            }
+            (Command::Ack(items), Answer::Acked(outcomes)) => {
+                for (item, out) in items.iter().zip(outcomes) {
+                    if out.lease_released {
+                        let key = (item.queue_id, item.partition_id);
+                        if self.model.leases.get(&key).is_some_and(|(l, _, _)| Some(l) == item.lease_id.as_ref()) {
+                            self.model.leases.remove(&key);
+                        }
+                    }
+                }
+            }
+            (c, a) => self.violation(&format!("{c:?} was answered {a:?}")),
+        }
+    }
+
+    fn crash_and_recover(&mut self, crash: Crash) {
+        trace(|| format!("at {}: {crash:?}", self.now_us));
+        self.storage.crash(crash);
+        self.outcome.recoveries += 1;
+        if let Some(node) = self.node.take() {
+            node.die();
+        }
+        self.node = match SimNode::boot(&self.storage, self.checkpoint_dir.path(), self.plan.segment_bytes) {
+            Ok(node) => Some(node),
+            Err(e) => self.violation(&format!("the node refused to boot after a {crash:?}: {e}")),
+        };
+        let last = self.node().store.applied.index;
+        trace(|| format!("recovered at {last}"));
+        // Entries past what the logs kept were never answered; the planner
+        // numbers the next ones from there again.
+        self.history.retain(|index, _| *index <= last);
+        self.reconcile_leases(last);
+        self.check_acked_pushes();
+        self.check_partitions();
+        self.check_against_reference();
+    }
+
+    /// Every lease answered and not released holds its partition still,
+    /// unless an entry that was never answered but survived the crash
+    /// released it (an ack, or a failure, in a batch that stopped the node).
+    fn reconcile_leases(&mut self, last: u64) {
+        let survived = self.unanswered.iter().any(|i| *i <= last);
+        self.unanswered.clear();
+        let store = &self.node().store;
+        let mut lost = Vec::new();
+        for ((q, p), (lease, expires, _)) in &self.model.leases {
+            let held = store.cursors.iter().any(|((cq, cp, g), c)| {
+                (*cq, *cp) == (*q, *p) && g == GROUP && c.lease.as_ref().is_some_and(|l| l.id == *lease)
+            });
+            if !held {
+                if !survived && *expires > self.now_us {
+                    self.violation(&format!("lease {lease} on partition {q}/{p}, answered, was lost by a crash"));
+                }
+                lost.push((*q, *p));
+            }
+        }
+        for key in lost {
+            self.model.leases.remove(&key);
+        }
+    }
+
+    /// Every answered push is at its offset, with its value.
+    fn check_acked_pushes(&self) {
+        let store = &self.node().store;
+        for ((queue, partition, txn), (offset, value)) in &self.model.acked {
+            let q = store.queue_id(queue).unwrap_or_else(|| self.violation(&format!("queue {queue} is gone")));
+            let p = store
+                .partition_id(q, partition)
+                .unwrap_or_else(|| self.violation(&format!("partition {queue}/{partition} is gone")));
+            match self.read(q, p, *offset) {
+                Ok((t, v)) if t == *txn && v == *value => {}
+                found => self.violation(&format!(
+                    "the push {txn} answered at {queue}/{partition}@{offset} reads back as {found:?}"
+                )),
+            }
+        }
+    }
+
+    /// Offsets without gaps from 0 to the high watermark, no transactionId twice.
+    fn check_partitions(&self) {
+        let store = &self.node().store;
+        for ((q, p), row) in store.partitions.iter() {
+            let mut seen = HashMap::new();
+            for offset in 0..row.next_offset {
+                let (txn, _) = self.read(*q, *p, offset).unwrap_or_else(|why| {
+                    self.violation(&format!("partition {q}/{p} has a gap at offset {offset}: {why}"))
+                });
+                if let Some(first) = seen.insert(txn.clone(), offset) {
+                    self.violation(&format!(
+                        "transactionId {txn} is stored twice in {q}/{p}: offsets {first} and {offset}"
+                    ));
+                }
+            }
+        }
+    }
+
+    /// The recovered store equals a store that applied the same entries with no crash.
+    fn check_against_reference(&self) {
+        let mut reference = Store::default();
+        for e in self.history.values() {
+            apply(&mut reference, e, &nowhere(e));
+        }
+        let (got, want) = (digest(&self.node().store), digest(&reference));
+        if got != want {
+            let at = got.iter().zip(&want).position(|(a, b)| a != b).unwrap_or(got.len().min(want.len()));
+            self.violation(&format!(
+                "the recovered store differs from the reference at applied {}: {:?} vs {:?}",
+                self.node().store.applied,
+                got.get(at),
+                want.get(at)
+            ));
+        }
+    }
+
+    /// The transactionId and value stored at an offset, read through the
+    /// locator and the qlog as a reader does; or why it cannot be read.
+    fn read(&self, q: u64, p: u64, offset: u64) -> Result<(String, Vec<u8>), String> {
+        let store = &self.node().store;
+        let next = store.partition(q, p).map(|r| r.next_offset);
+        let span = *store
+            .locator
+            .from_offset(q, p, offset)
+            .first()
+            .ok_or_else(|| format!("no span from offset {offset} (high watermark {next:?})"))?;
+        if span.first_offset > offset || span.end() <= offset {
+            return Err(format!("the span from {offset} is {span:?} (high watermark {next:?})"));
+        }
+        let body = self.node().files.read_body(span.at).map_err(|e| format!("{span:?}: {e}"))?;
+        let record = MessageRecord::decode(&body).map_err(|e| e.to_string())?;
+        let payload = record.payloads.get((offset - span.first_offset) as usize).ok_or("no such payload")?;
+        let message = Message::decode(&payload.to_raw().map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
+        Ok((message.transaction_id.clone(), message.value_bytes().to_vec()))
+    }
+}
+
+/// With `QUEEN_SIM_TRACE` set, every answer, checkpoint and crash goes to
+/// stderr: what to read when a seed fails.
+fn trace(line: impl FnOnce() -> String) {
+    if std::env::var_os("QUEEN_SIM_TRACE").is_some() {
+        eprintln!("{}", line());
+    }
+}
+
+/// The store's rows as text, keyspace by keyspace, for comparing two stores.
+fn digest(store: &Store) -> Vec<String> {
+    let mut out = vec![format!(
+        "applied {} next queue {} next partition {} next kv {}",
+        store.applied, store.next_queue_id, store.next_partition_id, store.next_kv_version
+    )];
+    out.extend(store.queues.iter().map(|(k, v)| format!("queue {k:?} {v:?}")));
+    out.extend(store.partitions.iter().map(|(k, v)| format!("partition {k:?} {v:?}")));
+    out.extend(store.cursors.iter().map(|(k, v)| format!("cursor {k:?} {v:?}")));
+    out.extend(store.groups.iter().map(|(k, v)| format!("group {k:?} {v:?}")));
+    out.extend(store.dlq.iter().map(|(k, v)| format!("dlq {k:?} {v:?}")));
+    out.extend(store.kv.iter().map(|(k, v)| format!("kv {k:?} {v:?}")));
+    out.extend(store.commit_metadata.iter().map(|(k, v)| format!("commit metadata {k:?} {v:?}")));
+    out
+}
