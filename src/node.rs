@@ -137,7 +137,7 @@ impl Node {
         let writer = QlogWriter::new(
             qlog_root.clone(),
             layout.clone(),
-            recovered.logs,
+            (recovered.logs, recovered.index),
             (settings.segment_bytes, Duration::from_secs(settings.seal_age_s)),
             retired.clone(),
         );
@@ -161,6 +161,7 @@ impl Node {
             ledger: ledger.clone(),
             state: state.clone(),
             checkpointer: Checkpointer::start(checkpoint, checkpointed.clone()),
+            checkpointed: checkpointed.clone(),
             durable_every: Duration::from_millis(settings.durable_every_ms),
             durable_every_bytes: settings.durable_every_bytes,
             metrics: metrics.clone(),

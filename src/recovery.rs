@@ -9,6 +9,7 @@ use crate::planner::apply::apply;
 use crate::planner::effect::{Effect, Entry, EntryBody};
 use crate::planner::txn::{judge, Copies, Verdict};
 use crate::qlog::boot_scan::{scan_logs, BootScanError, LogScan};
+use crate::qlog::entry_index::{EntryIndex, EntryLocations};
 use crate::qlog::entry_record::{EntryRecord, Stub};
 use crate::qlog::files::{FileTable, Location};
 use crate::qlog::layout::Layout;
@@ -19,7 +20,7 @@ use crate::qlog::segment::index_path;
 use crate::qlog::sync_ledger::SyncLedger;
 use crate::store::locator::Span;
 use crate::store::Store;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, thiserror::Error)]
@@ -44,6 +45,8 @@ pub enum RecoveryError {
 
 pub struct Recovered {
     pub logs: Vec<QueueLog>,
+    /// Where the records of every entry after the checkpoint sit.
+    pub index: EntryIndex,
     /// The last entry in the logs after recovery: the planner continues after it.
     pub last: LogId,
     pub replayed: u64,
@@ -71,8 +74,10 @@ pub fn recover(
         refuse_damage_before_durable(scan, durable)?;
     }
 
-    // Merge every log's records after the checkpoint by index.
+    // Merge every log's records after the checkpoint by index, and note
+    // where each sits.
     let mut copies: BTreeMap<u64, Copies> = BTreeMap::new();
+    let mut found: BTreeMap<u64, Found> = BTreeMap::new();
     let mut last_seen = LogId::default();
     for scan in &scans {
         for seg in &scan.segments {
@@ -82,14 +87,23 @@ pub fn recover(
                     continue;
                 }
                 let c = copies.entry(row.id.index).or_default();
+                let at = found.entry(row.id.index).or_default();
                 let loc = Location { log: scan.id, segment: seg.no, pos: row.pos, frame_len: row.frame_len };
                 match row.kind {
-                    RecordKind::Message => c.messages.push((scan.id, row.span.expect("message rows carry a span"))),
-                    RecordKind::Entry => c.entries.push((scan.id, read(files, loc, &seg.path)?)),
+                    RecordKind::Message => {
+                        let span = row.span.expect("message rows carry a span");
+                        c.messages.push((scan.id, span));
+                        at.messages.insert((row.id, span.queue, span.partition, span.first_offset), loc);
+                    }
+                    RecordKind::Entry => {
+                        c.entries.push((scan.id, read(files, loc, &seg.path)?));
+                        at.entry = Some(loc);
+                    }
                     RecordKind::Stub => {
                         let body = read(files, loc, &seg.path)?;
                         let stub = Stub::decode(&body).map_err(|e| undecodable(&seg.path, row.pos, e))?;
                         c.stubs.push((scan.id, stub));
+                        at.stubs.push(loc);
                     }
                 }
             }
@@ -134,9 +148,13 @@ pub fn recover(
     }
 
     // Replay.
-    for index in durable + 1..=keep {
-        let (entry, locations) = rebuild(&copies[&index], &scans, files, layout, root)?;
-        apply(store, &entry, &locations);
+    let mut index = EntryIndex::after(durable);
+    for i in durable + 1..=keep {
+        let at = &found[&i];
+        let (entry, messages) = rebuild(&copies[&i], at, files, root)?;
+        apply(store, &entry, &messages);
+        let entry_at = at.entry.expect("judge found the entry record");
+        index.append(EntryLocations { id: entry.id, entry: entry_at, stubs: at.stubs.clone(), messages });
     }
     let last = store.applied;
 
@@ -149,7 +167,7 @@ pub fn recover(
     let logs =
         scans.into_iter().map(|scan| cut_and_resume(scan, keep, files, ledger)).collect::<Result<Vec<_>, _>>()?;
     files.storage().sync_dir(root).map_err(io(root))?;
-    Ok(Recovered { logs, last, replayed: keep - durable, cut })
+    Ok(Recovered { logs, index, last, replayed: keep - durable, cut })
 }
 
 fn undecodable(path: &Path, pos: u64, e: impl std::fmt::Display) -> RecoveryError {
@@ -173,14 +191,19 @@ fn refuse_damage_before_durable(scan: &LogScan, durable: u64) -> Result<(), Reco
     }
 }
 
+/// Where one entry's records were found.
+#[derive(Default)]
+struct Found {
+    entry: Option<Location>,
+    stubs: Vec<Location>,
+    /// By (entry id, queue, partition, first offset): a lookup, not a walk
+    /// of every row, so a replay costs the same per entry however long the
+    /// logs it reads.
+    messages: HashMap<(LogId, u64, u64, u64), Location>,
+}
+
 /// Reads an entry and its message records back into the form apply takes.
-fn rebuild(
-    c: &Copies,
-    scans: &[LogScan],
-    files: &FileTable,
-    layout: &Layout,
-    root: &Path,
-) -> Result<(Entry, Vec<Location>), RecoveryError> {
+fn rebuild(c: &Copies, at: &Found, files: &FileTable, root: &Path) -> Result<(Entry, Vec<Location>), RecoveryError> {
     let (home, body) = &c.entries[0];
     let home_path = log_dir(root, *home);
     let record = EntryRecord::decode(body).map_err(|e| undecodable(&home_path, 0, e))?;
@@ -191,22 +214,10 @@ fn rebuild(
         let Effect::Append { queue, partition, first_offset, .. } = effect else {
             continue;
         };
-        let log = layout.log_of(*queue);
-        let scan = scans.iter().find(|s| s.id == log).expect("judge found the message record's log");
-        let (seg, row) = scan
-            .segments
-            .iter()
-            .flat_map(|seg| seg.rows.iter().map(move |r| (seg, r)))
-            .find(|(_, r)| {
-                r.id == record.id
-                    && r.span.is_some_and(|s| {
-                        s.queue == *queue && s.partition == *partition && s.first_offset == *first_offset
-                    })
-            })
-            .expect("judge found the message record");
-        let loc = Location { log, segment: seg.no, pos: row.pos, frame_len: row.frame_len };
-        let body = read(files, loc, &seg.path)?;
-        messages.push(MessageRecord::decode(&body).map_err(|e| undecodable(&seg.path, row.pos, e))?);
+        let loc = at.messages[&(record.id, *queue, *partition, *first_offset)];
+        let path = files.path(loc.log, loc.segment);
+        let body = read(files, loc, &path)?;
+        messages.push(MessageRecord::decode(&body).map_err(|e| undecodable(&path, loc.pos, e))?);
         locations.push(loc);
     }
     Ok((Entry { id: record.id, body: entry_body, messages }, locations))

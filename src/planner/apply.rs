@@ -16,6 +16,21 @@ pub fn apply(store: &mut Store, entry: &Entry, locations: &[Location]) -> bool {
     if entry.id.index <= store.applied.index {
         return false;
     }
+    assert_eq!(
+        entry.id.index,
+        store.applied.index + 1,
+        "invariant broken: entry {} applied after entry {}: apply runs in index order with no gap",
+        entry.id,
+        store.applied
+    );
+    assert_eq!(
+        locations.len(),
+        entry.messages.len(),
+        "invariant broken: entry {} applied with {} locations for its {} message records",
+        entry.id,
+        locations.len(),
+        entry.messages.len()
+    );
     let ts = entry.body.timestamp_us;
     for effect in &entry.body.effects {
         match effect {

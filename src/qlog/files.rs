@@ -51,6 +51,18 @@ impl LogFile {
         self.file.write_all_at(bytes, at)
     }
 
+    /// Cuts the file to `len` bytes, durably. Only a file with nothing
+    /// waiting for its fdatasync is cut: a write in flight would land past
+    /// the cut, or be cut after it was answered.
+    pub fn truncate_durable(&self, len: u64) -> std::io::Result<()> {
+        assert_eq!(
+            self.unsynced.load(Ordering::Acquire),
+            0,
+            "invariant broken: a qlog file was cut while bytes written to it wait for their fdatasync"
+        );
+        self.file.truncate_durable(len)
+    }
+
     /// fdatasync: the file's bytes and the size that reaches them, without
     /// the timestamps a full fsync would also write.
     pub fn datasync(&self) -> std::io::Result<()> {

@@ -2,6 +2,7 @@
 //! message store (see `docs/storage.md` for the format byte by byte).
 
 pub mod boot_scan;
+pub mod entry_index;
 pub mod entry_record;
 pub mod files;
 pub mod index_file;

@@ -3,11 +3,11 @@
 //! file-system steps staged for the next group commit. The steps themselves
 //! run later, on the thread that syncs (`pending_sync.rs`).
 
-use super::files::Location;
+use super::files::{FileTable, Location};
 use super::index_file;
 use super::pending_sync::{LogWrite, Prepare};
 use super::record::{frame_with, RecordKind, FRAME_HEADER};
-use super::segment::IndexRow;
+use super::segment::{index_path, scan, segment_path, IndexRow};
 use crate::log_id::LogId;
 use crate::qlog::message_record::MessageSpan;
 use std::path::{Path, PathBuf};
@@ -103,6 +103,43 @@ impl QueueLog {
             RecordKind::from_byte(self.staged[start + FRAME_HEADER]).expect("the writer stages known record kinds");
         self.active_rows.push(IndexRow { pos, frame_len, kind, id, span, timestamp_us });
         Location { log: self.id, segment: self.active_no, pos, frame_len }
+    }
+
+    /// Cuts the log at byte `pos` of file `segment`, durably: later files
+    /// go, and that file becomes the active one again (its `.qidx` goes,
+    /// its rows are read back from what is left). Nothing may be staged,
+    /// and every write handed off must have been synced.
+    pub fn cut(&mut self, files: &FileTable, segment: u32, pos: u64) -> std::io::Result<()> {
+        assert!(
+            self.staged.is_empty() && self.prepare.is_empty(),
+            "invariant broken: qlog {} was cut with records staged",
+            self.id
+        );
+        let storage = files.storage();
+        for no in segment + 1..=self.active_no {
+            files.remove(self.id, no);
+            let _ = storage.remove_file(&index_path(&self.dir, no));
+            storage.remove_file(&segment_path(&self.dir, no))?;
+        }
+        let file = files
+            .get(self.id, segment)?
+            .ok_or_else(|| std::io::Error::other(format!("segment {segment} of qlog {} is not there", self.id)))?;
+        file.truncate_durable(pos)?;
+        if segment < self.active_no {
+            let _ = storage.remove_file(&index_path(&self.dir, segment));
+            let bytes = storage.read(&segment_path(&self.dir, segment))?;
+            let rows = scan(&bytes).map_err(|e| std::io::Error::other(e.to_string()))?.rows;
+            self.active_rows = rows;
+            self.active_no = segment;
+            storage.sync_dir(&self.dir)?;
+        } else {
+            self.active_rows.retain(|r| r.pos < pos);
+        }
+        self.end = pos;
+        if pos == 0 {
+            self.first_record_at = None;
+        }
+        Ok(())
     }
 
     /// Hands what is staged to a write of its own; the log's end moves past it.

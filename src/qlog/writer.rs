@@ -3,8 +3,9 @@
 //! in RAM as it is planned; `take_pending` then hands the whole batch's bytes
 //! to a `PendingSync`, which writes and fdatasyncs each touched log once.
 
+use super::entry_index::{EntryIndex, EntryLocations};
 use super::entry_record::{EntryRecord, Stub};
-use super::files::Location;
+use super::files::{FileTable, Location};
 use super::layout::{Layout, SYSTEM_LOG};
 use super::message_record::MessageRecord;
 use super::pending_sync::PendingSync;
@@ -36,18 +37,33 @@ pub struct QlogWriter {
     seal_age: Duration,
     /// Where retired logs are handed to reclaim.
     retired: Arc<RetiredLogs>,
+    /// Where every entry above the purge watermark sits.
+    index: EntryIndex,
 }
 
 impl QlogWriter {
+    /// A writer that continues `logs`, whose entries after the purge
+    /// watermark `index` holds (both as recovery left them).
     pub fn new(
         root: PathBuf,
         layout: Layout,
-        logs: Vec<QueueLog>,
+        (logs, index): (Vec<QueueLog>, EntryIndex),
         (segment_bytes, seal_age): (u64, Duration),
         retired: Arc<RetiredLogs>,
     ) -> Self {
         let logs = logs.into_iter().map(|l| (l.id, l)).collect();
-        Self { root, layout, logs, staged: BTreeSet::new(), segment_bytes, seal_age, retired }
+        Self { root, layout, logs, staged: BTreeSet::new(), segment_bytes, seal_age, retired, index }
+    }
+
+    /// Where the records of the entries above the purge watermark sit.
+    pub fn index(&self) -> &EntryIndex {
+        &self.index
+    }
+
+    /// Forgets where the entries at or below `index` sit: the checkpoint
+    /// holds their effects, and nothing reads them as entries again.
+    pub fn purge_through(&mut self, index: u64) {
+        self.index.purge_through(index);
     }
 
     pub fn layout(&self) -> &Layout {
@@ -71,6 +87,7 @@ impl QlogWriter {
         // Only stubs carry the digest, and an entry of one log has none.
         let digest = if touched.len() > 1 { EntryRecord::digest(&body) } else { [0; 16] };
         let mut locs = vec![None; entry.messages.len()];
+        let (mut entry_at, mut stubs) = (None, Vec::with_capacity(touched.len() - 1));
         let homes: Vec<u64> = entry.messages.iter().map(|m| self.layout.log_of(m.span.queue)).collect();
         for (ordinal, log_id) in touched.iter().enumerate() {
             let log = self.open_log(*log_id);
@@ -80,7 +97,7 @@ impl QlogWriter {
                 }
             }
             if ordinal == 0 {
-                log.stage(|out| out.extend_from_slice(&body), entry.id, None, 0);
+                entry_at = Some(log.stage(|out| out.extend_from_slice(&body), entry.id, None, 0));
             } else {
                 let stub = Stub {
                     id: entry.id,
@@ -89,10 +106,42 @@ impl QlogWriter {
                     ordinal: ordinal as u32,
                     digest,
                 };
-                log.stage(|out| out.extend_from_slice(&stub.encode()), entry.id, None, 0);
+                stubs.push(log.stage(|out| out.extend_from_slice(&stub.encode()), entry.id, None, 0));
             }
         }
-        locs.into_iter().map(|l| l.expect("every message's queue is touched")).collect()
+        let messages: Vec<Location> = locs.into_iter().map(|l| l.expect("every message's queue is touched")).collect();
+        let entry_at = entry_at.expect("an entry touches at least one log");
+        self.index.append(EntryLocations { id: entry.id, entry: entry_at, stubs, messages: messages.clone() });
+        messages
+    }
+
+    /// Cuts every log after entry `index`, at runtime: the records of every
+    /// later entry go, and the logs continue from there. For a raft log
+    /// whose tail a new leader overwrites, so only entries that were never
+    /// applied may be cut, and every write handed off must have been synced
+    /// (nothing is staged, and no group commit is in flight). Answers how
+    /// many entries were cut.
+    pub fn truncate_after(&mut self, index: u64, files: &FileTable) -> std::io::Result<usize> {
+        assert!(
+            self.staged.is_empty(),
+            "invariant broken: the log was truncated after {index} with a group commit staged"
+        );
+        assert!(
+            index >= self.index.purged(),
+            "invariant broken: the log was truncated after {index}, below its purge watermark {}",
+            self.index.purged()
+        );
+        let cut = self.index.truncate_after(index);
+        // Per log, the first record of a cut entry: everything from it goes.
+        let mut from: BTreeMap<u64, (u32, u64)> = BTreeMap::new();
+        for at in cut.iter().flat_map(|e| e.all()) {
+            let first = from.entry(at.log).or_insert((at.segment, at.pos));
+            *first = (*first).min((at.segment, at.pos));
+        }
+        for (log, (segment, pos)) in from {
+            self.logs.get_mut(&log).expect("a log the index names is open").cut(files, segment, pos)?;
+        }
+        Ok(cut.len())
     }
 
     /// Everything staged since the last call, as one group commit.

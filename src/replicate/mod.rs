@@ -3,6 +3,7 @@
 //! stands behind it; `local` group-commits on a single node.
 
 pub mod local;
+pub mod log_store;
 
 use crate::planner::command::{Answer, Command};
 use std::future::Future;

@@ -4,19 +4,25 @@
 //! and a boot is the real boot path (layout, checkpoint, recovery).
 
 use super::storage::SimStorage;
+use queen::log_id::LogId;
+use queen::message::Message;
 use queen::planner::apply::apply;
 use queen::planner::command::{Answer, Command};
 use queen::planner::effect::Entry;
 use queen::planner::Planner;
 use queen::qlog::files::{FileTable, Location};
 use queen::qlog::layout::Layout;
+use queen::qlog::message_record::MessageRecord;
+use queen::qlog::reclaim::{Freed, Pass, Policy};
 use queen::qlog::retired::RetiredLogs;
 use queen::qlog::writer::{EntryWrite, QlogWriter};
 use queen::recovery::recover;
+use queen::replicate::log_store::{self, LogReadError};
 use queen::store::checkpoint::CheckpointFile;
 use queen::store::Store;
+use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 /// Where the simulated node keeps its qlog.
@@ -29,6 +35,8 @@ pub struct SimNode {
     writer: QlogWriter,
     pub files: Arc<FileTable>,
     batch: u64,
+    /// The applied index of the last checkpoint committed.
+    checkpointed: u64,
 }
 
 /// A group commit whose write or fdatasync failed: the node stops, and
@@ -48,14 +56,16 @@ impl SimNode {
         let mut store = Store::from_rows(rows, checkpoint.path()).map_err(|e| e.to_string())?;
         let files = Arc::new(FileTable::new(root.clone(), 64, Arc::new(storage.clone())));
         let recovered = recover(&mut store, &root, &layout, &files, None).map_err(|e| e.to_string())?;
+        let checkpointed = recovered.index.purged();
         let writer = QlogWriter::new(
             root,
             layout,
-            recovered.logs,
+            (recovered.logs, recovered.index),
             (segment_bytes, Duration::from_secs(24 * 3600)),
             Arc::new(RetiredLogs::default()),
         );
-        Ok(SimNode { checkpoint, store, planner: Planner::new(1, recovered.last), writer, files, batch: 0 })
+        let planner = Planner::new(1, recovered.last);
+        Ok(SimNode { checkpoint, store, planner, writer, files, batch: 0, checkpointed })
     }
 
     /// Plans `commands` as one group commit at `now_us`, makes it durable
@@ -83,13 +93,71 @@ impl SimNode {
         (entries, Ok(planned.into_iter().map(|p| p.answer).collect()))
     }
 
+    /// Plans `commands` as one group commit and makes it durable without
+    /// applying it, as a raft leader holds entries not yet committed; the
+    /// planner's overlay keeps their decisions. Answers the entries.
+    pub fn append(&mut self, commands: Vec<Command>, now_us: i64) -> Vec<Entry> {
+        self.batch += 1;
+        self.planner.open_batch(self.batch);
+        let planned: Vec<_> = commands.into_iter().map(|c| self.planner.plan(&self.store, c, now_us)).collect();
+        let entries: Vec<Entry> = planned.into_iter().filter_map(|p| p.entry).collect();
+        for e in &entries {
+            let write = EntryWrite { id: e.id, effects: e.body.encode(), queues: e.queues(), messages: &e.messages };
+            self.writer.stage(&write);
+        }
+        self.writer.take_pending().run_in_turn(&self.files, None).expect("no fault is armed");
+        entries
+    }
+
+    /// Applies the appended entries up to `index`, read back from the log.
+    pub fn apply_through(&mut self, index: u64) {
+        let from = self.store.applied.index + 1;
+        for entry in self.entries(from..=index).expect("appended entries read back") {
+            let at = self.writer.index().get(entry.id.index).expect("an entry read back is indexed").messages.clone();
+            apply(&mut self.store, &entry, &at);
+        }
+    }
+
+    /// Cuts the log after `index` (applied entries stay), and plans anew
+    /// from there, as a node does that lost its leadership.
+    pub fn truncate_after(&mut self, index: u64) -> usize {
+        assert!(index >= self.store.applied.index, "only entries never applied are cut");
+        let cut = self.writer.truncate_after(index, &self.files).expect("the cut is made");
+        self.planner = Planner::new(1, LogId::new(1, index));
+        cut
+    }
+
+    pub fn entries(&self, range: RangeInclusive<u64>) -> Result<Vec<Entry>, LogReadError> {
+        log_store::entries(&self.writer, &self.files, range)
+    }
+
+    pub fn last_index(&self) -> u64 {
+        log_store::last_index(&self.writer)
+    }
+
+    /// Forgets where the entries through `index` sit.
+    pub fn purge_through(&mut self, index: u64) {
+        self.writer.purge_through(index);
+    }
+
+    /// The transactionId stored at an offset, read through the locator.
+    pub fn transaction_at(&self, queue: &str, partition: &str, offset: u64) -> Option<String> {
+        let q = self.store.queue_id(queue)?;
+        let p = self.store.partition_id(q, partition)?;
+        let span = *self.store.locator.from_offset(q, p, offset).first()?;
+        let record = MessageRecord::decode(&self.files.read_body(span.at).ok()?).ok()?;
+        let raw = record.payloads.get(offset.checked_sub(span.first_offset)? as usize)?.to_raw().ok()?;
+        Some(Message::decode(&raw).ok()?.transaction_id)
+    }
+
     /// The process dies: nothing more is written or synced, and the
     /// checkpoint's environment is closed so that a boot can open it again.
     pub fn die(self) {
         self.files.abandon();
     }
 
-    /// Commits a store checkpoint at the applied index.
+    /// Commits a store checkpoint at the applied index; the log then
+    /// forgets where the entries up to it sit, as the local replicator's does.
     pub fn checkpoint(&mut self) {
         let job = self.store.checkpoint_job();
         let mut rows = Vec::with_capacity(job.rows());
@@ -97,6 +165,25 @@ impl SimNode {
             c.encode_into(&mut rows);
         }
         self.checkpoint.write(&rows, &job.meta).expect("the checkpoint is on the real disk and does not fail");
+        self.checkpointed = job.applied.index;
+        self.writer.purge_through(self.checkpointed);
+    }
+
+    /// One reclaim pass over the whole qlog, as the retention scanner runs it.
+    pub fn reclaim(&mut self) -> Freed {
+        let store = RwLock::new(std::mem::take(&mut self.store));
+        let retired = RetiredLogs::default();
+        let pass = Pass {
+            root: Path::new(QLOG_ROOT),
+            files: &self.files,
+            store: &store,
+            checkpointed: self.checkpointed,
+            policy: Policy { shared_logs: false, min_dead_pct: None },
+            retired: &retired,
+        };
+        let (freed, _) = pass.run((0, 0)).expect("a reclaim pass on simulated storage");
+        self.store = store.into_inner().expect("store lock");
+        freed
     }
 }
 

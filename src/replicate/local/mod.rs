@@ -78,6 +78,9 @@ pub struct Pipeline {
     pub ledger: Option<Arc<SyncLedger>>,
     pub state: Arc<RwLock<Store>>,
     pub checkpointer: Checkpointer,
+    /// The applied index of the last committed checkpoint: the log store
+    /// forgets where the entries up to it sit.
+    pub checkpointed: Arc<AtomicU64>,
     pub durable_every: Duration,
     pub durable_every_bytes: u64,
     pub metrics: Arc<Metrics>,
@@ -116,7 +119,7 @@ impl LocalReplicator {
         let (to_applier, applier_rx) = mpsc::channel();
         // The last batch the store holds; written under the store's lock.
         let applied_batch = Arc::new(AtomicU64::new(0));
-        let open = Arc::new(OpenBatch::new(p.writer));
+        let open = Arc::new(OpenBatch::new(p.writer, p.checkpointed));
         let applier = applier::Applier {
             state: p.state.clone(),
             applied_batch: applied_batch.clone(),

@@ -7,7 +7,8 @@
 use super::{Batch, Reply};
 use crate::planner::Planned;
 use crate::qlog::writer::{EntryWrite, QlogWriter};
-use std::sync::{Condvar, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 
 /// The most commands one group commit takes: past it the sequencer waits for
 /// the syncer, so a slow disk cannot grow one batch (and the applier's hold
@@ -20,6 +21,8 @@ pub(super) struct OpenBatch {
     added: Condvar,
     /// Signalled when the syncer takes the batch.
     taken: Condvar,
+    /// The applied index of the last committed checkpoint.
+    checkpointed: Arc<AtomicU64>,
 }
 
 struct Open {
@@ -32,11 +35,12 @@ struct Open {
 }
 
 impl OpenBatch {
-    pub fn new(writer: QlogWriter) -> Self {
+    pub fn new(writer: QlogWriter, checkpointed: Arc<AtomicU64>) -> Self {
         Self {
             open: Mutex::new(Open { writer, batch: None, closed: false, batches_taken: 0 }),
             added: Condvar::new(),
             taken: Condvar::new(),
+            checkpointed,
         }
     }
 
@@ -85,6 +89,7 @@ impl OpenBatch {
         let mut open = self.open.lock().expect("open batch lock");
         // The syncer comes back only once it has finished what it took.
         open.writer.batches_synced(open.batches_taken);
+        open.writer.purge_through(self.checkpointed.load(Ordering::Acquire));
         loop {
             if let Some(mut batch) = open.batch.take() {
                 open.batches_taken += 1;
