@@ -7,8 +7,8 @@ use super::index_file;
 use super::queue_log::log_dir;
 use super::reclaim::remove_log_dir;
 use super::record::{read_frame, Frame};
-use super::segment::{index_path, scan, segment_numbers, segment_path, Damage, IndexRow};
-use crate::storage::Storage;
+use super::segment::{frames_intact, index_path, scan, segment_numbers, segment_path, Damage, IndexRow};
+use crate::storage::{read_verified, Storage};
 use std::path::{Path, PathBuf};
 
 #[derive(Debug)]
@@ -79,7 +79,7 @@ fn scan_log(storage: &dyn Storage, root: &Path, id: u64) -> Result<LogScan, Boot
     let mut active_damage = None;
     for no in numbers {
         let path = segment_path(&dir, no);
-        let buf = storage.read(&path).map_err(io(&path))?;
+        let buf = read_verified(storage, &path, frames_intact).map_err(io(&path))?;
         let len = buf.len() as u64;
         let rows = if no == active_no {
             let s = scan(&buf).map_err(|e| BootScanError::UnreadableBody { path: path.clone(), pos: e.pos })?;

@@ -227,15 +227,22 @@ impl FileTable {
         }
     }
 
-    /// The verified body of the record at `loc`.
+    /// The verified body of the record at `loc`. A record that fails its
+    /// checksum is read again, up to three reads, before it counts as
+    /// damaged: a bit flipped on the way from the disk is not there the next
+    /// time (`storage::read_verified`).
     pub fn read_body(&self, loc: Location) -> Result<Vec<u8>, ReadError> {
         let file = self.get(loc.log, loc.segment)?.ok_or(ReadError::NotOpen { log: loc.log, segment: loc.segment })?;
         let mut frame = vec![0u8; loc.frame_len as usize];
-        file.read_exact_at(&mut frame, loc.pos)?;
-        match read_frame(&frame, 0) {
-            Frame::Valid { body, next } if next == frame.len() => Ok(body.to_vec()),
-            _ => Err(ReadError::Corrupt { log: loc.log, segment: loc.segment, pos: loc.pos }),
+        for _ in 0..3 {
+            file.read_exact_at(&mut frame, loc.pos)?;
+            if let Frame::Valid { body, next } = read_frame(&frame, 0) {
+                if next == frame.len() {
+                    return Ok(body.to_vec());
+                }
+            }
         }
+        Err(ReadError::Corrupt { log: loc.log, segment: loc.segment, pos: loc.pos })
     }
 }
 

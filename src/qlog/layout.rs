@@ -3,7 +3,7 @@
 //! directory never moves between replicators) and `FORMAT` (the version of
 //! the record and checkpoint formats it holds).
 
-use crate::storage::Storage;
+use crate::storage::{read_settled, Storage};
 use std::path::{Path, PathBuf};
 
 /// The log of entries that touch no queue.
@@ -74,7 +74,7 @@ impl Layout {
         }
         let read = |name: &str| -> Result<String, LayoutError> {
             let path = root.join(name);
-            match storage.read(&path) {
+            match read_settled(storage, &path) {
                 Ok(s) => Ok(String::from_utf8_lossy(&s).trim().to_string()),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(LayoutError::Missing { path }),
                 Err(e) => Err(LayoutError::Io { path, source: e }),

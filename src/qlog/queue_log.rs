@@ -7,9 +7,10 @@ use super::files::{FileTable, Location};
 use super::index_file;
 use super::pending_sync::{LogWrite, Prepare};
 use super::record::{frame_with, RecordKind, FRAME_HEADER};
-use super::segment::{index_path, scan, segment_path, IndexRow};
+use super::segment::{frames_intact, index_path, scan, segment_path, IndexRow};
 use crate::log_id::LogId;
 use crate::qlog::message_record::MessageSpan;
+use crate::storage::read_verified;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -127,8 +128,15 @@ impl QueueLog {
         file.truncate_durable(pos)?;
         if segment < self.active_no {
             let _ = storage.remove_file(&index_path(&self.dir, segment));
-            let bytes = storage.read(&segment_path(&self.dir, segment))?;
-            let rows = scan(&bytes).map_err(|e| std::io::Error::other(e.to_string()))?.rows;
+            let bytes = read_verified(storage, &segment_path(&self.dir, segment), frames_intact)?;
+            let scanned = scan(&bytes).map_err(|e| std::io::Error::other(e.to_string()))?;
+            if let Some(d) = scanned.damage {
+                return Err(std::io::Error::other(format!(
+                    "qlog {} segment {segment}: damaged at byte {}",
+                    self.id, d.pos
+                )));
+            }
+            let rows = scanned.rows;
             self.active_rows = rows;
             self.active_no = segment;
             storage.sync_dir(&self.dir)?;

@@ -76,3 +76,36 @@ pub fn remove_if_there(storage: &dyn Storage, path: &Path) -> std::io::Result<()
         _ => Ok(()),
     }
 }
+
+/// Reads `path` until a read passes `verify`, at most three times. A bit
+/// flipped on the way from the disk (a bus, a controller, memory) differs
+/// from one read to the next, while damage on the medium, a torn tail
+/// included, reads back the same: so a read that does not verify is taken
+/// as the file's own only once a second read returns the same bytes.
+/// Answers the first read that verifies, or else the last.
+pub fn read_verified(storage: &dyn Storage, path: &Path, verify: impl Fn(&[u8]) -> bool) -> std::io::Result<Vec<u8>> {
+    let mut bytes = storage.read(path)?;
+    for _ in 0..2 {
+        if verify(&bytes) {
+            break;
+        }
+        let again = storage.read(path)?;
+        if again == bytes {
+            break;
+        }
+        bytes = again;
+    }
+    Ok(bytes)
+}
+
+/// Reads a small file until two reads agree (at most three), for files
+/// with no checksum of their own (the layout's): see [`read_verified`].
+pub fn read_settled(storage: &dyn Storage, path: &Path) -> std::io::Result<Vec<u8>> {
+    let first = storage.read(path)?;
+    let second = storage.read(path)?;
+    if first == second {
+        return Ok(first);
+    }
+    let third = storage.read(path)?;
+    Ok(if third == first { first } else { third })
+}

@@ -319,7 +319,16 @@ impl Run {
         if let Some(node) = self.node.take() {
             node.die();
         }
-        self.node = match SimNode::boot(&self.storage, self.checkpoint_dir.path(), self.plan.segment_bytes) {
+        // Some boots read through a path that flips bits now and then (a
+        // bus, a controller, memory): what a read returns is damaged, the
+        // medium is not.
+        let flips = self.rng.gen_bool(0.3);
+        if flips {
+            self.storage.arm(Faults { read_flips_ppm: 2_000, ..Faults::default() });
+        }
+        let booted = SimNode::boot(&self.storage, self.checkpoint_dir.path(), self.plan.segment_bytes);
+        self.storage.arm(Faults::default());
+        self.node = match booted {
             Ok(node) => Some(node),
             Err(e) => self.violation(&format!("the node refused to boot after a {crash:?}: {e}")),
         };

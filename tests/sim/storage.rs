@@ -69,6 +69,10 @@ struct Fs {
     /// A broken disk, for proving the simulator catches what it must: a
     /// datasync answers without making anything durable.
     lying_syncs: bool,
+    /// When set, the first read of every place (a file read whole, or a
+    /// position in a file) returns one bit flipped, and later reads do not:
+    /// the places read so far.
+    flip_first_reads: Option<BTreeSet<(u64, u64)>>,
     counts: FaultCounts,
     next_inode: u64,
     inodes: HashMap<u64, Inode>,
@@ -166,9 +170,11 @@ impl Fs {
         Ok(())
     }
 
-    fn read_flipping(&mut self, buf: &mut [u8]) {
+    /// What a read of `place` (an inode and a position) returns in `buf`.
+    fn read_flipping(&mut self, buf: &mut [u8], place: (u64, u64)) {
+        let first = self.flip_first_reads.as_mut().is_some_and(|read| read.insert(place));
         let flips = self.faults.read_flips_ppm;
-        if !buf.is_empty() && self.strikes(flips) {
+        if !buf.is_empty() && (first || self.strikes(flips)) {
             self.counts.read_flips += 1;
             let at = self.rng.gen_range(0..buf.len());
             buf[at] ^= 1 << self.rng.gen_range(0..8);
@@ -229,6 +235,7 @@ impl SimStorage {
                 rng: StdRng::seed_from_u64(seed),
                 faults: Faults::default(),
                 lying_syncs: false,
+                flip_first_reads: None,
                 counts: FaultCounts::default(),
                 next_inode: 0,
                 inodes: HashMap::new(),
@@ -247,6 +254,12 @@ impl SimStorage {
     /// node that answered before its fdatasync would.
     pub fn lie_about_syncs(&self) {
         self.fs().lying_syncs = true;
+    }
+
+    /// From now on the first read of every place returns a bit flipped,
+    /// and every later read of it the true bytes.
+    pub fn flip_first_reads(&self) {
+        self.fs().flip_first_reads = Some(BTreeSet::new());
     }
 
     pub fn arm(&self, faults: Faults) {
@@ -339,7 +352,7 @@ impl StorageFile for SimFile {
             return Err(Error::new(ErrorKind::UnexpectedEof, "read past the end (simulated)"));
         }
         buf.copy_from_slice(&data[pos as usize..end]);
-        fs.read_flipping(buf);
+        fs.read_flipping(buf, (self.ino, pos));
         Ok(())
     }
 
@@ -371,7 +384,7 @@ impl Storage for SimStorage {
         let mut fs = self.fs();
         let ino = fs.file(path)?;
         let mut buf = fs.inodes[&ino].data.clone();
-        fs.read_flipping(&mut buf);
+        fs.read_flipping(&mut buf, (ino, u64::MAX));
         Ok(buf)
     }
 
