@@ -1,5 +1,6 @@
 //! One simulated run from one seed: a workload of pushes (with fresh and
-//! retried transactionIds), pops under leases that expire, and acks, with
+//! retried transactionIds), pops under leases that expire, acks, KV writes
+//! and reads, and timers scheduled, cancelled and fired, with
 //! group commits, checkpoints, crashes and storage faults where the seed
 //! puts them; after every recovery, the invariants are checked against a
 //! model of what was answered.
@@ -10,6 +11,8 @@ use queen::message::Message;
 use queen::planner::apply::apply;
 use queen::planner::command::{AckItem, AckStatus, Answer, Command, PopRequest, PushItem, PushStatus, Subscription};
 use queen::planner::effect::Entry;
+use queen::planner::kv::{row_key, Expiry, KvAnswer, KvKind, KvOp, KvResult};
+use queen::planner::timers::{TimerOp, TimerResult, TimerVerb};
 use queen::qlog::message_record::MessageRecord;
 use queen::store::Store;
 use rand::rngs::StdRng;
@@ -22,6 +25,10 @@ const QUEUES: &[&str] = &["a", "b", "c"];
 const PARTITIONS: &[&str] = &["p0", "p1"];
 const GROUP: &str = "g";
 const LEASE_US: i64 = 2_000_000;
+const KV_NS: &str = "sim";
+const KV_KEYS: &[&str] = &["k0", "k1", "k2"];
+/// The queue and partition timers fire into.
+const TIMER_QUEUE: &str = "t";
 
 /// How a run is shaped.
 #[derive(Debug, Clone, Copy)]
@@ -70,6 +77,15 @@ struct Model {
     by_offset: BTreeMap<(u64, u64, u64), String>,
     /// (queue id, partition id) → (lease id, expiry, messages) of leases answered and not released.
     leases: BTreeMap<(u64, u64), (String, i64, Vec<u64>)>,
+    /// KV key → the value of the last write answered; none once a write
+    /// that was never answered may have changed it.
+    kv: BTreeMap<String, Option<String>>,
+    /// Timer key → its transactionId, of every schedule answered and not cancelled.
+    timers: BTreeMap<String, String>,
+    /// TransactionId → when it may fire at the earliest, of every schedule answered.
+    timers_due: BTreeMap<String, i64>,
+    /// The timers a cancel reported removing: they never fire.
+    timers_cancelled: BTreeSet<String>,
 }
 
 pub struct Run {
@@ -148,6 +164,16 @@ impl Run {
                     }
                 }
                 Err(Stopped(e)) => {
+                    // A write never answered may or may not have committed.
+                    for c in &commands {
+                        if let Command::Kv(ops) = c {
+                            for op in ops {
+                                if let KvKind::Put { key, .. } = &op.kind {
+                                    self.model.kv.insert(key.clone(), None);
+                                }
+                            }
+                        }
+                    }
                     if faulty_steps == 0 || !matches!(e.raw_os_error(), Some(libc::EIO | libc::ENOSPC)) {
                         self.violation(&format!("a group commit failed with no fault injected: {e}"));
                     }
@@ -195,10 +221,16 @@ impl Run {
 
     fn command(&mut self) -> Command {
         let roll = self.rng.gen_range(0..100);
-        if roll < 55 {
+        if roll < 45 {
             let items = (0..self.rng.gen_range(1..=3)).map(|_| self.push_item()).collect();
             Command::Push(items)
-        } else if roll < 80 {
+        } else if roll < 55 {
+            self.kv_command()
+        } else if roll < 63 {
+            self.timer_command()
+        } else if roll < 68 {
+            Command::FireTimers
+        } else if roll < 85 {
             Command::Pop(PopRequest {
                 queue: Some(QUEUES.choose(&mut self.rng).unwrap().to_string()),
                 partition: None,
@@ -231,6 +263,39 @@ impl Run {
                 })
                 .collect();
             Command::Ack(items)
+        }
+    }
+
+    fn kv_command(&mut self) -> Command {
+        let key = KV_KEYS.choose(&mut self.rng).unwrap().to_string();
+        let kind = if self.rng.gen_bool(0.5) {
+            self.next_txn += 1;
+            KvKind::Put { key, value: format!("\"v{}\"", self.next_txn), expiry: Expiry::Forever, expect: None }
+        } else {
+            KvKind::Get { key }
+        };
+        Command::Kv(vec![KvOp { ns: KV_NS.into(), kind, required: true }])
+    }
+
+    fn timer_command(&mut self) -> Command {
+        let scheduled: Vec<String> = self.model.timers.keys().cloned().collect();
+        let op = |verb, key: String, delay_ms, txn| TimerOp {
+            verb,
+            queue: TIMER_QUEUE.into(),
+            key,
+            partition: "p".into(),
+            delay_ms,
+            txn,
+            payload: b"\"tick\"".to_vec(),
+            sealed: false,
+        };
+        match scheduled.choose(&mut self.rng) {
+            Some(key) if self.rng.gen_bool(0.3) => Command::Timers(vec![op(TimerVerb::Cancel, key.clone(), 0, None)]),
+            _ => {
+                self.next_txn += 1;
+                let (key, txn) = (format!("tk{}", self.next_txn), format!("timer-{}-{}", self.seed, self.next_txn));
+                Command::Timers(vec![op(TimerVerb::Schedule, key, self.rng.gen_range(0..3000), Some(txn))])
+            }
         }
     }
 
@@ -298,6 +363,50 @@ impl Run {
                     self.model.leases.insert(key, (c.lease_id, c.lease_expires_us, offsets));
                 }
             }
+            (Command::Kv(ops), Answer::Kv(KvAnswer::Results(results))) => {
+                for (op, result) in ops.iter().zip(results) {
+                    match (&op.kind, result) {
+                        (KvKind::Put { key, value, .. }, KvResult::Write { applied: Ok(()), .. }) => {
+                            self.model.kv.insert(key.clone(), Some(value.clone()));
+                        }
+                        (KvKind::Get { key }, KvResult::Get { row, .. }) => {
+                            let read = row.map(|r| r.value);
+                            match self.model.kv.get(key) {
+                                Some(Some(written)) if read.as_ref() != Some(written) => self.violation(&format!(
+                                    "KV {key} read {read:?} after a write of {written} was answered"
+                                )),
+                                None if read.is_some() => {
+                                    self.violation(&format!("KV {key} read {read:?}, never written"))
+                                }
+                                _ => {}
+                            }
+                        }
+                        (kind, result) => self.violation(&format!("KV {kind:?} answered {result:?}")),
+                    }
+                }
+            }
+            (Command::Timers(ops), Answer::Timers(results)) => {
+                for (op, result) in ops.iter().zip(results) {
+                    match result {
+                        TimerResult::Scheduled { txn, deliver_at_us, .. } => {
+                            if deliver_at_us < self.now_us + op.delay_ms * 1000 {
+                                self.violation(&format!("timer {txn} was scheduled to fire before its delay"));
+                            }
+                            self.model.timers.insert(op.key.clone(), txn.clone());
+                            self.model.timers_due.insert(txn, deliver_at_us);
+                        }
+                        TimerResult::Cancelled { txn } => {
+                            self.model.timers.remove(&op.key);
+                            self.model.timers_cancelled.insert(txn);
+                        }
+                        TimerResult::Absent => {
+                            // Fired already (or by an entry never answered).
+                            self.model.timers.remove(&op.key);
+                        }
+                    }
+                }
+            }
+            (Command::FireTimers, Answer::Fired { .. }) => {}
             (Command::Ack(items), Answer::Acked(outcomes)) => {
                 for (item, out) in items.iter().zip(outcomes) {
                     if out.lease_released {
@@ -340,6 +449,8 @@ impl Run {
         self.reconcile_leases(last);
         self.check_acked_pushes();
         self.check_partitions();
+        self.check_kv();
+        self.check_timers();
         self.check_against_reference();
     }
 
@@ -364,6 +475,38 @@ impl Run {
         }
         for key in lost {
             self.model.leases.remove(&key);
+        }
+    }
+
+    /// Every KV write answered holds, unless a later one never answered may have replaced it.
+    fn check_kv(&self) {
+        for (key, written) in &self.model.kv {
+            let Some(written) = written else { continue };
+            let row = self.node().store.kv.get(&row_key(KV_NS, key)).map(|r| r.value.clone());
+            if row.as_ref() != Some(written) {
+                self.violation(&format!("KV {key} holds {row:?} after a crash; the last write answered was {written}"));
+            }
+        }
+    }
+
+    /// A timer fires at most once (its transactionId is stored once: see
+    /// `check_partitions`), never after a cancel that reported removing it,
+    /// and never before its delay.
+    fn check_timers(&self) {
+        let store = &self.node().store;
+        let Some(q) = store.queue_id(TIMER_QUEUE) else { return };
+        let Some(p) = store.partition_id(q, "p") else { return };
+        for offset in 0..store.partition(q, p).map_or(0, |r| r.next_offset) {
+            let (txn, _) = self.read(q, p, offset).unwrap_or_else(|why| self.violation(&why));
+            let span = store.locator.from_offset(q, p, offset)[0];
+            if self.model.timers_cancelled.contains(&txn) {
+                self.violation(&format!("timer {txn} fired after a cancel reported removing it"));
+            }
+            if let Some(due) = self.model.timers_due.get(&txn) {
+                if span.timestamp_us < *due {
+                    self.violation(&format!("timer {txn} fired at {} before its time {due}", span.timestamp_us));
+                }
+            }
         }
     }
 
