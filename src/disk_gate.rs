@@ -148,37 +148,3 @@ impl Inner {
         Some((used, used + st.f_bavail as u64 * block))
     }
 }
-
-/// Whether a request grows storage whatever its body says. KV and lock
-/// calls are judged by their handlers, which know which operations write.
-pub fn grows_storage(method: &axum::http::Method, path: &str) -> bool {
-    use axum::http::Method;
-    (*method == Method::POST
-        && ["/api/v1/push", "/api/v1/transaction", "/api/v1/configure", "/api/v1/timers", "/api/v1/traces"]
-            .contains(&path))
-        || (*method == Method::PUT && path.starts_with("/api/v1/kv/"))
-}
-
-/// Middleware: refuses what grows storage while the gate is closed, and
-/// counts an admitted request's body (its `Content-Length`) as on its way to
-/// the disk until the request has answered.
-pub async fn guard(
-    axum::extract::State(node): axum::extract::State<std::sync::Arc<crate::node::Node>>,
-    request: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> axum::response::Response {
-    if !grows_storage(request.method(), request.uri().path()) {
-        return next.run(request).await;
-    }
-    let bytes = request
-        .headers()
-        .get(axum::http::header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
-        .unwrap_or(0);
-    let Some(admission) = node.disk_gate.admit(bytes) else {
-        return crate::http::error::ApiError::storage_full().before_the_body();
-    };
-    let answer = next.run(request).await;
-    drop(admission);
-    answer
-}

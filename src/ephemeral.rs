@@ -8,8 +8,6 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// The KV namespace that holds the declarations.
-pub const DECLARATIONS_NS: &str = "queen-ephemeral";
 pub const QUEUE_MODE: &str = "__QUEUE_MODE__";
 const DEFAULT_PARTITION: &str = "Default";
 

@@ -7,9 +7,10 @@ use crate::config::Settings;
 use crate::data_dir_lock::{DataDirLock, DataDirLockError};
 use crate::disk_gate::DiskGate;
 use crate::encryption::{Cipher, EncryptionError};
-use crate::ephemeral::{EphOptions, Ephemeral, DECLARATIONS_NS};
+use crate::ephemeral::{EphOptions, Ephemeral};
 use crate::fd_limit;
-use crate::http::auth::{Auth, AuthConfigError};
+use crate::internal_kv::EPHEMERAL_DECLARATIONS;
+use crate::jwt::{Auth, AuthConfigError};
 use crate::metrics::Metrics;
 use crate::planner::Planner;
 use crate::qlog::files::FileTable;
@@ -30,13 +31,6 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 pub const REPLICATOR_NAME: &str = "local";
-
-/// KV namespaces that hold the broker's own rows (ephemeral queue
-/// declarations, Kafka producer ids, traces); the KV API refuses them, so no
-/// client can forge a producer id or a trace. (`queen-locks` and
-/// `queen-supervisor` are the client's own and stay open to it.)
-pub const INTERNAL_KV_NAMESPACES: &[&str] =
-    &[crate::ephemeral::DECLARATIONS_NS, crate::kafka::broker::PRODUCER_ID_NS, crate::http::traces::NS];
 
 #[derive(Debug, thiserror::Error)]
 pub enum BootError {
@@ -144,7 +138,7 @@ impl Node {
         // Batches planned from now on are later than anything applied.
         store.applied_us = store.applied_us.max(chrono::Utc::now().timestamp_micros());
         let ephemeral = Ephemeral::default();
-        let prefix = format!("{DECLARATIONS_NS}\0");
+        let prefix = format!("{EPHEMERAL_DECLARATIONS}\0");
         for (key, row) in store.kv.range(prefix.clone()..).take_while(|(k, _)| k.starts_with(&prefix)) {
             let given = serde_json::from_str::<serde_json::Value>(&row.value).ok();
             let options =

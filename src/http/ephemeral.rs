@@ -5,7 +5,8 @@
 
 use super::body::{json_object, objects, Fields};
 use super::error::ApiError;
-use crate::ephemeral::{AckOutcome, EphOptions, PushRefused, DECLARATIONS_NS, QUEUE_MODE};
+use crate::ephemeral::{AckOutcome, EphOptions, PushRefused, QUEUE_MODE};
+use crate::internal_kv::EPHEMERAL_DECLARATIONS;
 use crate::node::Node;
 use crate::planner::command::{Answer, Command};
 use crate::planner::kv::{Expiry, KvKind, KvOp};
@@ -42,7 +43,7 @@ async fn persist(node: &Node, queue: &str, options: Option<&Value>) -> Result<()
         Some(o) => KvKind::Put { key: queue.to_string(), value: o.to_string(), expiry: Expiry::Forever, expect: None },
         None => KvKind::Delete { key: queue.to_string(), expect: None },
     };
-    let op = KvOp { ns: DECLARATIONS_NS.to_string(), kind, required: false };
+    let op = KvOp { ns: EPHEMERAL_DECLARATIONS.to_string(), kind, required: false };
     match node.replicator.propose(Command::Kv(vec![op])).await? {
         Answer::Kv(_) => Ok(()),
         _ => Err(ApiError::mismatched_answer()),

@@ -42,7 +42,7 @@ fn namespace(v: Option<&Value>) -> Result<String, ApiError> {
     if ns.is_empty() || !ok {
         return Err(bad("kv_bad_namespace", format!("namespace {ns:?} must match [a-z0-9][a-z0-9._-]{{0,63}}")));
     }
-    if crate::node::INTERNAL_KV_NAMESPACES.contains(&ns) {
+    if crate::internal_kv::ALL.contains(&ns) {
         return Err(bad("kv_reserved_namespace", format!("namespace {ns:?} holds the broker's own rows")));
     }
     Ok(ns.to_string())

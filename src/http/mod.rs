@@ -24,6 +24,7 @@ pub mod push_binary;
 pub mod queues;
 pub mod resources;
 pub mod status;
+pub mod storage_gate;
 pub mod timers;
 pub mod traces;
 pub mod transaction;
@@ -94,7 +95,7 @@ pub fn router(node: Arc<Node>) -> Router {
         .route("/health", get(health::health))
         .route("/metrics", get(health::metrics))
         .fallback(unknown_route)
-        .layer(axum::middleware::from_fn_with_state(node.clone(), crate::disk_gate::guard))
+        .layer(axum::middleware::from_fn_with_state(node.clone(), storage_gate::guard))
         .layer(axum::middleware::from_fn_with_state(node.clone(), auth::authenticate))
         .layer(DefaultBodyLimit::max(node.settings.max_body_bytes))
         .with_state(node)

@@ -25,7 +25,7 @@ use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-pub const NS: &str = "queen-traces";
+use crate::internal_kv::TRACES as NS;
 /// The most names one event may carry.
 const MAX_NAMES: usize = 16;
 const MAX_NAME_BYTES: usize = 256;

@@ -19,8 +19,6 @@ use facade::broker::{
 use protocol::records::ProducedBatch;
 use std::sync::Arc;
 
-/// Where Kafka producer ids are drawn from: a KV counter, so no id repeats.
-pub const PRODUCER_ID_NS: &str = "queen-kafka";
 const PRODUCER_ID_KEY: &str = "producer-id";
 
 pub struct QueenBroker {
@@ -333,7 +331,7 @@ impl facade::Broker for QueenBroker {
 
     async fn new_producer_id(&self) -> Result<i64, BrokerError> {
         let op = KvOp {
-            ns: PRODUCER_ID_NS.to_string(),
+            ns: crate::internal_kv::KAFKA_PRODUCER_IDS.to_string(),
             kind: KvKind::Incr {
                 key: PRODUCER_ID_KEY.to_string(),
                 delta: 1.into(),

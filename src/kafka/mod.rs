@@ -8,7 +8,7 @@ pub mod time_index;
 
 use crate::auth_policy::named_mechanisms;
 use crate::config::{OpenOnPurpose, Settings};
-use crate::http::auth::Auth;
+use crate::jwt::Auth;
 use crate::node::Node;
 use facade::sasl::{Mechanism, SaslConfig, TokenVerifier};
 use facade::tls::TlsAcceptor;
