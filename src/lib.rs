@@ -18,6 +18,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 pub mod apply_watch;
 pub mod auth_policy;
+pub mod clock;
 pub mod codec;
 pub mod config;
 pub mod data_dir_lock;

@@ -3,6 +3,7 @@
 
 use crate::apply_watch::ApplyWatch;
 use crate::auth_policy::{Policy, PolicyError};
+use crate::clock::SystemClock;
 use crate::config::Settings;
 use crate::data_dir_lock::{DataDirLock, DataDirLockError};
 use crate::disk_gate::DiskGate;
@@ -132,7 +133,7 @@ impl Node {
             qlog_root.clone(),
             layout.clone(),
             (recovered.logs, recovered.index),
-            (settings.segment_bytes, Duration::from_secs(settings.seal_age_s)),
+            (settings.segment_bytes, Duration::from_secs(settings.seal_age_s), SystemClock::shared()),
             retired.clone(),
         );
         // Batches planned from now on are later than anything applied.

@@ -12,7 +12,7 @@ use crate::log_id::LogId;
 use crate::qlog::message_record::MessageSpan;
 use crate::storage::read_verified;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 pub fn log_dir(root: &Path, id: u64) -> PathBuf {
     root.join(format!("q{id}"))
@@ -29,9 +29,10 @@ pub struct QueueLog {
     staged: Vec<u8>,
     /// What the next write must do to the file system before its bytes.
     prepare: Vec<Prepare>,
-    /// When the active file got its first record (this process's boot for a
-    /// file it resumed): a file older than the seal age is sealed.
-    first_record_at: Option<Instant>,
+    /// When the active file got its first record, on the writer's clock
+    /// (this process's boot, 0, for a file it resumed): a file older than
+    /// the seal age is sealed.
+    first_record_us: Option<u64>,
 }
 
 impl QueueLog {
@@ -45,14 +46,14 @@ impl QueueLog {
             active_rows: Vec::new(),
             staged: Vec::new(),
             prepare: vec![Prepare::CreateDir, Prepare::CreateSegment(1)],
-            first_record_at: None,
+            first_record_us: None,
         }
     }
 
     /// Continues an existing log whose active file recovery has verified;
     /// the file is opened by its first write (`FileTable::get`).
     pub fn resume(id: u64, dir: PathBuf, active_no: u32, active_len: u64, active_rows: Vec<IndexRow>) -> Self {
-        let first_record_at = (active_len > 0).then(Instant::now);
+        let first_record_us = (active_len > 0).then_some(0);
         Self {
             id,
             dir,
@@ -61,7 +62,7 @@ impl QueueLog {
             active_rows,
             staged: Vec::new(),
             prepare: Vec::new(),
-            first_record_at,
+            first_record_us,
         }
     }
 
@@ -71,12 +72,12 @@ impl QueueLog {
     /// first record of a group commit, so the sealed file ends with the last
     /// write already handed off, and for idle logs (`QlogWriter::seal_idle`).
     /// Answers whether it rolled.
-    pub fn roll_if_due(&mut self, segment_bytes: u64, seal_age: Duration) -> bool {
-        let old = self.first_record_at.is_some_and(|t| t.elapsed() >= seal_age);
+    pub fn roll_if_due(&mut self, segment_bytes: u64, seal_age: Duration, now_us: u64) -> bool {
+        let old = self.first_record_us.is_some_and(|t| u128::from(now_us.saturating_sub(t)) >= seal_age.as_micros());
         if !self.staged.is_empty() || self.end == 0 || (self.end < segment_bytes && !old) {
             return false;
         }
-        self.first_record_at = None;
+        self.first_record_us = None;
         let qidx = index_file::encode(self.end, &self.active_rows);
         self.prepare.push(Prepare::Seal { segment: self.active_no, qidx });
         self.active_no += 1;
@@ -87,17 +88,16 @@ impl QueueLog {
     }
 
     /// Adds one framed record, whose body `write_body` appends, to the next
-    /// write and says where it will sit.
+    /// write at `now_us` on the writer's clock, and says where it will sit.
     pub fn stage(
         &mut self,
         write_body: impl FnOnce(&mut Vec<u8>),
-        id: LogId,
-        span: Option<MessageSpan>,
-        timestamp_us: i64,
+        (id, span, timestamp_us): (LogId, Option<MessageSpan>, i64),
+        now_us: u64,
     ) -> Location {
         let start = self.staged.len();
         let pos = self.end + start as u64;
-        self.first_record_at.get_or_insert_with(Instant::now);
+        self.first_record_us.get_or_insert(now_us);
         frame_with(&mut self.staged, write_body);
         let frame_len = (self.staged.len() - start) as u32;
         let kind =
@@ -145,7 +145,7 @@ impl QueueLog {
         }
         self.end = pos;
         if pos == 0 {
-            self.first_record_at = None;
+            self.first_record_us = None;
         }
         Ok(())
     }
@@ -176,22 +176,23 @@ mod tests {
 
     fn stage_one(log: &mut QueueLog, index: u64) {
         let stub = Stub { id: LogId::new(1, index), home: 0, copies: 2, ordinal: 1, digest: [7; 16] }.encode();
-        log.stage(|b| b.extend_from_slice(&stub), LogId::new(1, index), None, 0);
+        log.stage(|b| b.extend_from_slice(&stub), (LogId::new(1, index), None, 0), 0);
         log.take_write();
     }
 
     #[test]
-    fn an_active_file_is_sealed_when_full_or_old_and_never_when_empty() {
+    fn an_active_file_is_sealed_when_full_or_old_on_the_writers_clock_and_never_when_empty() {
+        let ten_minutes = Duration::from_secs(600);
         let mut log = QueueLog::create(Path::new("unused"), 5);
-        log.roll_if_due(1, Duration::ZERO);
+        log.roll_if_due(1, Duration::ZERO, 0);
         assert_eq!(log.active_no, 1, "an empty file is never sealed");
         stage_one(&mut log, 1);
-        log.roll_if_due(1 << 20, Duration::from_secs(600));
-        assert_eq!(log.active_no, 1, "neither full nor old");
-        log.roll_if_due(1 << 20, Duration::ZERO);
-        assert_eq!(log.active_no, 2, "its first record is older than the seal age");
+        log.roll_if_due(1 << 20, ten_minutes, 599_999_999);
+        assert_eq!(log.active_no, 1, "neither full nor old: its first record is a microsecond short of ten minutes");
+        log.roll_if_due(1 << 20, ten_minutes, 600_000_000);
+        assert_eq!(log.active_no, 2, "its first record is as old as the seal age");
         stage_one(&mut log, 2);
-        log.roll_if_due(1, Duration::from_secs(600));
+        log.roll_if_due(1, ten_minutes, 600_000_001);
         assert_eq!(log.active_no, 3, "full");
     }
 }

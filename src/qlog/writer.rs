@@ -11,6 +11,7 @@ use super::message_record::MessageRecord;
 use super::pending_sync::PendingSync;
 use super::queue_log::QueueLog;
 use super::retired::RetiredLogs;
+use crate::clock::Clock;
 use crate::log_id::LogId;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -39,20 +40,23 @@ pub struct QlogWriter {
     retired: Arc<RetiredLogs>,
     /// Where every entry above the purge watermark sits.
     index: EntryIndex,
+    /// What "older than the seal age" is measured on.
+    clock: Arc<dyn Clock>,
 }
 
 impl QlogWriter {
     /// A writer that continues `logs`, whose entries after the purge
-    /// watermark `index` holds (both as recovery left them).
+    /// watermark `index` holds (both as recovery left them), and seals
+    /// files by age on `clock`.
     pub fn new(
         root: PathBuf,
         layout: Layout,
         (logs, index): (Vec<QueueLog>, EntryIndex),
-        (segment_bytes, seal_age): (u64, Duration),
+        (segment_bytes, seal_age, clock): (u64, Duration, Arc<dyn Clock>),
         retired: Arc<RetiredLogs>,
     ) -> Self {
         let logs = logs.into_iter().map(|l| (l.id, l)).collect();
-        Self { root, layout, logs, staged: BTreeSet::new(), segment_bytes, seal_age, retired, index }
+        Self { root, layout, logs, staged: BTreeSet::new(), segment_bytes, seal_age, retired, index, clock }
     }
 
     /// Where the records of the entries above the purge watermark sit.
@@ -89,15 +93,16 @@ impl QlogWriter {
         let mut locs = vec![None; entry.messages.len()];
         let (mut entry_at, mut stubs) = (None, Vec::with_capacity(touched.len() - 1));
         let homes: Vec<u64> = entry.messages.iter().map(|m| self.layout.log_of(m.span.queue)).collect();
+        let now = self.clock.monotonic_us();
         for (ordinal, log_id) in touched.iter().enumerate() {
-            let log = self.open_log(*log_id);
+            let log = self.open_log(*log_id, now);
             for (i, m) in entry.messages.iter().enumerate() {
                 if homes[i] == *log_id {
-                    locs[i] = Some(log.stage(|out| m.encode_into(out), entry.id, Some(m.span), m.timestamp_us));
+                    locs[i] = Some(log.stage(|out| m.encode_into(out), (entry.id, Some(m.span), m.timestamp_us), now));
                 }
             }
             if ordinal == 0 {
-                entry_at = Some(log.stage(|out| out.extend_from_slice(&body), entry.id, None, 0));
+                entry_at = Some(log.stage(|out| out.extend_from_slice(&body), (entry.id, None, 0), now));
             } else {
                 let stub = Stub {
                     id: entry.id,
@@ -106,7 +111,7 @@ impl QlogWriter {
                     ordinal: ordinal as u32,
                     digest,
                 };
-                stubs.push(log.stage(|out| out.extend_from_slice(&stub.encode()), entry.id, None, 0));
+                stubs.push(log.stage(|out| out.extend_from_slice(&stub.encode()), (entry.id, None, 0), now));
             }
         }
         let messages: Vec<Location> = locs.into_iter().map(|l| l.expect("every message's queue is touched")).collect();
@@ -184,8 +189,9 @@ impl QlogWriter {
     /// whether any log rolled; its steps go with the next group commit.
     pub fn seal_idle(&mut self) -> bool {
         let mut rolled = false;
+        let now = self.clock.monotonic_us();
         for (id, log) in &mut self.logs {
-            if !self.staged.contains(id) && log.roll_if_due(self.segment_bytes, self.seal_age) {
+            if !self.staged.contains(id) && log.roll_if_due(self.segment_bytes, self.seal_age, now) {
                 self.staged.insert(*id);
                 rolled = true;
             }
@@ -195,11 +201,11 @@ impl QlogWriter {
 
     /// The log `id`, created on first use and rolled before its first record
     /// of a batch when its active file is full.
-    fn open_log(&mut self, id: u64) -> &mut QueueLog {
+    fn open_log(&mut self, id: u64, now_us: u64) -> &mut QueueLog {
         let root = &self.root;
         let log = self.logs.entry(id).or_insert_with(|| QueueLog::create(root, id));
         if self.staged.insert(id) {
-            log.roll_if_due(self.segment_bytes, self.seal_age);
+            log.roll_if_due(self.segment_bytes, self.seal_age, now_us);
         }
         log
     }

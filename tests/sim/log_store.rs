@@ -127,9 +127,10 @@ fn entries_above_the_checkpoint_read_back_and_are_cut_after_reclaim_rewrote_an_o
     for n in 0..6 {
         node.commit(vec![push_to("r", "old", &format!("old-{n}"))], t0 + n).1.unwrap();
     }
-    // Much later, newer messages into another partition of the same log,
-    // until the file holding both is sealed.
-    let t1 = t0 + 3_600_000_000;
+    // Later (within the seal age, so the file is sealed by size and not by
+    // age), newer messages into another partition of the same log, until
+    // the file holding both is sealed.
+    let t1 = t0 + 5_000_000;
     let mut n = 0;
     while segments(&storage) < 3 {
         node.commit(vec![push_to("r", "new", &format!("new-{n}"))], t1 + n).1.unwrap();

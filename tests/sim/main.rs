@@ -76,6 +76,7 @@ fn seeds() {
         total.acked_pushes += o.acked_pushes;
         total.recoveries += o.recoveries;
         total.stops += o.stops;
+        total.idle_seals += o.idle_seals;
         let (t, f) = (&mut total.faults, o.faults);
         t.write_eio += f.write_eio;
         t.write_enospc += f.write_enospc;
@@ -88,7 +89,7 @@ fn seeds() {
     }
     let elapsed = started.elapsed();
     eprintln!(
-        "simulated seeds {first}..{}: {count} seeds in {:.1}s ({:.1} ms a seed); {} group commits, {} pushes answered, {} recoveries, {} stops on a failed write or sync; faults: {:?}",
+        "simulated seeds {first}..{}: {count} seeds in {:.1}s ({:.1} ms a seed); {} group commits, {} pushes answered, {} recoveries, {} stops on a failed write or sync, {} idle seals by age; faults: {:?}",
         first + count,
         elapsed.as_secs_f64(),
         elapsed.as_secs_f64() * 1000.0 / count as f64,
@@ -96,6 +97,7 @@ fn seeds() {
         total.acked_pushes,
         total.recoveries,
         total.stops,
+        total.idle_seals,
         total.faults
     );
 }

@@ -4,6 +4,7 @@
 //! and a boot is the real boot path (layout, checkpoint, recovery).
 
 use super::storage::SimStorage;
+use queen::clock::Clock;
 use queen::log_id::LogId;
 use queen::message::Message;
 use queen::planner::apply::apply;
@@ -22,11 +23,27 @@ use queen::store::checkpoint::CheckpointFile;
 use queen::store::Store;
 use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 /// Where the simulated node keeps its qlog.
 pub const QLOG_ROOT: &str = "/sim/qlog";
+/// A file whose first record is this old is sealed when its log is idle.
+const SEAL_AGE: Duration = Duration::from_secs(30);
+
+/// The writer's clock, moved by the simulation: microseconds since the
+/// node's first group commit after its boot.
+#[derive(Default)]
+struct SimClock {
+    now_us: AtomicU64,
+}
+
+impl Clock for SimClock {
+    fn monotonic_us(&self) -> u64 {
+        self.now_us.load(Ordering::Relaxed)
+    }
+}
 
 pub struct SimNode {
     checkpoint: CheckpointFile,
@@ -37,6 +54,9 @@ pub struct SimNode {
     batch: u64,
     /// The applied index of the last checkpoint committed.
     checkpointed: u64,
+    clock: Arc<SimClock>,
+    /// The simulation's time at the first commit after the boot.
+    booted_at_us: Option<i64>,
 }
 
 /// A group commit whose write or fdatasync failed: the node stops, and
@@ -57,15 +77,16 @@ impl SimNode {
         let files = Arc::new(FileTable::new(root.clone(), 64, Arc::new(storage.clone())));
         let recovered = recover(&mut store, &root, &layout, &files, None).map_err(|e| e.to_string())?;
         let checkpointed = recovered.index.purged();
+        let clock = Arc::new(SimClock::default());
         let writer = QlogWriter::new(
             root,
             layout,
             (recovered.logs, recovered.index),
-            (segment_bytes, Duration::from_secs(24 * 3600)),
+            (segment_bytes, SEAL_AGE, clock.clone()),
             Arc::new(RetiredLogs::default()),
         );
         let planner = Planner::new(1, recovered.last);
-        Ok(SimNode { checkpoint, store, planner, writer, files, batch: 0, checkpointed })
+        Ok(SimNode { checkpoint, store, planner, writer, files, batch: 0, checkpointed, clock, booted_at_us: None })
     }
 
     /// Plans `commands` as one group commit at `now_us`, makes it durable
@@ -73,6 +94,7 @@ impl SimNode {
     /// those of a batch that failed may have reached the logs too), and the
     /// commands' answers or the failure that stops the node.
     pub fn commit(&mut self, commands: Vec<Command>, now_us: i64) -> (Vec<Entry>, Result<Vec<Answer>, Stopped>) {
+        self.tick(now_us);
         self.batch += 1;
         self.planner.open_batch(self.batch);
         let planned: Vec<_> = commands.into_iter().map(|c| self.planner.plan(&self.store, c, now_us)).collect();
@@ -97,6 +119,7 @@ impl SimNode {
     /// applying it, as a raft leader holds entries not yet committed; the
     /// planner's overlay keeps their decisions. Answers the entries.
     pub fn append(&mut self, commands: Vec<Command>, now_us: i64) -> Vec<Entry> {
+        self.tick(now_us);
         self.batch += 1;
         self.planner.open_batch(self.batch);
         let planned: Vec<_> = commands.into_iter().map(|c| self.planner.plan(&self.store, c, now_us)).collect();
@@ -148,6 +171,23 @@ impl SimNode {
         let record = MessageRecord::decode(&self.files.read_body(span.at).ok()?).ok()?;
         let raw = record.payloads.get(offset.checked_sub(span.first_offset)? as usize)?.to_raw().ok()?;
         Some(Message::decode(&raw).ok()?.transaction_id)
+    }
+
+    /// Moves the writer's clock to the simulation's `now_us`.
+    fn tick(&mut self, now_us: i64) {
+        let booted = *self.booted_at_us.get_or_insert(now_us);
+        self.clock.now_us.store(now_us.saturating_sub(booted).max(0) as u64, Ordering::Relaxed);
+    }
+
+    /// What the sequencer does once a second: seals the files of idle logs
+    /// grown older than the seal age, in a group commit of their own.
+    pub fn tend_idle(&mut self, now_us: i64) -> Result<bool, Stopped> {
+        self.tick(now_us);
+        if !self.writer.seal_idle() {
+            return Ok(false);
+        }
+        self.writer.take_pending().run_in_turn(&self.files, None).map_err(Stopped)?;
+        Ok(true)
     }
 
     /// The process dies: nothing more is written or synced, and the

@@ -65,6 +65,8 @@ pub struct Outcome {
     pub acked_pushes: u64,
     pub recoveries: u64,
     pub stops: u64,
+    /// Group commits that sealed idle logs' files by age.
+    pub idle_seals: u64,
     pub faults: FaultCounts,
 }
 
@@ -174,14 +176,16 @@ impl Run {
                             }
                         }
                     }
-                    if faulty_steps == 0 || !matches!(e.raw_os_error(), Some(libc::EIO | libc::ENOSPC)) {
-                        self.violation(&format!("a group commit failed with no fault injected: {e}"));
-                    }
-                    // A failed write or fdatasync stops the node: a kill, or
-                    // the machine going down with it.
-                    self.outcome.stops += 1;
-                    let crash = *[Crash::Kill, Crash::PowerCut, Crash::TornPowerCut].choose(&mut self.rng).unwrap();
-                    self.crash_and_recover(crash);
+                    self.stopped(e, faulty_steps);
+                    faulty_steps = 0;
+                    continue;
+                }
+            }
+            // Once a second the sequencer seals idle logs' old files.
+            match self.node_mut().tend_idle(now_us) {
+                Ok(sealed) => self.outcome.idle_seals += u64::from(sealed),
+                Err(Stopped(e)) => {
+                    self.stopped(e, faulty_steps);
                     faulty_steps = 0;
                     continue;
                 }
@@ -208,6 +212,17 @@ impl Run {
 
     fn node_mut(&mut self) -> &mut SimNode {
         self.node.as_mut().expect("a node runs")
+    }
+
+    /// A failed write or fdatasync stops the node, as it stops a real one:
+    /// a kill, or the machine going down with it.
+    fn stopped(&mut self, e: std::io::Error, faulty_steps: usize) {
+        if faulty_steps == 0 || !matches!(e.raw_os_error(), Some(libc::EIO | libc::ENOSPC)) {
+            self.violation(&format!("a group commit failed with no fault injected: {e}"));
+        }
+        self.outcome.stops += 1;
+        let crash = *[Crash::Kill, Crash::PowerCut, Crash::TornPowerCut].choose(&mut self.rng).unwrap();
+        self.crash_and_recover(crash);
     }
 
     fn violation(&self, what: &str) -> ! {
