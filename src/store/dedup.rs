@@ -53,6 +53,15 @@ impl DedupIndex {
         self.by_hash.get(&(queue, partition))?.get(hash).copied()
     }
 
+    /// Every row as ((queue, partition), offset, hash), in key order: for
+    /// comparing two stores.
+    pub fn rows(&self) -> Vec<(PartitionKey, u64, [u8; 16])> {
+        let mut rows: Vec<_> =
+            self.by_hash.iter().flat_map(|(k, m)| m.iter().map(move |(h, o)| (*k, *o, *h))).collect();
+        rows.sort_unstable();
+        rows
+    }
+
     pub fn insert(&mut self, queue: u64, partition: u64, hash: [u8; 16], offset: u64) {
         self.by_hash.entry((queue, partition)).or_default().insert(hash, offset);
         self.changes.push(((queue, partition, offset), Some(DedupRow { hash })));

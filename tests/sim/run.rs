@@ -620,5 +620,7 @@ fn digest(store: &Store) -> Vec<String> {
     out.extend(store.dlq.iter().map(|(k, v)| format!("dlq {k:?} {v:?}")));
     out.extend(store.kv.iter().map(|(k, v)| format!("kv {k:?} {v:?}")));
     out.extend(store.commit_metadata.iter().map(|(k, v)| format!("commit metadata {k:?} {v:?}")));
+    out.extend(store.timers_from("", None).map(|(k, v)| format!("timer {k:?} {v:?}")));
+    out.extend(store.dedup.rows().into_iter().map(|(p, offset, hash)| format!("dedup {p:?}@{offset} {hash:?}")));
     out
 }
