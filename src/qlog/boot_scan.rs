@@ -7,7 +7,7 @@ use super::index_file;
 use super::queue_log::log_dir;
 use super::reclaim::remove_log_dir;
 use super::record::{read_frame, Frame};
-use super::segment::{frames_intact, index_path, scan, segment_numbers, segment_path, Damage, IndexRow};
+use super::segment::{index_path, scan, segment_numbers, segment_path, Damage, IndexRow, Scan, UnreadableBody};
 use crate::storage::{read_verified, Storage};
 use std::path::{Path, PathBuf};
 
@@ -79,18 +79,30 @@ fn scan_log(storage: &dyn Storage, root: &Path, id: u64) -> Result<LogScan, Boot
     let mut active_damage = None;
     for no in numbers {
         let path = segment_path(&dir, no);
-        let buf = read_verified(storage, &path, frames_intact).map_err(io(&path))?;
-        let len = buf.len() as u64;
-        let rows = if no == active_no {
-            let s = scan(&buf).map_err(|e| BootScanError::UnreadableBody { path: path.clone(), pos: e.pos })?;
+        let (len, rows) = if no == active_no {
+            let (buf, s) = read_verified(storage, &path, scan_intact).map_err(io(&path))?;
+            let s = s.map_err(|e| BootScanError::UnreadableBody { path: path.clone(), pos: e.pos })?;
             active_damage = s.damage;
-            s.rows
+            (buf.len() as u64, s.rows)
         } else {
-            sealed_rows(storage, &dir, no, &path, &buf)?
+            let check = |b: &[u8]| {
+                let rows = sealed_rows(storage, &dir, no, &path, b);
+                let verified = rows.is_ok();
+                (rows, verified)
+            };
+            let (buf, rows) = read_verified(storage, &path, check).map_err(io(&path))?;
+            (buf.len() as u64, rows?)
         };
         segments.push(SegmentScan { no, path, len, rows });
     }
     Ok(LogScan { id, dir, segments, active_damage })
+}
+
+/// A scan of a file, and whether every frame of it verified.
+pub fn scan_intact(buf: &[u8]) -> (Result<Scan, UnreadableBody>, bool) {
+    let s = scan(buf);
+    let intact = s.as_ref().is_ok_and(|s| s.damage.is_none());
+    (s, intact)
 }
 
 /// The rows of a sealed file, every checksum verified.

@@ -3,11 +3,12 @@
 //! file-system steps staged for the next group commit. The steps themselves
 //! run later, on the thread that syncs (`pending_sync.rs`).
 
+use super::boot_scan::scan_intact;
 use super::files::{FileTable, Location};
 use super::index_file;
 use super::pending_sync::{LogWrite, Prepare};
 use super::record::{frame_with, RecordKind, FRAME_HEADER};
-use super::segment::{frames_intact, index_path, scan, segment_path, IndexRow};
+use super::segment::{index_path, segment_path, IndexRow};
 use crate::log_id::LogId;
 use crate::qlog::message_record::MessageSpan;
 use crate::storage::read_verified;
@@ -128,8 +129,8 @@ impl QueueLog {
         file.truncate_durable(pos)?;
         if segment < self.active_no {
             let _ = storage.remove_file(&index_path(&self.dir, segment));
-            let bytes = read_verified(storage, &segment_path(&self.dir, segment), frames_intact)?;
-            let scanned = scan(&bytes).map_err(|e| std::io::Error::other(e.to_string()))?;
+            let (_, scanned) = read_verified(storage, &segment_path(&self.dir, segment), scan_intact)?;
+            let scanned = scanned.map_err(|e| std::io::Error::other(e.to_string()))?;
             if let Some(d) = scanned.damage {
                 return Err(std::io::Error::other(format!(
                     "qlog {} segment {segment}: damaged at byte {}",

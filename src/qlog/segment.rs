@@ -84,18 +84,6 @@ pub struct Scan {
     pub damage: Option<Damage>,
 }
 
-/// Whether every frame of `buf` verifies, to its end.
-pub fn frames_intact(buf: &[u8]) -> bool {
-    let mut pos = 0;
-    loop {
-        match read_frame(buf, pos) {
-            Frame::End => return true,
-            Frame::Valid { next, .. } => pos = next,
-            Frame::Torn | Frame::Damaged { .. } => return false,
-        }
-    }
-}
-
 /// Walks every frame of `buf`, verifying each checksum.
 pub fn scan(buf: &[u8]) -> Result<Scan, UnreadableBody> {
     let mut out = Scan::default();

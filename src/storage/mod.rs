@@ -77,25 +77,33 @@ pub fn remove_if_there(storage: &dyn Storage, path: &Path) -> std::io::Result<()
     }
 }
 
-/// Reads `path` until a read passes `verify`, at most three times. A bit
-/// flipped on the way from the disk (a bus, a controller, memory) differs
-/// from one read to the next, while damage on the medium, a torn tail
-/// included, reads back the same: so a read that does not verify is taken
-/// as the file's own only once a second read returns the same bytes.
-/// Answers the first read that verifies, or else the last.
-pub fn read_verified(storage: &dyn Storage, path: &Path, verify: impl Fn(&[u8]) -> bool) -> std::io::Result<Vec<u8>> {
+/// Reads `path` and checks it with `check`, which answers what it made of
+/// the bytes and whether they verify; a read that does not verify is read
+/// again, at most three reads in all. A bit flipped on the way from the disk
+/// (a bus, a controller, memory) differs from one read to the next, while
+/// damage on the medium, a torn tail included, reads back the same: so a
+/// read that does not verify is taken as the file's own once a second read
+/// returns the same bytes. Answers the bytes kept and what `check` made of
+/// them, so the caller never checks them a second time.
+pub fn read_verified<T>(
+    storage: &dyn Storage,
+    path: &Path,
+    check: impl Fn(&[u8]) -> (T, bool),
+) -> std::io::Result<(Vec<u8>, T)> {
     let mut bytes = storage.read(path)?;
+    let (mut checked, mut verified) = check(&bytes);
     for _ in 0..2 {
-        if verify(&bytes) {
+        if verified {
             break;
         }
         let again = storage.read(path)?;
         if again == bytes {
             break;
         }
+        (checked, verified) = check(&again);
         bytes = again;
     }
-    Ok(bytes)
+    Ok((bytes, checked))
 }
 
 /// Reads a small file until two reads agree (at most three), for files

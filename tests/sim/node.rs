@@ -10,7 +10,7 @@ use queen::message::Message;
 use queen::planner::apply::apply;
 use queen::planner::command::{Answer, Command};
 use queen::planner::effect::Entry;
-use queen::planner::Planner;
+use queen::planner::{Planned, Planner};
 use queen::qlog::files::{FileTable, Location};
 use queen::qlog::layout::Layout;
 use queen::qlog::message_record::MessageRecord;
@@ -94,17 +94,9 @@ impl SimNode {
     /// those of a batch that failed may have reached the logs too), and the
     /// commands' answers or the failure that stops the node.
     pub fn commit(&mut self, commands: Vec<Command>, now_us: i64) -> (Vec<Entry>, Result<Vec<Answer>, Stopped>) {
-        self.tick(now_us);
-        self.batch += 1;
-        self.planner.open_batch(self.batch);
-        let planned: Vec<_> = commands.into_iter().map(|c| self.planner.plan(&self.store, c, now_us)).collect();
+        let (planned, locations, written) = self.write(commands, now_us);
         let entries: Vec<Entry> = planned.iter().filter_map(|p| p.entry.clone()).collect();
-        let mut locations = Vec::with_capacity(entries.len());
-        for e in &entries {
-            let write = EntryWrite { id: e.id, effects: e.body.encode(), queues: e.queues(), messages: &e.messages };
-            locations.push(self.writer.stage(&write));
-        }
-        if let Err(e) = self.writer.take_pending().run_in_turn(&self.files, None) {
+        if let Err(e) = written {
             return (entries, Err(Stopped(e)));
         }
         for (e, locs) in entries.iter().zip(&locations) {
@@ -119,17 +111,30 @@ impl SimNode {
     /// applying it, as a raft leader holds entries not yet committed; the
     /// planner's overlay keeps their decisions. Answers the entries.
     pub fn append(&mut self, commands: Vec<Command>, now_us: i64) -> Vec<Entry> {
+        let (planned, _, written) = self.write(commands, now_us);
+        written.expect("no fault is armed");
+        planned.into_iter().filter_map(|p| p.entry).collect()
+    }
+
+    /// Plans `commands` as the next group commit, stages their entries and
+    /// writes and fdatasyncs them: the planned commands, where each entry's
+    /// message records sit, and how the write went.
+    fn write(
+        &mut self,
+        commands: Vec<Command>,
+        now_us: i64,
+    ) -> (Vec<Planned>, Vec<Vec<Location>>, std::io::Result<()>) {
         self.tick(now_us);
         self.batch += 1;
         self.planner.open_batch(self.batch);
-        let planned: Vec<_> = commands.into_iter().map(|c| self.planner.plan(&self.store, c, now_us)).collect();
-        let entries: Vec<Entry> = planned.into_iter().filter_map(|p| p.entry).collect();
-        for e in &entries {
+        let planned: Vec<Planned> = commands.into_iter().map(|c| self.planner.plan(&self.store, c, now_us)).collect();
+        let mut locations = Vec::new();
+        for e in planned.iter().filter_map(|p| p.entry.as_ref()) {
             let write = EntryWrite { id: e.id, effects: e.body.encode(), queues: e.queues(), messages: &e.messages };
-            self.writer.stage(&write);
+            locations.push(self.writer.stage(&write));
         }
-        self.writer.take_pending().run_in_turn(&self.files, None).expect("no fault is armed");
-        entries
+        let written = self.writer.take_pending().run_in_turn(&self.files, None);
+        (planned, locations, written)
     }
 
     /// Applies the appended entries up to `index`, read back from the log.
@@ -163,14 +168,31 @@ impl SimNode {
         self.writer.purge_through(index);
     }
 
-    /// The transactionId stored at an offset, read through the locator.
+    /// The transactionId and value stored at an offset, read through the
+    /// locator and the qlog as a reader does; or why it cannot be read.
+    pub fn read(&self, q: u64, p: u64, offset: u64) -> Result<(String, Vec<u8>), String> {
+        let next = self.store.partition(q, p).map(|r| r.next_offset);
+        let span = *self
+            .store
+            .locator
+            .from_offset(q, p, offset)
+            .first()
+            .ok_or_else(|| format!("no span from offset {offset} (high watermark {next:?})"))?;
+        if span.first_offset > offset || span.end() <= offset {
+            return Err(format!("the span from {offset} is {span:?} (high watermark {next:?})"));
+        }
+        let body = self.files.read_body(span.at).map_err(|e| format!("{span:?}: {e}"))?;
+        let record = MessageRecord::decode(&body).map_err(|e| e.to_string())?;
+        let payload = record.payloads.get((offset - span.first_offset) as usize).ok_or("no such payload")?;
+        let message = Message::decode(&payload.to_raw().map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
+        Ok((message.transaction_id.clone(), message.value_bytes().to_vec()))
+    }
+
+    /// The transactionId stored at an offset of a queue's partition, by name.
     pub fn transaction_at(&self, queue: &str, partition: &str, offset: u64) -> Option<String> {
         let q = self.store.queue_id(queue)?;
         let p = self.store.partition_id(q, partition)?;
-        let span = *self.store.locator.from_offset(q, p, offset).first()?;
-        let record = MessageRecord::decode(&self.files.read_body(span.at).ok()?).ok()?;
-        let raw = record.payloads.get(offset.checked_sub(span.first_offset)? as usize)?.to_raw().ok()?;
-        Some(Message::decode(&raw).ok()?.transaction_id)
+        self.read(q, p, offset).ok().map(|(txn, _)| txn)
     }
 
     /// Moves the writer's clock to the simulation's `now_us`.

@@ -13,7 +13,6 @@ use queen::planner::command::{AckItem, AckStatus, Answer, Command, PopRequest, P
 use queen::planner::effect::Entry;
 use queen::planner::kv::{row_key, Expiry, KvAnswer, KvKind, KvOp, KvResult};
 use queen::planner::timers::{TimerOp, TimerResult, TimerVerb};
-use queen::qlog::message_record::MessageRecord;
 use queen::store::Store;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
@@ -512,7 +511,7 @@ impl Run {
         let Some(q) = store.queue_id(TIMER_QUEUE) else { return };
         let Some(p) = store.partition_id(q, "p") else { return };
         for offset in 0..store.partition(q, p).map_or(0, |r| r.next_offset) {
-            let (txn, _) = self.read(q, p, offset).unwrap_or_else(|why| self.violation(&why));
+            let (txn, _) = self.node().read(q, p, offset).unwrap_or_else(|why| self.violation(&why));
             let span = store.locator.from_offset(q, p, offset)[0];
             if self.model.timers_cancelled.contains(&txn) {
                 self.violation(&format!("timer {txn} fired after a cancel reported removing it"));
@@ -533,7 +532,7 @@ impl Run {
             let p = store
                 .partition_id(q, partition)
                 .unwrap_or_else(|| self.violation(&format!("partition {queue}/{partition} is gone")));
-            match self.read(q, p, *offset) {
+            match self.node().read(q, p, *offset) {
                 Ok((t, v)) if t == *txn && v == *value => {}
                 found => self.violation(&format!(
                     "the push {txn} answered at {queue}/{partition}@{offset} reads back as {found:?}"
@@ -548,7 +547,7 @@ impl Run {
         for ((q, p), row) in store.partitions.iter() {
             let mut seen = HashMap::new();
             for offset in 0..row.next_offset {
-                let (txn, _) = self.read(*q, *p, offset).unwrap_or_else(|why| {
+                let (txn, _) = self.node().read(*q, *p, offset).unwrap_or_else(|why| {
                     self.violation(&format!("partition {q}/{p} has a gap at offset {offset}: {why}"))
                 });
                 if let Some(first) = seen.insert(txn.clone(), offset) {
@@ -576,26 +575,6 @@ impl Run {
                 want.get(at)
             ));
         }
-    }
-
-    /// The transactionId and value stored at an offset, read through the
-    /// locator and the qlog as a reader does; or why it cannot be read.
-    fn read(&self, q: u64, p: u64, offset: u64) -> Result<(String, Vec<u8>), String> {
-        let store = &self.node().store;
-        let next = store.partition(q, p).map(|r| r.next_offset);
-        let span = *store
-            .locator
-            .from_offset(q, p, offset)
-            .first()
-            .ok_or_else(|| format!("no span from offset {offset} (high watermark {next:?})"))?;
-        if span.first_offset > offset || span.end() <= offset {
-            return Err(format!("the span from {offset} is {span:?} (high watermark {next:?})"));
-        }
-        let body = self.node().files.read_body(span.at).map_err(|e| format!("{span:?}: {e}"))?;
-        let record = MessageRecord::decode(&body).map_err(|e| e.to_string())?;
-        let payload = record.payloads.get((offset - span.first_offset) as usize).ok_or("no such payload")?;
-        let message = Message::decode(&payload.to_raw().map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
-        Ok((message.transaction_id.clone(), message.value_bytes().to_vec()))
     }
 }
 
