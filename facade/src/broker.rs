@@ -102,6 +102,13 @@ pub enum BrokerError {
     QueueFull(String),
     #[error("the node is shutting down")]
     ShuttingDown,
+    /// This broker does not lead the partition: the client refreshes its
+    /// metadata and sends the request to the leader.
+    #[error("{0}")]
+    NotLeader(String),
+    /// The write's outcome is not known: it may still commit.
+    #[error("{0}")]
+    TimedOut(String),
     /// A transient refusal: the broker cannot write now, and a retry may succeed.
     #[error("{0}")]
     Unavailable(String),
@@ -123,7 +130,8 @@ impl BrokerError {
             BrokerError::StorageFull | BrokerError::QueueFull(_) | BrokerError::Unavailable(_) => {
                 ResponseError::KafkaStorageError
             }
-            BrokerError::ShuttingDown => ResponseError::NotLeaderOrFollower,
+            BrokerError::ShuttingDown | BrokerError::NotLeader(_) => ResponseError::NotLeaderOrFollower,
+            BrokerError::TimedOut(_) => ResponseError::RequestTimedOut,
             BrokerError::Internal(_) => ResponseError::UnknownServerError,
         }
     }

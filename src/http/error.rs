@@ -69,6 +69,8 @@ impl From<crate::replicate::ProposeError> for ApiError {
         let code = match e {
             crate::replicate::ProposeError::ShuttingDown => "retry",
             crate::replicate::ProposeError::LogFilesUnavailable => "log_files_unavailable",
+            crate::replicate::ProposeError::NotLeader { .. } => "no_leader",
+            crate::replicate::ProposeError::Timeout => "timeout",
         };
         Self::new(StatusCode::SERVICE_UNAVAILABLE, code, e.to_string())
     }

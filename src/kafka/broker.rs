@@ -39,6 +39,8 @@ impl QueenBroker {
         self.node.replicator.propose(command).await.map_err(|e| match e {
             ProposeError::ShuttingDown => BrokerError::ShuttingDown,
             ProposeError::LogFilesUnavailable => BrokerError::Unavailable(e.to_string()),
+            ProposeError::NotLeader { .. } => BrokerError::NotLeader(e.to_string()),
+            ProposeError::Timeout => BrokerError::TimedOut(e.to_string()),
         })
     }
 

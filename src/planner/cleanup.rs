@@ -94,19 +94,13 @@ mod tests {
     use crate::message::Message;
     use crate::planner::command::{Answer, Command, ConfigureQueue, PushItem};
     use crate::planner::testing::{fresh, run_at};
-    use crate::planner::{Planned, Planner};
+    use crate::planner::Planner;
     use crate::store::rows::{CursorRow, DlqRow, LeaseRow};
     use serde_json::json;
 
     const SECOND_US: i64 = 1_000_000;
     const T0: i64 = 1_000 * SECOND_US;
     const IDLE_US: i64 = 3_600 * SECOND_US;
-
-    /// Plans `command` at `at_us` as batch `batch`, which is not applied.
-    fn plan_at(planner: &mut Planner, store: &Store, batch: u64, at_us: i64, command: Command) -> Planned {
-        planner.open_batch(batch);
-        planner.plan(store, command, at_us)
-    }
 
     fn push_to(queue: &str, partition: &str, transaction_id: &str) -> Command {
         let message = Message::new(transaction_id.into(), b"1".to_vec());
@@ -167,16 +161,15 @@ mod tests {
     #[test]
     fn a_push_planned_but_not_applied_keeps_the_partition_and_one_after_a_cleanup_makes_a_new_one() {
         let late = T0 + IDLE_US + 41 * SECOND_US;
-        let batch = late as u64;
         let (store, mut planner) = emptied();
-        let _unapplied_push = plan_at(&mut planner, &store, batch, late, push_to("q", "p", "p-2"));
-        let refused = plan_at(&mut planner, &store, batch + 1, late, cleanup(vec![(1, 1)]));
+        let _unapplied_push = planner.plan(&store, push_to("q", "p", "p-2"), late);
+        let refused = planner.plan(&store, cleanup(vec![(1, 1)]), late);
         assert!(matches!(refused.answer, Answer::CleanedUp { partitions: 0 }), "{:?}", refused.answer);
 
         let (store, mut planner) = emptied();
-        let deleted = plan_at(&mut planner, &store, batch, late, cleanup(vec![(1, 1)]));
+        let deleted = planner.plan(&store, cleanup(vec![(1, 1)]), late);
         assert!(matches!(deleted.answer, Answer::CleanedUp { partitions: 1 }), "{:?}", deleted.answer);
-        let after = plan_at(&mut planner, &store, batch + 1, late, push_to("q", "p", "p-2"));
+        let after = planner.plan(&store, push_to("q", "p", "p-2"), late);
         let Answer::Pushed(outcomes) = &after.answer else { panic!("{:?}", after.answer) };
         assert_eq!((outcomes[0].partition_id, outcomes[0].offset), (5, 0), "the name goes to a new partition");
     }

@@ -150,7 +150,7 @@ mod tests {
         settle(&mut store, &pop);
         let dead = plan(&mut planner, &store, 3, ack(&claim, "t1", AckStatus::DeadLetter));
         settle(&mut store, &dead);
-        planner.batches_applied(3);
+        planner.caught_up_with(&store);
         assert_eq!(store.dlq.iter().count(), 1, "the ack did not dead-letter the message");
 
         // The delete is planned and not applied when the redelivery is planned.

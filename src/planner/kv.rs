@@ -247,7 +247,11 @@ pub fn plan_kv(store: &Store, overlay: &mut Overlay, now_us: i64, ops: &[KvOp]) 
         }
         overlay.put_kv(key, row);
     }
-    overlay.set_next_kv_version(next_version);
+    // Versions count rows written: a round of reads writes none, and leaves
+    // no decision behind (the overlay's consistency check holds it to that).
+    if !effects.is_empty() {
+        overlay.set_next_kv_version(next_version);
+    }
     (effects, KvAnswer::Results(results))
 }
 

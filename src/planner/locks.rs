@@ -148,6 +148,10 @@ pub fn plan_locks(store: &Store, overlay: &mut Overlay, now_us: i64, ops: &[Lock
         });
     }
     let Permits { next_version, effects, overlay, .. } = p;
-    overlay.set_next_kv_version(next_version);
+    // Versions count rows written: a round of reads writes none, and leaves
+    // no decision behind (the overlay's consistency check holds it to that).
+    if !effects.is_empty() {
+        overlay.set_next_kv_version(next_version);
+    }
     (effects, results)
 }

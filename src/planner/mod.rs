@@ -48,13 +48,30 @@ pub struct Planned {
 }
 
 impl Planner {
-    /// A planner whose next entry follows `last`.
+    /// A planner leading in `term`, whose next entry follows `last`.
     pub fn new(term: u64, last: LogId) -> Self {
         Self { term, next_index: last.index + 1, overlay: Overlay::default(), rotation: 0 }
     }
 
+    /// Leads from now on in `term`, planning the entry after `last`, the
+    /// last one the log holds. What an earlier leadership planned and the
+    /// store has not applied is forgotten: under raft a lost leadership's
+    /// entries may be cut, and never apply.
+    pub fn lead(&mut self, term: u64, last: LogId) {
+        assert!(term >= self.term, "a planner leads in term {term} after term {}: terms never go back", self.term);
+        *self = Self { rotation: self.rotation, ..Self::new(term, last) };
+    }
+
+    /// The log id the next entry planned is stamped with: the one the log
+    /// gives the entry appended after its last (the log store checks that
+    /// indexes rise by one).
+    pub fn next_id(&self) -> LogId {
+        LogId::new(self.term, self.next_index)
+    }
+
     pub fn plan(&mut self, store: &Store, command: Command, timestamp_us: i64) -> Planned {
-        let id = LogId::new(self.term, self.next_index);
+        let id = self.next_id();
+        self.overlay.open_entry(id.index);
         let overlay = &mut self.overlay;
         let (effects, messages, answer) = match command {
             Command::Push(items) => match push::check_max_size(store, overlay, &items) {
@@ -169,14 +186,20 @@ impl Planner {
         Planned { entry: Some(Entry { id, body: EntryBody { timestamp_us, effects }, messages }), answer }
     }
 
-    /// What is planned from now on belongs to batch `number`.
-    pub fn open_batch(&mut self, number: u64) {
-        self.overlay.open_batch(number);
-    }
-
-    /// The store holds every batch up to `applied`, so the planner reads
-    /// their decisions from it and forgets its own copy.
-    pub fn batches_applied(&mut self, applied: u64) {
+    /// The store holds every entry up to its applied index, so the planner
+    /// reads their decisions from it and forgets its own copy. Called with
+    /// the store's lock held, so the overlay keeps exactly what the store
+    /// does not hold yet.
+    pub fn caught_up_with(&mut self, store: &Store) {
+        let applied = store.applied.index;
         self.overlay.forget_through(applied);
+        // The overlay's consistency with the store: once every entry planned
+        // is applied, a decision still held was made by no entry, and the
+        // next command would plan against a state that never was.
+        if cfg!(debug_assertions) && applied + 1 >= self.next_index {
+            if let Some(held) = self.overlay.held() {
+                panic!("overlay inconsistent with the store: every entry through {applied} is applied and the overlay still holds {held} decisions");
+            }
+        }
     }
 }

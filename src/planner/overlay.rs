@@ -1,8 +1,9 @@
 //! What the entries planned but not yet applied have decided: names, ids,
-//! offsets and dedup rows that the next command must see. The replicator
-//! plans a batch while earlier ones are still being written, so every
-//! decision is stamped with the batch that made it, and is dropped once the
-//! store holds that batch.
+//! offsets and dedup rows that the next command must see. The proposer plans
+//! while earlier entries are still being written, so every decision is
+//! stamped with the log index of the entry that made it, and is dropped once
+//! the store has applied that index. A leader that loses its leadership drops
+//! the whole overlay (`Planner::lead`): what it planned may never commit.
 
 use crate::planner::queue_options::QueueOptions;
 use crate::store::rows::{CursorRow, GroupRow, KvRow, TimerRow};
@@ -12,7 +13,8 @@ use std::borrow::Borrow;
 use foldhash::{HashMap, HashMapExt, HashSet};
 use std::hash::Hash;
 
-/// Decisions keyed by `K`, each stamped with the batch that made it.
+/// Decisions keyed by `K`, each stamped with the log index of the entry
+/// that made it.
 #[derive(Clone)]
 struct Layer<K, V>(HashMap<K, (u64, V)>);
 
@@ -30,14 +32,14 @@ impl<K: Hash + Eq, V> Layer<K, V> {
         self.0.get(key).map(|(_, v)| v)
     }
 
-    fn insert(&mut self, batch: u64, key: K, value: V) {
-        self.0.insert(key, (batch, value));
+    fn insert(&mut self, stamp: u64, key: K, value: V) {
+        self.0.insert(key, (stamp, value));
     }
 
     /// The decision for `key`, made now: `init` gives its value as it stands.
-    fn update(&mut self, batch: u64, key: K, init: impl FnOnce() -> V) -> &mut V {
-        let slot = self.0.entry(key).or_insert_with(|| (batch, init()));
-        slot.0 = batch;
+    fn update(&mut self, stamp: u64, key: K, init: impl FnOnce() -> V) -> &mut V {
+        let slot = self.0.entry(key).or_insert_with(|| (stamp, init()));
+        slot.0 = stamp;
         &mut slot.1
     }
 
@@ -46,13 +48,13 @@ impl<K: Hash + Eq, V> Layer<K, V> {
     }
 
     fn forget_through(&mut self, applied: u64) {
-        self.0.retain(|_, (batch, _)| *batch > applied);
+        self.0.retain(|_, (stamp, _)| *stamp > applied);
     }
 }
 
-/// A layer of rows that unapplied batches wrote (`Some`) or removed (`None`).
+/// A layer of rows that unapplied entries wrote (`Some`) or removed (`None`).
 impl<K: Hash + Eq, V: Clone> Layer<K, Option<V>> {
-    /// The row as the batches planned so far leave it: this layer's
+    /// The row as the entries planned so far leave it: this layer's
     /// decision if it has one, else the store's row from `stored`.
     fn row<Q: Hash + Eq + ?Sized>(&self, key: &Q, stored: impl FnOnce() -> Option<V>) -> Option<V>
     where
@@ -74,12 +76,12 @@ impl Next {
         self.0.map(|(_, v)| v)
     }
 
-    fn set(&mut self, batch: u64, value: u64) {
-        self.0 = Some((batch, value));
+    fn set(&mut self, stamp: u64, value: u64) {
+        self.0 = Some((stamp, value));
     }
 
     fn forget_through(&mut self, applied: u64) {
-        if self.0.is_some_and(|(batch, _)| batch <= applied) {
+        if self.0.is_some_and(|(stamp, _)| stamp <= applied) {
             self.0 = None;
         }
     }
@@ -87,19 +89,19 @@ impl Next {
 
 #[derive(Default, Clone)]
 pub struct Overlay {
-    /// The batch being planned: what stamps new decisions.
-    batch: u64,
-    /// The last batch whose decisions were forgotten.
+    /// The log index of the entry being planned: what stamps new decisions.
+    stamp: u64,
+    /// The last index whose decisions were forgotten.
     forgotten: u64,
-    /// Queue ids by name; `None`: deleted by an unapplied batch.
+    /// Queue ids by name; `None`: deleted by an unapplied entry.
     queues: Layer<String, Option<u64>>,
-    /// Queues deleted by unapplied batches: nothing may be planned on them,
-    /// since their rows are gone by the time a later batch applies.
+    /// Queues deleted by unapplied entries: nothing may be planned on them,
+    /// since their rows are gone by the time a later entry applies.
     deleted: Layer<u64, ()>,
-    /// Queue options (JSON) set by unapplied batches.
+    /// Queue options (JSON) set by unapplied entries.
     options: Layer<u64, String>,
     partitions: Layer<(u64, String), u64>,
-    /// Partitions deleted by unapplied batches (`planner/cleanup.rs`).
+    /// Partitions deleted by unapplied entries (`planner/cleanup.rs`).
     deleted_partitions: Layer<(u64, u64), ()>,
     next_offsets: Layer<(u64, u64), u64>,
     /// Log starts that unapplied retention moved.
@@ -107,28 +109,52 @@ pub struct Overlay {
     dedup: Layer<(u64, u64, [u8; 16]), u64>,
     next_queue_id: Next,
     next_partition_id: Next,
-    /// Cursors moved (`None`: removed by a group delete) by unapplied batches.
+    /// Cursors moved (`None`: removed by a group delete) by unapplied entries.
     cursors: Layer<CursorKey, Option<CursorRow>>,
     /// Group rows written (`None`: removed by a group delete) by unapplied
-    /// batches.
+    /// entries.
     groups: Layer<(u64, String), Option<GroupRow>>,
-    /// Leases granted by unapplied batches: lease id → cursors.
+    /// Leases granted by unapplied entries: lease id → cursors.
     leases: Layer<String, Vec<CursorKey>>,
-    /// KV rows written (`None`: deleted) by unapplied batches.
+    /// KV rows written (`None`: deleted) by unapplied entries.
     kv: Layer<String, Option<KvRow>>,
     next_kv_version: Next,
-    /// Timers scheduled (`Some`) or removed by unapplied batches.
+    /// Timers scheduled (`Some`) or removed by unapplied entries.
     timers: Layer<String, Option<TimerRow>>,
 }
 
 impl Overlay {
-    /// Decisions from now on belong to batch `number`.
-    pub fn open_batch(&mut self, number: u64) {
-        self.batch = number;
+    /// Decisions from now on belong to the entry at log index `index`.
+    pub fn open_entry(&mut self, index: u64) {
+        self.stamp = index;
     }
 
-    /// The store holds every batch up to `applied`: their decisions are
-    /// its rows now.
+    /// The first kind of decision held, if any: once the store has applied
+    /// every entry planned, a decision still held was made by no entry.
+    pub fn held(&self) -> Option<&'static str> {
+        let layers = [
+            ("queues", self.queues.0.is_empty()),
+            ("deleted", self.deleted.0.is_empty()),
+            ("options", self.options.0.is_empty()),
+            ("partitions", self.partitions.0.is_empty()),
+            ("deleted_partitions", self.deleted_partitions.0.is_empty()),
+            ("next_offsets", self.next_offsets.0.is_empty()),
+            ("log_starts", self.log_starts.0.is_empty()),
+            ("dedup", self.dedup.0.is_empty()),
+            ("cursors", self.cursors.0.is_empty()),
+            ("groups", self.groups.0.is_empty()),
+            ("leases", self.leases.0.is_empty()),
+            ("kv", self.kv.0.is_empty()),
+            ("timers", self.timers.0.is_empty()),
+            ("next_queue_id", self.next_queue_id.0.is_none()),
+            ("next_partition_id", self.next_partition_id.0.is_none()),
+            ("next_kv_version", self.next_kv_version.0.is_none()),
+        ];
+        layers.into_iter().find(|(_, empty)| !empty).map(|(name, _)| name)
+    }
+
+    /// The store holds every entry up to `applied`: their decisions are its
+    /// rows now.
     pub fn forget_through(&mut self, applied: u64) {
         if applied <= self.forgotten {
             return;
@@ -152,7 +178,7 @@ impl Overlay {
         self.timers.forget_through(applied);
     }
 
-    /// A partition's log start as the batches planned so far leave it: no
+    /// A partition's log start as the entries planned so far leave it: no
     /// message below it can be delivered.
     pub fn log_start(&self, store: &Store, queue: u64, partition: u64) -> u64 {
         let stored = store.partition(queue, partition).map_or(0, |row| row.log_start);
@@ -160,7 +186,7 @@ impl Overlay {
     }
 
     pub fn move_log_start(&mut self, queue: u64, partition: u64, log_start: u64) {
-        self.log_starts.insert(self.batch, (queue, partition), log_start);
+        self.log_starts.insert(self.stamp, (queue, partition), log_start);
     }
 
     pub fn queue_id(&self, store: &Store, name: &str) -> Option<u64> {
@@ -172,18 +198,18 @@ impl Overlay {
 
     pub fn create_queue(&mut self, store: &Store, name: &str) -> u64 {
         let id = self.next_queue_id.get().unwrap_or(store.next_queue_id);
-        self.next_queue_id.set(self.batch, id + 1);
-        self.queues.insert(self.batch, name.to_string(), Some(id));
+        self.next_queue_id.set(self.stamp, id + 1);
+        self.queues.insert(self.stamp, name.to_string(), Some(id));
         id
     }
 
-    /// Records that batch being planned deletes the queue `name` (id `id`).
+    /// Records that the entry being planned deletes the queue `name` (id `id`).
     pub fn delete_queue(&mut self, name: &str, id: u64) {
-        self.queues.insert(self.batch, name.to_string(), None);
-        self.deleted.insert(self.batch, id, ());
+        self.queues.insert(self.stamp, name.to_string(), None);
+        self.deleted.insert(self.stamp, id, ());
     }
 
-    /// The queue's options (JSON) as the batches planned so far leave them;
+    /// The queue's options (JSON) as the entries planned so far leave them;
     /// none for a queue created by a push and never configured.
     pub fn queue_options(&self, store: &Store, queue: u64) -> Option<String> {
         self.options.get(&queue).cloned().or_else(|| {
@@ -192,7 +218,7 @@ impl Overlay {
         })
     }
 
-    /// The queue's `maxSize` as the batches planned so far leave it; 0 for
+    /// The queue's `maxSize` as the entries planned so far leave it; 0 for
     /// none.
     pub fn max_size(&self, store: &Store, queue: u64) -> u64 {
         match self.options.get(&queue) {
@@ -202,10 +228,10 @@ impl Overlay {
     }
 
     pub fn set_queue_options(&mut self, queue: u64, options: String) {
-        self.options.insert(self.batch, queue, options);
+        self.options.insert(self.stamp, queue, options);
     }
 
-    /// Whether an unapplied batch deletes the queue.
+    /// Whether an unapplied entry deletes the queue.
     pub fn is_deleted(&self, queue: u64) -> bool {
         self.deleted.get(&queue).is_some()
     }
@@ -220,23 +246,23 @@ impl Overlay {
             .or_else(|| store.partition_id(queue, name).filter(|p| !self.is_partition_deleted(queue, *p)))
     }
 
-    /// Whether an unapplied batch deletes the partition, or its queue.
+    /// Whether an unapplied entry deletes the partition, or its queue.
     pub fn is_partition_deleted(&self, queue: u64, partition: u64) -> bool {
         self.is_deleted(queue) || self.deleted_partitions.get(&(queue, partition)).is_some()
     }
 
-    /// Whether the partition exists once the batches planned so far apply.
+    /// Whether the partition exists once the entries planned so far apply.
     pub fn partition_exists(&self, store: &Store, queue: u64, partition: u64) -> bool {
         !self.is_partition_deleted(queue, partition)
             && (store.partition(queue, partition).is_some() || self.next_offsets.get(&(queue, partition)).is_some())
     }
 
-    /// Records that the batch being planned deletes the partition.
+    /// Records that the entry being planned deletes the partition.
     pub fn delete_partition(&mut self, queue: u64, partition: u64) {
-        self.deleted_partitions.insert(self.batch, (queue, partition), ());
+        self.deleted_partitions.insert(self.stamp, (queue, partition), ());
     }
 
-    /// The partitions unapplied batches changed: their offsets, a cursor on
+    /// The partitions unapplied entries changed: their offsets, a cursor on
     /// them, their existence.
     pub fn touched_partitions(&self) -> HashSet<(u64, u64)> {
         let offsets = self.next_offsets.iter().map(|(k, _)| *k);
@@ -247,13 +273,13 @@ impl Overlay {
 
     pub fn create_partition(&mut self, store: &Store, queue: u64, name: &str) -> u64 {
         let id = self.next_partition_id.get().unwrap_or(store.next_partition_id);
-        self.next_partition_id.set(self.batch, id + 1);
-        self.partitions.insert(self.batch, (queue, name.to_string()), id);
-        self.next_offsets.insert(self.batch, (queue, id), 0);
+        self.next_partition_id.set(self.stamp, id + 1);
+        self.partitions.insert(self.stamp, (queue, name.to_string()), id);
+        self.next_offsets.insert(self.stamp, (queue, id), 0);
         id
     }
 
-    /// Messages of the queue a group has not finished, as the batch leaves
+    /// Messages of the queue a group has not finished, as the planned entries leave
     /// them: over every partition, from the group's cursor (or the log
     /// start) to the next offset.
     pub fn unfinished(&self, store: &Store, queue: u64, group: &str) -> u64 {
@@ -266,19 +292,19 @@ impl Overlay {
             .sum()
     }
 
-    /// How many partitions the queue has, counting those unapplied batches created.
+    /// How many partitions the queue has, counting those unapplied entries created.
     pub fn partition_count(&self, store: &Store, queue: u64) -> usize {
         self.partitions_of(store, queue).count()
     }
 
-    /// The queue's partition ids: the store's, then those unapplied batches created.
+    /// The queue's partition ids: the store's, then those unapplied entries created.
     fn partitions_of<'a>(&'a self, store: &'a Store, queue: u64) -> impl Iterator<Item = u64> + 'a {
         let created = self.partitions.iter().filter(move |((q, _), _)| *q == queue).map(|(_, p)| *p);
         let stored = store.partitions.range((queue, 0)..=(queue, u64::MAX)).map(|((_, p), _)| *p);
         stored.filter(move |p| self.deleted_partitions.get(&(queue, *p)).is_none()).chain(created)
     }
 
-    /// Every partition of the queue with its next offset, as the batches
+    /// Every partition of the queue with its next offset, as the entries
     /// planned so far leave them, ascending by id.
     pub fn partition_ends(&self, store: &Store, queue: u64) -> Vec<(u64, u64)> {
         let end = |p: u64| {
@@ -295,20 +321,20 @@ impl Overlay {
     }
 
     pub fn record_dedup(&mut self, queue: u64, partition: u64, hash: [u8; 16], offset: u64) {
-        self.dedup.insert(self.batch, (queue, partition, hash), offset);
+        self.dedup.insert(self.stamp, (queue, partition, hash), offset);
     }
 
     /// The next offset of the partition, reserved for one message.
     pub fn take_offset(&mut self, store: &Store, queue: u64, partition: u64) -> u64 {
         let next = self
             .next_offsets
-            .update(self.batch, (queue, partition), || store.partition(queue, partition).map_or(0, |p| p.next_offset));
+            .update(self.stamp, (queue, partition), || store.partition(queue, partition).map_or(0, |p| p.next_offset));
         let offset = *next;
         *next += 1;
         offset
     }
 
-    /// The cursor as the batch left it, if the group has one.
+    /// The cursor as the planned entries left it, if the group has one.
     pub fn cursor(&self, store: &Store, key: &CursorKey) -> Option<CursorRow> {
         if self.is_partition_deleted(key.0, key.1) {
             return None;
@@ -316,7 +342,7 @@ impl Overlay {
         self.cursors.row(key, || store.cursors.get(key).cloned())
     }
 
-    /// The cursors `group` holds on every queue, as the batches planned so
+    /// The cursors `group` holds on every queue, as the entries planned so
     /// far leave them.
     pub fn group_cursors(&self, store: &Store, group: &str) -> Vec<CursorKey> {
         let wanted = |k: &CursorKey| k.2 == group;
@@ -330,23 +356,23 @@ impl Overlay {
 
     /// Removes a group's cursor for the commands planned after this one.
     pub fn remove_cursor(&mut self, key: CursorKey) {
-        self.cursors.insert(self.batch, key, None);
+        self.cursors.insert(self.stamp, key, None);
     }
 
     /// Removes the group's row on `queue` for the commands planned after
     /// this one.
     pub fn remove_group(&mut self, queue: u64, group: &str) {
-        self.groups.insert(self.batch, (queue, group.to_string()), None);
+        self.groups.insert(self.stamp, (queue, group.to_string()), None);
     }
 
     pub fn put_cursor(&mut self, key: CursorKey, row: CursorRow) {
         if let Some(lease) = &row.lease {
-            let holders = self.leases.update(self.batch, lease.id.clone(), Vec::new);
+            let holders = self.leases.update(self.stamp, lease.id.clone(), Vec::new);
             if !holders.contains(&key) {
                 holders.push(key.clone());
             }
         }
-        self.cursors.insert(self.batch, key, Some(row));
+        self.cursors.insert(self.stamp, key, Some(row));
     }
 
     /// Changes a cursor with one of `cursor`'s moves.
@@ -359,7 +385,7 @@ impl Overlay {
         true
     }
 
-    /// Every cursor a lease may hold: granted before, or by this batch.
+    /// Every cursor a lease may hold: granted before, or by an unapplied entry.
     pub fn lease_holders(&self, store: &Store, lease_id: &str) -> Vec<CursorKey> {
         let mut out: Vec<CursorKey> = store.lease_holders(lease_id).to_vec();
         for k in self.leases.get(lease_id).into_iter().flatten() {
@@ -376,7 +402,7 @@ impl Overlay {
         self.groups.row(&key, || store.groups.get(&key).cloned())
     }
 
-    /// The queues on which `group` has a row, as the batches planned so far
+    /// The queues on which `group` has a row, as the entries planned so far
     /// leave them.
     pub fn group_rows<'a>(&'a self, store: &'a Store, group: &'a str) -> impl Iterator<Item = u64> + 'a {
         let store_rows = store.groups.iter().map(|(k, _)| k);
@@ -388,10 +414,10 @@ impl Overlay {
     }
 
     pub fn put_group(&mut self, queue: u64, group: &str, row: GroupRow) {
-        self.groups.insert(self.batch, (queue, group.to_string()), Some(row));
+        self.groups.insert(self.stamp, (queue, group.to_string()), Some(row));
     }
 
-    /// A KV row as the batch left it, expired or not.
+    /// A KV row as the planned entries left it, expired or not.
     pub fn kv_row(&self, store: &Store, key: &str) -> Option<KvRow> {
         self.kv.row(key, || store.kv.get(&key.to_string()).cloned())
     }
@@ -401,7 +427,7 @@ impl Overlay {
     }
 
     pub fn put_kv(&mut self, key: String, row: Option<KvRow>) {
-        self.kv.insert(self.batch, key, row);
+        self.kv.insert(self.stamp, key, row);
     }
 
     pub fn next_kv_version(&self, store: &Store) -> u64 {
@@ -409,7 +435,7 @@ impl Overlay {
     }
 
     pub fn set_next_kv_version(&mut self, next: u64) {
-        self.next_kv_version.set(self.batch, next);
+        self.next_kv_version.set(self.stamp, next);
     }
 
     pub fn timer(&self, store: &Store, key: &str) -> Option<TimerRow> {
@@ -417,6 +443,6 @@ impl Overlay {
     }
 
     pub fn put_timer(&mut self, key: String, row: Option<TimerRow>) {
-        self.timers.insert(self.batch, key, row);
+        self.timers.insert(self.stamp, key, row);
     }
 }

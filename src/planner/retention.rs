@@ -283,7 +283,6 @@ mod tests {
     fn a_pop_planned_after_an_unapplied_retain_starts_at_the_new_log_start() {
         let (mut store, mut planner) = ten_messages(json!({"retentionSeconds": 200}));
         let at = T0 + 400 * SECOND_US;
-        planner.open_batch(at as u64);
         let retained = planner.plan(&store, Command::Retain { partitions: vec![(1, 1)], txn_window_min_s: 0 }, at);
         let popped = planner.plan(&store, pop("g"), at);
         settle(&mut store, &retained);

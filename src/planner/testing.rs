@@ -1,4 +1,4 @@
-//! Planning batches by hand in unit tests: a batch planned and not yet
+//! Planning entries by hand in unit tests: an entry planned and not yet
 //! applied, as the replicator's pipeline leaves it while the disk syncs.
 
 use crate::log_id::LogId;
@@ -9,19 +9,18 @@ use crate::planner::{Planned, Planner};
 use crate::qlog::files::Location;
 use crate::store::Store;
 
-/// Plans `command` as batch `batch`, which the store does not hold yet.
-pub fn plan(planner: &mut Planner, store: &Store, batch: u64, command: Command) -> Planned {
-    planner.open_batch(batch);
-    planner.plan(store, command, batch as i64 * 1_000)
+/// Plans `command` at step `step` (its time is `step` milliseconds), as an
+/// entry the store does not hold yet.
+pub fn plan(planner: &mut Planner, store: &Store, step: u64, command: Command) -> Planned {
+    planner.plan(store, command, step as i64 * 1_000)
 }
 
-/// Plans and applies `command` at `at_us`, as a batch of its own numbered
-/// `at_us`; answers what the planner answered.
+/// Plans and applies `command` at `at_us`; answers what the planner
+/// answered.
 pub fn run_at(planner: &mut Planner, store: &mut Store, at_us: i64, command: Command) -> Answer {
-    planner.open_batch(at_us as u64);
     let planned = planner.plan(store, command, at_us);
     settle(store, &planned);
-    planner.batches_applied(at_us as u64);
+    planner.caught_up_with(store);
     planned.answer
 }
 
@@ -39,12 +38,12 @@ pub fn fresh() -> (Store, Planner) {
 }
 
 /// A store holding one applied message, "t1" in partition "p" of queue "q",
-/// and the planner that planned it as batch 1.
+/// and the planner that planned it as the first entry.
 pub fn one_message_applied() -> (Store, Planner) {
     let (mut store, mut planner) = fresh();
     let planned = plan(&mut planner, &store, 1, push("t1"));
     settle(&mut store, &planned);
-    planner.batches_applied(1);
+    planner.caught_up_with(&store);
     (store, planner)
 }
 

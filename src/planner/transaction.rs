@@ -141,7 +141,7 @@ mod tests {
         let (mut store, mut planner) = one_message_applied();
         let popped = plan_batch(&mut planner, &store, 2, pop("g"));
         settle(&mut store, &popped);
-        planner.batches_applied(2);
+        planner.caught_up_with(&store);
         let claim = claimed(&popped);
         let Command::Ack(acks) = ack(&claim, "t1", AckStatus::Completed) else { unreachable!() };
         let bundle = Bundle { pushes: vec![], acks, required_leases: vec![], kv: vec![], timers: vec![] };

@@ -1,9 +1,16 @@
-//! The replicator: how an entry becomes durable before it is applied. One
-//! trait, so the front ends never know whether one node or a raft cluster
-//! stands behind it; `local` group-commits on a single node.
+//! The replicator: how an entry becomes durable, and committed, before it is
+//! applied. One trait, so the front ends never know whether one node or a
+//! raft cluster stands behind it. Three parts, each of which a raft adapter
+//! wraps: the proposer (`proposer/`: plans on the leader), the log store
+//! (`log_store/`: appends durably, cuts, reads by index, keeps the vote) and
+//! the state machine (`state_machine/`: applies, checkpoints, snapshots).
+//! `local` composes them on a single node, where durable is committed.
 
+pub mod batch;
 pub mod local;
 pub mod log_store;
+pub mod proposer;
+pub mod state_machine;
 
 use crate::planner::command::{Answer, Command};
 use std::future::Future;
@@ -18,6 +25,14 @@ pub enum ProposeError {
     /// before it is planned, and the others go on.
     #[error("the node cannot open its log files now (out of file descriptors?); retry")]
     LogFilesUnavailable,
+    /// This node does not lead: only a leader plans. `leader` is the node
+    /// that does, when this one knows it.
+    #[error("this node is not the leader{}; send the write to the leader", match .leader { Some(id) => format!(" (node {id} is)"), None => " and knows of no leader".to_string() })]
+    NotLeader { leader: Option<u64> },
+    /// The entry was proposed and its outcome is not known: it may still
+    /// commit (guarantees.md's 503). A retry with the same ids is safe.
+    #[error("the write was not committed in time; its outcome is not known, and a retry with the same ids is safe")]
+    Timeout,
 }
 
 pub type Proposal<'a> = Pin<Box<dyn Future<Output = Result<Answer, ProposeError>> + Send + 'a>>;

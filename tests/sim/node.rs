@@ -51,6 +51,7 @@ pub struct SimNode {
     planner: Planner,
     writer: QlogWriter,
     pub files: Arc<FileTable>,
+    /// Group commits written, as the writer counts them to retire logs.
     batch: u64,
     /// The applied index of the last checkpoint committed.
     checkpointed: u64,
@@ -102,7 +103,7 @@ impl SimNode {
         for (e, locs) in entries.iter().zip(&locations) {
             apply(&mut self.store, e, locs);
         }
-        self.planner.batches_applied(self.batch);
+        self.planner.caught_up_with(&self.store);
         self.writer.batches_synced(self.batch);
         (entries, Ok(planned.into_iter().map(|p| p.answer).collect()))
     }
@@ -126,7 +127,6 @@ impl SimNode {
     ) -> (Vec<Planned>, Vec<Vec<Location>>, std::io::Result<()>) {
         self.tick(now_us);
         self.batch += 1;
-        self.planner.open_batch(self.batch);
         let planned: Vec<Planned> = commands.into_iter().map(|c| self.planner.plan(&self.store, c, now_us)).collect();
         let mut locations = Vec::new();
         for e in planned.iter().filter_map(|p| p.entry.as_ref()) {

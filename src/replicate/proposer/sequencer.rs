@@ -1,14 +1,15 @@
-//! The pipeline's first stage: plans commands in small chunks and adds each
-//! to the open batch, which the syncer takes whole whenever it is free.
+//! The proposer's thread: plans commands in small chunks and adds each to
+//! the log store's open batch, which the syncer takes whole whenever it is
+//! free.
 
-use super::open_batch::OpenBatch;
-use super::{Msg, Reply};
+use super::Msg;
 use crate::planner::command::Command;
 use crate::planner::{Planned, Planner};
 use crate::qlog::files::FileTable;
+use crate::replicate::batch::Reply;
+use crate::replicate::log_store::open_batch::OpenBatch;
 use crate::replicate::ProposeError;
 use crate::store::Store;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, RwLock};
 use std::thread::JoinHandle;
@@ -24,10 +25,9 @@ const PLAN_CHUNK: usize = 32;
 /// the logs of deleted queues to let go of.
 const TEND_IDLE_EVERY: Duration = Duration::from_secs(1);
 
-pub(super) struct Sequencer {
+pub(crate) struct Sequencer {
     pub planner: Planner,
     pub state: Arc<RwLock<Store>>,
-    pub applied_batch: Arc<AtomicU64>,
     pub open: Arc<OpenBatch>,
     /// Asked before each chunk whether the writer can open its files.
     pub files: Arc<FileTable>,
@@ -37,7 +37,6 @@ pub(super) struct Sequencer {
 
 impl Sequencer {
     pub fn run(mut self, rx: mpsc::Receiver<Msg>) {
-        let mut number = 0;
         let mut last_ts = 0i64;
         let mut stop = false;
         let mut tended_idle = Instant::now();
@@ -47,7 +46,7 @@ impl Sequencer {
                 // A queue id below the next one and unknown to the store was
                 // deleted; one planned and not applied yet is not below it.
                 let deleted = |queue| queue < store.next_queue_id && store.queue_name(queue).is_none();
-                self.open.tend_idle(number, deleted);
+                self.open.tend_idle(deleted);
                 drop(store);
                 tended_idle = Instant::now();
             }
@@ -82,9 +81,8 @@ impl Sequencer {
                 // The planner's clock moves forward with every chunk, so what
                 // is planned later is always later than what is applied.
                 last_ts = (last_ts + 1).max(chrono::Utc::now().timestamp_micros());
-                number += 1;
-                let planned = self.plan(number, commands.by_ref().take(PLAN_CHUNK), last_ts);
-                self.open.add(number, planned);
+                let planned = self.plan(commands.by_ref().take(PLAN_CHUNK), last_ts);
+                self.open.add(planned);
             }
         }
         // The syncer and then the applier drain what they hold and end.
@@ -95,17 +93,9 @@ impl Sequencer {
         tracing::info!("replicator stopped after a final checkpoint");
     }
 
-    fn plan(
-        &mut self,
-        number: u64,
-        commands: impl Iterator<Item = (Command, Reply)>,
-        timestamp_us: i64,
-    ) -> Vec<(Planned, Reply)> {
+    fn plan(&mut self, commands: impl Iterator<Item = (Command, Reply)>, timestamp_us: i64) -> Vec<(Planned, Reply)> {
         let store = self.state.read().expect("store lock");
-        // Read under the lock, so the overlay keeps exactly what the store
-        // does not hold yet.
-        self.planner.batches_applied(self.applied_batch.load(Ordering::Acquire));
-        self.planner.open_batch(number);
+        self.planner.caught_up_with(&store);
         commands.map(|(command, reply)| (self.planner.plan(&store, command, timestamp_us), reply)).collect()
     }
 }

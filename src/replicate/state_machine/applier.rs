@@ -1,23 +1,21 @@
-//! The pipeline's last stage: applies each durable batch to the store,
+//! The state machine's stage of the pipeline: applies each durable batch to the store,
 //! answers its commands, and hands changed rows to the checkpointer every
 //! `QUEEN_RAFT_DURABLE_EVERY_MS` or `QUEEN_RAFT_DURABLE_EVERY_BYTES`.
 
-use super::Batch;
 use crate::apply_watch::ApplyWatch;
 use crate::log_id::LogId;
 use crate::metrics::Metrics;
 use crate::planner::apply::apply;
 use crate::planner::command::{Answer, PushStatus};
+use crate::replicate::batch::Batch;
 use crate::store::checkpointer::Checkpointer;
 use crate::store::Store;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-pub(super) struct Applier {
+pub(crate) struct Applier {
     pub state: Arc<RwLock<Store>>,
-    pub applied_batch: Arc<AtomicU64>,
     pub checkpointer: Checkpointer,
     pub durable_every: Duration,
     pub durable_every_bytes: u64,
@@ -62,7 +60,6 @@ impl Applier {
                 apply(&mut store, entry, locs);
                 count += 1;
             }
-            self.applied_batch.store(batch.number, Ordering::Release);
             self.metrics.applied_index.set(store.applied.index as i64);
         }
         if count > 0 {

@@ -1,26 +1,31 @@
-//! The pipeline's second stage: takes the open batch whenever it is free,
-//! makes it durable with one fdatasync per touched log, and passes it on.
+//! The log store's append path: takes the open batch whenever it is free,
+//! makes it durable with one fdatasync per touched log, and only then calls
+//! back (openraft's `IOFlushed` has the same contract: the callback means
+//! the entries survive a power cut).
 
 use super::open_batch::OpenBatch;
-use super::Batch;
 use crate::fatal;
 use crate::metrics::Metrics;
 use crate::qlog::files::FileTable;
 use crate::qlog::sync_ledger::SyncLedger;
-use std::sync::mpsc;
+use crate::replicate::batch::Batch;
 use std::sync::Arc;
 use std::time::Instant;
 
-pub(super) struct Syncer {
+/// Called with each batch once every one of its records is fdatasynced;
+/// `false` once nobody takes batches any more.
+pub type OnDurable = Box<dyn FnMut(Batch) -> bool + Send>;
+
+pub(crate) struct Syncer {
     pub files: Arc<FileTable>,
     pub metrics: Arc<Metrics>,
     pub ledger: Option<Arc<SyncLedger>>,
     pub open: Arc<OpenBatch>,
-    pub next: mpsc::Sender<Batch>,
+    pub on_durable: OnDurable,
 }
 
 impl Syncer {
-    pub fn run(self) {
+    pub fn run(mut self) {
         while let Some(mut batch) = self.open.take() {
             let started = Instant::now();
             let pending = std::mem::take(&mut batch.pending);
@@ -29,7 +34,7 @@ impl Syncer {
             });
             batch.bytes = pending.bytes();
             self.metrics.qlog_sync_seconds.inc_by(started.elapsed().as_secs_f64());
-            if self.next.send(batch).is_err() {
+            if !(self.on_durable)(batch) {
                 return;
             }
         }

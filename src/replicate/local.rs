@@ -1,74 +1,41 @@
-//! The single-node replicator: a pipeline of three threads, so that the disk
-//! is kept busy while the CPU plans and applies.
+//! The single-node replicator: the proposer, the log store and the state
+//! machine composed on one node, a pipeline of three threads so that the
+//! disk is kept busy while the CPU plans and applies.
 //!
-//! - the sequencer plans every command that arrives and adds it to the open
-//!   batch, which stages its records;
-//! - the syncer takes the open batch whenever it is free, so whatever
-//!   arrives during one fsync shares the next (group commit), writes it into
-//!   every log it touches and fdatasyncs each of them once;
-//! - the applier applies the batch, answers its commands, and checkpoints.
+//! - the proposer's sequencer plans every command that arrives and adds it
+//!   to the log store's open batch, which stages its records;
+//! - the log store's syncer takes the open batch whenever it is free, so
+//!   whatever arrives during one fsync shares the next (group commit),
+//!   writes it into every log it touches, fdatasyncs each of them once, and
+//!   calls back: on one node a durable entry is committed;
+//! - the state machine's applier applies the batch, answers its commands,
+//!   and checkpoints.
 //!
 //! No answer leaves before its batch, and every batch before it, is durable
 //! and applied: the batches pass through each stage in order.
 
-mod applier;
-mod open_batch;
-mod sequencer;
-mod syncer;
-
+use super::log_store::open_batch::OpenBatch;
+use super::log_store::syncer::Syncer;
+use super::proposer::sequencer::Sequencer;
+use super::proposer::Msg;
+use super::state_machine::applier::Applier;
 use super::{Proposal, ProposeError, Replicator};
 use crate::apply_watch::ApplyWatch;
 use crate::fatal;
 use crate::metrics::Metrics;
-use crate::planner::command::{Answer, Command};
-use crate::planner::{Planned, Planner};
-use crate::qlog::files::{FileTable, Location};
-use crate::qlog::pending_sync::PendingSync;
+use crate::planner::command::Command;
+use crate::planner::Planner;
+use crate::qlog::files::FileTable;
 use crate::qlog::sync_ledger::SyncLedger;
 use crate::qlog::writer::QlogWriter;
 use crate::store::checkpointer::Checkpointer;
 use crate::store::Store;
-use open_batch::OpenBatch;
 use std::sync::atomic::AtomicU64;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, RwLock};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::sync::oneshot;
-
-type Reply = oneshot::Sender<Result<Answer, ProposeError>>;
-
-/// What reaches the sequencer.
-enum Msg {
-    Propose(Command, Reply),
-    Stop,
-}
-
-/// One group commit on its way through the pipeline.
-struct Batch {
-    /// The number of its last planned chunk.
-    number: u64,
-    started: Instant,
-    planned: Vec<(Planned, Reply)>,
-    /// Per planned entry, in order: where its message records sit.
-    locations: Vec<Vec<Location>>,
-    pending: PendingSync,
-    /// The qlog bytes the batch wrote.
-    bytes: u64,
-}
-
-impl Batch {
-    fn new(number: u64) -> Self {
-        Batch {
-            number,
-            started: Instant::now(),
-            planned: Vec::new(),
-            locations: Vec::new(),
-            pending: PendingSync::default(),
-            bytes: 0,
-        }
-    }
-}
 
 /// What the pipeline's threads own between them.
 pub struct Pipeline {
@@ -117,12 +84,9 @@ impl LocalReplicator {
     pub fn start(p: Pipeline) -> Self {
         let (tx, rx) = mpsc::channel();
         let (to_applier, applier_rx) = mpsc::channel();
-        // The last batch the store holds; written under the store's lock.
-        let applied_batch = Arc::new(AtomicU64::new(0));
         let open = Arc::new(OpenBatch::new(p.writer, p.checkpointed));
-        let applier = applier::Applier {
+        let applier = Applier {
             state: p.state.clone(),
-            applied_batch: applied_batch.clone(),
             checkpointer: p.checkpointer,
             durable_every: p.durable_every,
             durable_every_bytes: p.durable_every_bytes,
@@ -130,22 +94,16 @@ impl LocalReplicator {
             apply_watch: p.apply_watch,
         };
         let applier = spawn("applier", move || applier.run(applier_rx));
-        let syncer = syncer::Syncer {
+        let syncer = Syncer {
             files: p.files.clone(),
             metrics: p.metrics,
             ledger: p.ledger,
             open: open.clone(),
-            next: to_applier,
+            on_durable: Box::new(move |batch| to_applier.send(batch).is_ok()),
         };
         let syncer = spawn("syncer", move || syncer.run());
-        let sequencer = sequencer::Sequencer {
-            planner: p.planner,
-            state: p.state,
-            applied_batch,
-            open,
-            files: p.files,
-            threads: vec![syncer, applier],
-        };
+        let sequencer =
+            Sequencer { planner: p.planner, state: p.state, open, files: p.files, threads: vec![syncer, applier] };
         let thread = spawn("sequencer", move || sequencer.run(rx));
         Self { tx: Mutex::new(Some(tx)), thread: Mutex::new(Some(thread)) }
     }

@@ -1,9 +1,22 @@
-//! The log store: the qlog read as a log of entries, by index. The writer
-//! appends (`QlogWriter::stage`, made durable by a group commit) and cuts
-//! (`QlogWriter::truncate_after`); this reads entries back from their
-//! records, the way a raft leader sends them to a follower that is behind
-//! and the way recovery replays them. Every record read is verified against
-//! its checksum, and every record must name the entry it was found for.
+//! The log store: the qlog as a log of entries, by index, shaped on
+//! openraft's `RaftLogStorage` and its log reader.
+//!
+//! - append: the open batch stages each planned entry's records
+//!   (`open_batch.rs`), and the syncer writes and fdatasyncs them and only
+//!   then calls back with the batch (`syncer.rs`): group commit, whatever
+//!   arrives during one fdatasync shares the next;
+//! - cut: `QlogWriter::truncate_after`, at runtime as at boot;
+//! - read by index: `entries` rebuilds entries from their records, the way a
+//!   raft leader sends them to a follower that is behind and the way
+//!   recovery replays them; every record read is verified against its
+//!   checksum, and must name the entry it was found for;
+//! - purge: a watermark (`QlogWriter::purge_through`), below which the log
+//!   forgets where entries sit; the qlog files stay the message store;
+//! - the vote and the committed index: `raft_state.rs`.
+
+pub(crate) mod open_batch;
+pub mod raft_state;
+pub(crate) mod syncer;
 
 use crate::log_id::LogId;
 use crate::planner::effect::{Entry, EntryBody};

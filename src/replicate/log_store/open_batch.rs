@@ -4,9 +4,9 @@
 //! sequencer, so a finished fdatasync is followed by the next write without
 //! waiting for another thread to be scheduled.
 
-use super::{Batch, Reply};
 use crate::planner::Planned;
 use crate::qlog::writer::{EntryWrite, QlogWriter};
+use crate::replicate::batch::{Batch, Reply};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
@@ -15,7 +15,7 @@ use std::sync::{Arc, Condvar, Mutex};
 /// of the store's lock) without bound.
 const MAX_BATCH: usize = 16384;
 
-pub(super) struct OpenBatch {
+pub(crate) struct OpenBatch {
     open: Mutex<Open>,
     /// Signalled when a chunk is added or the batch is closed.
     added: Condvar,
@@ -44,10 +44,10 @@ impl OpenBatch {
         }
     }
 
-    /// Adds a chunk planned as batch `number` and stages its records. Chunk
-    /// numbers rise, and a taken batch carries the number of its last chunk,
-    /// so the planner forgets a chunk's decisions only once it is applied.
-    pub fn add(&self, number: u64, planned: Vec<(Planned, Reply)>) {
+    /// Adds a planned chunk and stages its records. Its entries' log ids
+    /// follow the last ones staged, index by index: the entry index refuses
+    /// anything else.
+    pub fn add(&self, planned: Vec<(Planned, Reply)>) {
         // Encoded before the lock, so the syncer waits for the copy only.
         let effects: Vec<_> = planned.iter().filter_map(|(p, _)| p.entry.as_ref().map(|e| e.body.encode())).collect();
         let mut open = self.open.lock().expect("open batch lock");
@@ -55,8 +55,7 @@ impl OpenBatch {
             open = self.taken.wait(open).expect("open batch lock");
         }
         let Open { writer, batch, .. } = &mut *open;
-        let batch = batch.get_or_insert_with(|| Batch::new(number));
-        batch.number = number;
+        let batch = batch.get_or_insert_with(Batch::default);
         let entries = planned.iter().filter_map(|(p, _)| p.entry.as_ref());
         for (e, effects) in entries.zip(effects) {
             let write = EntryWrite { id: e.id, effects, queues: e.queues(), messages: &e.messages };
@@ -69,14 +68,13 @@ impl OpenBatch {
 
     /// Lets go of the logs of deleted queues (`QlogWriter::retire`), and
     /// seals the files of idle logs (`QlogWriter::seal_idle`) in a batch of
-    /// their own, or in the one being gathered, numbered `number`: the last
-    /// chunk planned.
-    pub fn tend_idle(&self, number: u64, deleted: impl Fn(u64) -> bool) {
+    /// their own, or in the one being gathered.
+    pub fn tend_idle(&self, deleted: impl Fn(u64) -> bool) {
         let mut open = self.open.lock().expect("open batch lock");
         let Open { writer, batch, batches_taken, .. } = &mut *open;
         writer.retire(deleted, *batches_taken);
         if writer.seal_idle() {
-            batch.get_or_insert_with(|| Batch::new(number));
+            batch.get_or_insert_with(Batch::default);
             drop(open);
             self.added.notify_one();
         }
