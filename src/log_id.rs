@@ -1,8 +1,15 @@
 //! The raft log id every entry carries from the start, so the qlog can serve
-//! as openraft's log storage later without a change of format. The local
-//! replicator writes every entry in term 1.
+//! as openraft's log storage. Records name their entry by (term, index); the
+//! entry record also names the node that led in that term, which with the
+//! term is openraft's leader id. The local replicator writes every entry in
+//! term 1 as node 1.
 
 use serde::{Deserialize, Serialize};
+
+/// The node id a single node leads as, and the leader that entries written
+/// before leader ids were recorded (format 3) are read as: only the local
+/// replicator wrote those.
+pub const SINGLE_NODE: u64 = 1;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
 pub struct LogId {

@@ -15,7 +15,7 @@ use crate::jwt::{Auth, AuthConfigError};
 use crate::metrics::Metrics;
 use crate::planner::Planner;
 use crate::qlog::files::FileTable;
-use crate::qlog::layout::{Layout, LayoutError};
+use crate::qlog::layout::{Layout, LayoutError, FORMAT};
 use crate::qlog::retired::RetiredLogs;
 use crate::qlog::sync_ledger::SyncLedger;
 use crate::qlog::writer::QlogWriter;
@@ -104,7 +104,7 @@ impl Node {
         let wanted =
             Layout { lanes: settings.qlog_lanes, shards: settings.qlog_shards, replicator: REPLICATOR_NAME.into() };
         let storage = OsStorage::shared();
-        let layout = Layout::open_or_create(&*storage, &qlog_root, &wanted)?;
+        let (layout, format) = Layout::open_or_create(&*storage, &qlog_root, &wanted)?;
         if layout != wanted {
             tracing::warn!(?layout, "QUEEN_QLOG_SHARDS and QUEEN_QLOG_LANES take effect only on a new directory; keeping the directory's own");
         }
@@ -123,8 +123,12 @@ impl Node {
         let open_files = fd_limit::open_files(settings.qlog_open_files, fd_limit::raise_to_hard());
         tracing::info!(open_files, "qlog files kept open at most (QUEEN_QLOG_OPEN_FILES)");
         let files = Arc::new(FileTable::new(qlog_root.clone(), open_files, storage));
-        let recovered = recover(&mut store, &qlog_root, &layout, &files, ledger.as_deref())?;
+        let recovered = recover(&mut store, &qlog_root, &layout, &files, (ledger.as_deref(), None))?;
         tracing::info!(last = %recovered.last, replayed = recovered.replayed, cut = recovered.cut, "qlog recovered");
+        if format != FORMAT {
+            Layout::upgrade_format(files.storage(), &qlog_root)?;
+            tracing::info!(from = format, to = FORMAT, "upgraded the data directory's on-disk format: its records read as they are, and only qlog/FORMAT changed");
+        }
 
         let metrics = Arc::new(Metrics::default());
         metrics.applied_index.set(store.applied.index as i64);

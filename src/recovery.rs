@@ -3,6 +3,11 @@
 //! of every log by index, replay the gapless run of complete entries after
 //! the checkpoint, and cut the first incomplete entry and everything after it
 //! from every log. Damage that is not a torn tail refuses the boot.
+//!
+//! Under raft, durable is not committed: the replay stops at the committed
+//! index the log store saved, and the complete entries after it stay in the
+//! logs, indexed, for the leader to commit or cut. On one node every durable
+//! entry is committed, and the replay goes to the end of the run.
 
 use crate::log_id::LogId;
 use crate::planner::apply::apply;
@@ -49,6 +54,7 @@ pub struct Recovered {
     pub index: EntryIndex,
     /// The last entry in the logs after recovery: the planner continues after it.
     pub last: LogId,
+    /// Entries applied by the replay.
     pub replayed: u64,
     /// Entries cut because a copy was missing.
     pub cut: u64,
@@ -59,12 +65,14 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> RecoveryError {
     move |source| RecoveryError::Io { path, source }
 }
 
+/// Recovers the logs under `root` into `store`, replaying through
+/// `committed` (`None`: every complete entry, as on one node).
 pub fn recover(
     store: &mut Store,
     root: &Path,
     layout: &Layout,
     files: &FileTable,
-    ledger: Option<&SyncLedger>,
+    (ledger, committed): (Option<&SyncLedger>, Option<u64>),
 ) -> Result<Recovered, RecoveryError> {
     let scans = scan_logs(files.storage(), root)?;
     let durable = store.applied.index;
@@ -95,7 +103,7 @@ pub fn recover(
                         c.messages.push((scan.id, span));
                         at.messages.insert((row.id, span.queue, span.partition, span.first_offset), loc);
                     }
-                    RecordKind::Entry => {
+                    RecordKind::Entry | RecordKind::EntryFormat3 => {
                         c.entries.push((scan.id, read(files, loc, &seg.path)?));
                         at.entry = Some(loc);
                     }
@@ -147,16 +155,26 @@ pub fn recover(
         }
     }
 
-    // Replay.
+    // Replay through the committed index; index every entry kept.
+    let replay_through = committed.map_or(keep, |c| c.min(keep));
     let mut index = EntryIndex::after(durable);
+    let mut last = store.applied;
     for i in durable + 1..=keep {
         let at = &found[&i];
         let (entry, messages) = rebuild(&copies[&i], at, files, root)?;
-        apply(store, &entry, &messages);
+        if i <= replay_through {
+            apply(store, &entry, &messages);
+        }
         let entry_at = at.entry.expect("judge found the entry record");
-        index.append(EntryLocations { id: entry.id, entry: entry_at, stubs: at.stubs.clone(), messages });
+        last = entry.id;
+        index.append(EntryLocations {
+            id: entry.id,
+            leader: entry.leader,
+            entry: entry_at,
+            stubs: at.stubs.clone(),
+            messages,
+        });
     }
-    let last = store.applied;
 
     check_partitions_reach_durable(store, root, layout)?;
     // Below `txns_start` nothing is read; reclaim may free those files later.
@@ -167,7 +185,7 @@ pub fn recover(
     let logs =
         scans.into_iter().map(|scan| cut_and_resume(scan, keep, files, ledger)).collect::<Result<Vec<_>, _>>()?;
     files.storage().sync_dir(root).map_err(io(root))?;
-    Ok(Recovered { logs, index, last, replayed: keep - durable, cut })
+    Ok(Recovered { logs, index, last, replayed: replay_through.saturating_sub(durable), cut })
 }
 
 fn undecodable(path: &Path, pos: u64, e: impl std::fmt::Display) -> RecoveryError {
@@ -220,7 +238,7 @@ fn rebuild(c: &Copies, at: &Found, files: &FileTable, root: &Path) -> Result<(En
         messages.push(MessageRecord::decode(&body).map_err(|e| undecodable(&path, loc.pos, e))?);
         locations.push(loc);
     }
-    Ok((Entry { id: record.id, body: entry_body, messages }, locations))
+    Ok((Entry { id: record.id, leader: record.leader, body: entry_body, messages }, locations))
 }
 
 fn check_partitions_reach_durable(store: &Store, root: &Path, layout: &Layout) -> Result<(), RecoveryError> {

@@ -30,7 +30,9 @@ async fn one_entry_over_1000_queues_writes_one_record_and_999_stubs() {
         for row in scan(&buf).unwrap().rows {
             let body = &buf[row.pos as usize + 12..(row.pos + row.frame_len as u64) as usize];
             match row.kind {
-                RecordKind::Entry => entries.push((log.clone(), EntryRecord::decode(body).unwrap())),
+                RecordKind::Entry | RecordKind::EntryFormat3 => {
+                    entries.push((log.clone(), EntryRecord::decode(body).unwrap()))
+                }
                 RecordKind::Stub => {
                     assert_eq!(row.frame_len as usize, STUB_FRAMED_BYTES);
                     assert_eq!(STUB_FRAMED_BYTES, 61);

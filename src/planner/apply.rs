@@ -7,8 +7,8 @@ use super::effect::{Effect, Entry};
 use super::queue_options;
 use crate::qlog::files::Location;
 use crate::store::locator::Span;
-use crate::store::rows::{CursorRow, DlqRow, GroupRow, PartitionRow, QueueRow};
-use crate::store::{CursorKey, Store};
+use crate::store::rows::{CursorRow, DlqRow, GroupRow, MembershipRow, PartitionRow, QueueRow};
+use crate::store::{CursorKey, Store, MEMBERSHIP_ROW};
 
 /// Applies `entry`, whose message records sit at `locations` (one per
 /// message record). Answers false when the entry was already applied.
@@ -98,6 +98,15 @@ pub fn apply(store: &mut Store, entry: &Entry, locations: &[Location]) -> bool {
                 store.put_kv(key.clone(), row.clone());
             }
             Effect::KvDelete { key } => store.remove_kv(key),
+            Effect::Membership { voters, learners } => {
+                let row = MembershipRow {
+                    log_id: entry.id,
+                    leader: entry.leader,
+                    voters: voters.clone(),
+                    learners: learners.clone(),
+                };
+                store.membership.insert(MEMBERSHIP_ROW.to_string(), row);
+            }
             Effect::TimerSet { key, row } => store.set_timer(key.clone(), row.clone()),
             Effect::TimerDelete { key } => store.remove_timer(key),
             Effect::Ack { queue, partition, group, .. }
@@ -163,6 +172,7 @@ pub fn apply(store: &mut Store, entry: &Entry, locations: &[Location]) -> bool {
         }
     }
     store.applied = entry.id;
+    store.applied_leader = entry.leader;
     store.applied_us = ts;
     true
 }

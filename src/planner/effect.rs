@@ -150,6 +150,13 @@ pub enum Effect {
         group: String,
         metadata: String,
     },
+    /// A raft membership entry's configuration: the voters and the
+    /// learners from this entry on (format 4). Apply keeps the latest, with
+    /// the entry's log id, as openraft's stored membership.
+    Membership {
+        voters: Vec<u64>,
+        learners: Vec<u64>,
+    },
 }
 
 impl Effect {
@@ -169,7 +176,8 @@ impl Effect {
             | Effect::TimerDelete { .. }
             | Effect::Retain { .. }
             | Effect::DeletePartition { .. }
-            | Effect::DeleteQueue { .. } => 0,
+            | Effect::DeleteQueue { .. }
+            | Effect::Membership { .. } => 0,
             Effect::CreateQueue { id, .. } | Effect::ConfigureQueue { id, .. } => *id,
             Effect::CreatePartition { queue, .. }
             | Effect::Append { queue, .. }
@@ -199,6 +207,8 @@ pub struct EntryBody {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
     pub id: LogId,
+    /// The node that led in `id.term` and planned the entry.
+    pub leader: u64,
     pub body: EntryBody,
     /// One message record per `Append`, in the same order.
     pub messages: Vec<MessageRecord>,

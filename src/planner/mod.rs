@@ -23,7 +23,7 @@ pub mod topics;
 pub mod transaction;
 pub mod txn;
 
-use crate::log_id::LogId;
+use crate::log_id::{LogId, SINGLE_NODE};
 use crate::store::Store;
 use command::{Answer, Command};
 use effect::{Entry, EntryBody};
@@ -34,6 +34,8 @@ const MAX_TIMERS_PER_FIRE: usize = 1000;
 
 pub struct Planner {
     term: u64,
+    /// This node's id: with the term, the leader id its entries carry.
+    node: u64,
     next_index: u64,
     overlay: Overlay,
     /// Where the next pop starts looking among a queue's partitions.
@@ -48,18 +50,19 @@ pub struct Planned {
 }
 
 impl Planner {
-    /// A planner leading in `term`, whose next entry follows `last`.
+    /// A planner leading in `term` as the single node, whose next entry
+    /// follows `last`.
     pub fn new(term: u64, last: LogId) -> Self {
-        Self { term, next_index: last.index + 1, overlay: Overlay::default(), rotation: 0 }
+        Self { term, node: SINGLE_NODE, next_index: last.index + 1, overlay: Overlay::default(), rotation: 0 }
     }
 
     /// Leads from now on in `term`, planning the entry after `last`, the
     /// last one the log holds. What an earlier leadership planned and the
     /// store has not applied is forgotten: under raft a lost leadership's
     /// entries may be cut, and never apply.
-    pub fn lead(&mut self, term: u64, last: LogId) {
+    pub fn lead(&mut self, (term, node): (u64, u64), last: LogId) {
         assert!(term >= self.term, "a planner leads in term {term} after term {}: terms never go back", self.term);
-        *self = Self { rotation: self.rotation, ..Self::new(term, last) };
+        *self = Self { node, rotation: self.rotation, ..Self::new(term, last) };
     }
 
     /// The log id the next entry planned is stamped with: the one the log
@@ -67,6 +70,20 @@ impl Planner {
     /// indexes rise by one).
     pub fn next_id(&self) -> LogId {
         LogId::new(self.term, self.next_index)
+    }
+
+    /// Takes the next log id for an entry the log appends without the
+    /// planner (a leader's blank entry at the start of its term, a
+    /// membership change): the next entry planned follows it.
+    pub fn reserve_id(&mut self) -> LogId {
+        let id = self.next_id();
+        self.next_index += 1;
+        id
+    }
+
+    /// The node this planner leads as.
+    pub fn node(&self) -> u64 {
+        self.node
     }
 
     pub fn plan(&mut self, store: &Store, command: Command, timestamp_us: i64) -> Planned {
@@ -183,7 +200,10 @@ impl Planner {
             return Planned { entry: None, answer };
         }
         self.next_index += 1;
-        Planned { entry: Some(Entry { id, body: EntryBody { timestamp_us, effects }, messages }), answer }
+        Planned {
+            entry: Some(Entry { id, leader: self.node, body: EntryBody { timestamp_us, effects }, messages }),
+            answer,
+        }
     }
 
     /// The store holds every entry up to its applied index, so the planner

@@ -16,6 +16,8 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EntryLocations {
     pub id: LogId,
+    /// The node that led in `id.term`: with the id, openraft's log id.
+    pub leader: u64,
     /// The whole entry record, in the lowest log the entry touches.
     pub entry: Location,
     /// The stubs in the other logs it touches.
@@ -92,7 +94,7 @@ mod tests {
 
     fn at(index: u64) -> EntryLocations {
         let loc = Location { log: 1, segment: 1, pos: index * 10, frame_len: 10 };
-        EntryLocations { id: LogId::new(1, index), entry: loc, stubs: vec![], messages: vec![] }
+        EntryLocations { id: LogId::new(1, index), leader: 1, entry: loc, stubs: vec![], messages: vec![] }
     }
 
     #[test]

@@ -11,9 +11,15 @@ pub const SYSTEM_LOG: u64 = 0;
 
 /// The on-disk format this build writes and reads (`docs/storage.md`).
 /// 2: varint record heads, dedup rows keyed by offset. 3: partition rows
-/// carry `txns_start`, and entries the `Retain` effect. A directory without
-/// a `FORMAT` file was written by a build before format 2.
-pub const FORMAT: u32 = 3;
+/// carry `txns_start`, and entries the `Retain` effect. 4: entry records
+/// name their leader (term, node id), membership entries and the
+/// `membership` keyspace. A directory without a `FORMAT` file was written
+/// by a build before format 2.
+pub const FORMAT: u32 = 4;
+/// The format this build upgrades at boot: its records read as they are
+/// (an entry record of kind 2 as led by the single node), so the upgrade
+/// rewrites `FORMAT` and nothing else, once recovery has read the directory.
+pub const UPGRADED_FORMAT: u32 = 3;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Layout {
@@ -34,7 +40,7 @@ pub enum LayoutError {
     ForeignReplicator { path: PathBuf, found: String, wanted: String },
     #[error("{path} is missing while the qlog directory exists: the layout is fixed when the directory is created")]
     Missing { path: PathBuf },
-    #[error("{path}: this data directory holds on-disk format {found} and this build reads format {FORMAT} only; start it with the build that wrote it, or on a new directory")]
+    #[error("{path}: this data directory holds on-disk format {found} and this build reads format {FORMAT} (and upgrades format {UPGRADED_FORMAT} at boot) only; start it with the build that wrote it, or on a new directory")]
     ForeignFormat { path: PathBuf, found: String },
 }
 
@@ -48,8 +54,10 @@ impl Layout {
         }
     }
 
-    /// Reads the layout of an existing `qlog/`, or writes `wanted` into a new one.
-    pub fn open_or_create(storage: &dyn Storage, root: &Path, wanted: &Layout) -> Result<Layout, LayoutError> {
+    /// Reads the layout of an existing `qlog/`, or writes `wanted` into a
+    /// new one; answers it with the directory's format (`FORMAT` or
+    /// `UPGRADED_FORMAT`, which `upgrade_format` then rewrites).
+    pub fn open_or_create(storage: &dyn Storage, root: &Path, wanted: &Layout) -> Result<(Layout, u32), LayoutError> {
         let io = |path: &Path| {
             let path = path.to_path_buf();
             move |source| LayoutError::Io { path, source }
@@ -70,7 +78,7 @@ impl Layout {
             if let Some(parent) = root.parent() {
                 storage.sync_dir(parent).map_err(io(parent))?;
             }
-            return Ok(wanted.clone());
+            return Ok((wanted.clone(), FORMAT));
         }
         let read = |name: &str| -> Result<String, LayoutError> {
             let path = root.join(name);
@@ -90,9 +98,10 @@ impl Layout {
             Err(LayoutError::Missing { .. }) => "1 (no FORMAT file)".to_string(),
             Err(e) => return Err(e),
         };
-        if format != FORMAT.to_string() {
-            return Err(LayoutError::ForeignFormat { path: root.join("FORMAT"), found: format });
-        }
+        let format = match format.parse::<u32>() {
+            Ok(f) if f == FORMAT || f == UPGRADED_FORMAT => f,
+            _ => return Err(LayoutError::ForeignFormat { path: root.join("FORMAT"), found: format }),
+        };
         if layout.replicator != wanted.replicator {
             return Err(LayoutError::ForeignReplicator {
                 path: root.join("REPLICATOR"),
@@ -100,6 +109,21 @@ impl Layout {
                 wanted: wanted.replicator.clone(),
             });
         }
-        Ok(layout)
+        Ok((layout, format))
+    }
+
+    /// Rewrites the `FORMAT` of a format 3 directory that recovery has read
+    /// as this build's: durably, before this build writes its first record
+    /// of format 4 (a build of format 3 refuses the directory from then on).
+    pub fn upgrade_format(storage: &dyn Storage, root: &Path) -> Result<(), LayoutError> {
+        let path = root.join("FORMAT");
+        let tmp = root.join("FORMAT.tmp");
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| LayoutError::Io { path, source }
+        };
+        storage.write_durable(&tmp, format!("{FORMAT}\n").as_bytes()).map_err(io(&tmp))?;
+        storage.rename(&tmp, &path).map_err(io(&path))?;
+        storage.sync_dir(root).map_err(io(root))
     }
 }

@@ -16,18 +16,23 @@ pub const FRAME_HEADER: usize = 12;
 pub enum RecordKind {
     /// One append: the messages of one push for one partition.
     Message = 1,
-    /// A whole, payload-free entry record, in the lowest log the entry touches.
-    Entry = 2,
+    /// A whole, payload-free entry record as format 3 wrote it, with no
+    /// leader id: read, never written.
+    EntryFormat3 = 2,
     /// The 61-byte stub that names the entry record in every other touched log.
     Stub = 3,
+    /// A whole, payload-free entry record, in the lowest log the entry
+    /// touches, naming its leader (format 4).
+    Entry = 4,
 }
 
 impl RecordKind {
     pub fn from_byte(b: u8) -> Option<Self> {
         match b {
             1 => Some(Self::Message),
-            2 => Some(Self::Entry),
+            2 => Some(Self::EntryFormat3),
             3 => Some(Self::Stub),
+            4 => Some(Self::Entry),
             _ => None,
         }
     }

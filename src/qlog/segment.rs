@@ -58,7 +58,9 @@ pub fn index_row(pos: usize, next: usize, body: &[u8]) -> Result<IndexRow, Unrea
             let (id, span, ts) = MessageRecord::decode_span(body).map_err(|_| unreadable())?;
             (id, Some(span), ts)
         }
-        RecordKind::Entry => (EntryRecord::decode(body).map_err(|_| unreadable())?.id, None, 0),
+        RecordKind::Entry | RecordKind::EntryFormat3 => {
+            (EntryRecord::decode(body).map_err(|_| unreadable())?.id, None, 0)
+        }
         RecordKind::Stub => (Stub::decode(body).map_err(|_| unreadable())?.id, None, 0),
     };
     Ok(IndexRow { pos: pos as u64, frame_len: (next - pos) as u32, kind, id, span, timestamp_us })

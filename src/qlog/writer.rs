@@ -21,6 +21,8 @@ use std::time::Duration;
 /// One entry as the writer receives it.
 pub struct EntryWrite<'a> {
     pub id: LogId,
+    /// The node that led in `id.term`.
+    pub leader: u64,
     /// The planner's encoded effects.
     pub effects: Vec<u8>,
     /// Every queue the entry touches, messages or not.
@@ -87,7 +89,7 @@ impl QlogWriter {
     /// Stages one entry; answers where each of its message records will sit.
     pub fn stage(&mut self, entry: &EntryWrite<'_>) -> Vec<Location> {
         let touched = self.touched_logs(&entry.queues);
-        let body = EntryRecord::encode_parts(entry.id, &touched, &entry.effects);
+        let body = EntryRecord::encode_parts(entry.id, entry.leader, &touched, &entry.effects);
         // Only stubs carry the digest, and an entry of one log has none.
         let digest = if touched.len() > 1 { EntryRecord::digest(&body) } else { [0; 16] };
         let mut locs = vec![None; entry.messages.len()];
@@ -116,7 +118,13 @@ impl QlogWriter {
         }
         let messages: Vec<Location> = locs.into_iter().map(|l| l.expect("every message's queue is touched")).collect();
         let entry_at = entry_at.expect("an entry touches at least one log");
-        self.index.append(EntryLocations { id: entry.id, entry: entry_at, stubs, messages: messages.clone() });
+        self.index.append(EntryLocations {
+            id: entry.id,
+            leader: entry.leader,
+            entry: entry_at,
+            stubs,
+            messages: messages.clone(),
+        });
         messages
     }
 

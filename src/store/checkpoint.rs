@@ -11,8 +11,19 @@ use std::path::{Path, PathBuf};
 use xxhash_rust::xxh3::Xxh3;
 
 /// Every keyspace, `meta` last so its counts see the other writes.
-pub const KEYSPACES: [&str; 10] =
-    ["queues", "partitions", "dedup", "cursors", "groups", "dlq", "kv", "timers", "commit_metadata", "meta"];
+pub const KEYSPACES: [&str; 11] = [
+    "queues",
+    "partitions",
+    "dedup",
+    "cursors",
+    "groups",
+    "dlq",
+    "kv",
+    "timers",
+    "commit_metadata",
+    "membership",
+    "meta",
+];
 
 /// LMDB reserves address space, not disk; this is the most the store may hold.
 const MAP_SIZE: usize = 1 << 40;

@@ -16,7 +16,7 @@ use checkpoint::{CheckpointError, LoadedRows};
 use dedup::DedupIndex;
 use keyspace::{EncodeChanges, Keyspace};
 use locator::Locator;
-use rows::{CursorRow, DlqRow, GroupRow, KvRow, PartitionRow, QueueRow, TimerRow};
+use rows::{CursorRow, DlqRow, GroupRow, KvRow, MembershipRow, PartitionRow, QueueRow, TimerRow};
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 
@@ -25,10 +25,15 @@ pub type PartitionKey = (u64, u64);
 pub type CursorKey = (u64, u64, String);
 /// (queue id, partition id, consumer group, offset).
 pub type DlqKey = (u64, u64, String, u64);
+/// The key of the one row of `membership`.
+pub const MEMBERSHIP_ROW: &str = "current";
 
 pub struct Store {
     /// The last entry applied.
     pub applied: LogId,
+    /// The node that led when the last entry applied was written: with
+    /// `applied`, openraft's last applied log id.
+    pub applied_leader: u64,
     /// The planner's time of the last entry applied (RAM only): every batch
     /// not yet applied carries a later one.
     pub applied_us: i64,
@@ -47,6 +52,9 @@ pub struct Store {
     pub groups: Keyspace<(u64, String), GroupRow>,
     pub dlq: Keyspace<DlqKey, DlqRow>,
     pub kv: Keyspace<String, KvRow>,
+    /// The cluster configuration, from the last membership entry applied
+    /// (`MEMBERSHIP_ROW`); none on a node that never applied one.
+    pub membership: Keyspace<String, MembershipRow>,
     timers: Keyspace<String, TimerRow>,
     /// Derived at load and kept in step with `timers`: (due time, key).
     timers_due: BTreeSet<(i64, String)>,
@@ -91,6 +99,7 @@ impl Default for Store {
     fn default() -> Self {
         Self {
             applied: LogId::default(),
+            applied_leader: 0,
             applied_us: 0,
             next_queue_id: 1,
             next_partition_id: 1,
@@ -103,6 +112,7 @@ impl Default for Store {
             groups: Keyspace::new("groups"),
             dlq: Keyspace::new("dlq"),
             kv: Keyspace::new("kv"),
+            membership: Keyspace::new("membership"),
             timers: Keyspace::new("timers"),
             timers_due: BTreeSet::new(),
             kv_expiring: BTreeSet::new(),
@@ -136,12 +146,14 @@ impl Store {
                     "groups" => store.groups.load_row(&key, &value),
                     "dlq" => store.dlq.load_row(&key, &value),
                     "kv" => store.kv.load_row(&key, &value),
+                    "membership" => store.membership.load_row(&key, &value),
                     "timers" => store.timers.load_row(&key, &value),
                     "meta" => {
                         let v: u64 = crate::codec::from_bytes(&value).map_err(|e| e.to_string()).unwrap_or_default();
                         match key.as_slice() {
                             b"applied_term" => store.applied.term = v,
                             b"applied_index" => store.applied.index = v,
+                            b"applied_leader" => store.applied_leader = v,
                             b"next_queue_id" => store.next_queue_id = v,
                             b"next_partition_id" => store.next_partition_id = v,
                             b"next_kv_version" => store.next_kv_version = v,
@@ -436,12 +448,14 @@ impl Store {
             Box::new(self.dlq.take_changes()),
             Box::new(self.kv.take_changes()),
             Box::new(self.timers.take_changes()),
+            Box::new(self.membership.take_changes()),
         ];
         CheckpointJob {
             changes,
             meta: vec![
                 ("applied_term", self.applied.term),
                 ("applied_index", self.applied.index),
+                ("applied_leader", self.applied_leader),
                 ("next_queue_id", self.next_queue_id),
                 ("next_partition_id", self.next_partition_id),
                 ("next_kv_version", self.next_kv_version),

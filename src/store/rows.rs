@@ -3,6 +3,16 @@
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
+/// `membership`: the one row, "current": the cluster configuration the last
+/// membership entry applied set, and that entry's id and leader.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MembershipRow {
+    pub log_id: crate::log_id::LogId,
+    pub leader: u64,
+    pub voters: Vec<u64>,
+    pub learners: Vec<u64>,
+}
+
 /// `queues`: queue name → its row.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QueueRow {

@@ -173,3 +173,40 @@ fn entries_above_the_checkpoint_read_back_and_are_cut_after_reclaim_rewrote_an_o
     assert_eq!(node.transaction_at("s", "p", 2).as_deref(), Some("s-after"));
     assert_eq!(node.transaction_at("r", "new", 0).as_deref(), Some("new-0"));
 }
+
+#[test]
+fn a_boot_replays_through_the_committed_index_and_keeps_the_durable_entries_after_it() {
+    let storage = SimStorage::new(9, &[Path::new("/sim")]);
+    let checkpoint = tempfile::tempdir().unwrap();
+    let mut node = boot(&storage, checkpoint.path());
+    let mut written = Vec::new();
+    for n in 0..10 {
+        let (entries, answered) = node.commit(vec![push(n)], 1_000 + n as i64);
+        answered.unwrap();
+        written.extend(entries);
+    }
+    node.save_committed(written[5].id).unwrap();
+    // Durable and not committed: a follower's entries past the commit point.
+    written.extend((10..15).flat_map(|n| node.append(vec![push(n)], 2_000 + n as i64)));
+    let last = written.last().unwrap().id.index;
+
+    node.die();
+    storage.crash(Crash::PowerCut);
+    let mut node = boot(&storage, checkpoint.path());
+    assert_eq!(node.store.applied, written[5].id, "the replay stops at the committed index");
+    assert_eq!(node.last_index(), last, "and the durable entries after it stay in the log");
+    assert_eq!(node.entries(written[6].id.index..=last).unwrap(), written[6..], "readable by index");
+
+    // The next term commits them: its blank entry follows them, and
+    // committing it applies them, read back from the log.
+    let opened = node.lead_new_term(3_000, Some((vec![1], vec![2]))).unwrap();
+    assert_eq!(opened[0].id.index, last + 1);
+    assert!(opened[0].id.term > written[0].id.term, "a later term");
+    assert!(opened[0].body.effects.is_empty(), "a blank entry");
+    assert_eq!(node.store.applied, opened[1].id);
+    let a = node.store.queue_id("a").unwrap();
+    let p = node.store.partition_id(a, "p").unwrap();
+    assert_eq!(node.store.partition(a, p).unwrap().next_offset, 15, "every push applied once");
+    let membership = node.store.membership.iter().next().map(|(_, row)| row.clone()).unwrap();
+    assert_eq!((membership.log_id, membership.voters, membership.learners), (opened[1].id, vec![1], vec![2]));
+}

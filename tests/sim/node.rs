@@ -2,14 +2,20 @@
 //! as the local replicator composes them on its three threads, over the
 //! simulated storage. A group commit is one call; a crash is the storage's,
 //! and a boot is the real boot path (layout, checkpoint, recovery).
+//!
+//! It keeps a vote and a committed index under `raft/` as a raft node does
+//! (`log_store::raft_state`), so a boot replays through the committed index
+//! only, and `lead_new_term` does what a single-voter openraft node does
+//! after it: a new term, durably voted, opened by a blank entry whose commit
+//! commits every entry before it, read back from the log by index.
 
 use super::storage::SimStorage;
 use queen::clock::Clock;
-use queen::log_id::LogId;
+use queen::log_id::{LogId, SINGLE_NODE};
 use queen::message::Message;
 use queen::planner::apply::apply;
 use queen::planner::command::{Answer, Command};
-use queen::planner::effect::Entry;
+use queen::planner::effect::{Effect, Entry, EntryBody};
 use queen::planner::{Planned, Planner};
 use queen::qlog::files::{FileTable, Location};
 use queen::qlog::layout::Layout;
@@ -18,6 +24,7 @@ use queen::qlog::reclaim::{Freed, Pass, Policy};
 use queen::qlog::retired::RetiredLogs;
 use queen::qlog::writer::{EntryWrite, QlogWriter};
 use queen::recovery::recover;
+use queen::replicate::log_store::raft_state::{RaftState, RaftStateError, Vote};
 use queen::replicate::log_store::{self, LogReadError};
 use queen::store::checkpoint::CheckpointFile;
 use queen::store::Store;
@@ -29,6 +36,8 @@ use std::time::Duration;
 
 /// Where the simulated node keeps its qlog.
 pub const QLOG_ROOT: &str = "/sim/qlog";
+/// Where it keeps its vote and committed index.
+const RAFT_DIR: &str = "/sim/raft";
 /// A file whose first record is this old is sealed when its log is idle.
 const SEAL_AGE: Duration = Duration::from_secs(30);
 
@@ -58,6 +67,9 @@ pub struct SimNode {
     clock: Arc<SimClock>,
     /// The simulation's time at the first commit after the boot.
     booted_at_us: Option<i64>,
+    raft: RaftState,
+    /// The term this node leads in.
+    term: u64,
 }
 
 /// A group commit whose write or fdatasync failed: the node stops, and
@@ -71,12 +83,15 @@ impl SimNode {
     pub fn boot(storage: &SimStorage, checkpoint_dir: &Path, segment_bytes: u64) -> Result<SimNode, String> {
         let root = PathBuf::from(QLOG_ROOT);
         let wanted = Layout { lanes: 1, shards: 0, replicator: "local".into() };
-        let layout = Layout::open_or_create(storage, &root, &wanted).map_err(|e| e.to_string())?;
+        let (layout, _) = Layout::open_or_create(storage, &root, &wanted).map_err(|e| e.to_string())?;
         let checkpoint = CheckpointFile::open(checkpoint_dir).map_err(|e| e.to_string())?;
         let rows = checkpoint.load().map_err(|e| e.to_string())?;
         let mut store = Store::from_rows(rows, checkpoint.path()).map_err(|e| e.to_string())?;
         let files = Arc::new(FileTable::new(root.clone(), 64, Arc::new(storage.clone())));
-        let recovered = recover(&mut store, &root, &layout, &files, None).map_err(|e| e.to_string())?;
+        let raft = RaftState::open(Arc::new(storage.clone()), Path::new(RAFT_DIR)).map_err(|e| e.to_string())?;
+        let term = raft.vote().map_err(|e| e.to_string())?.map_or(1, |v| v.term);
+        let committed = raft.committed().map_err(|e| e.to_string())?.map(|c| c.index);
+        let recovered = recover(&mut store, &root, &layout, &files, (None, committed)).map_err(|e| e.to_string())?;
         let checkpointed = recovered.index.purged();
         let clock = Arc::new(SimClock::default());
         let writer = QlogWriter::new(
@@ -86,8 +101,80 @@ impl SimNode {
             (segment_bytes, SEAL_AGE, clock.clone()),
             Arc::new(RetiredLogs::default()),
         );
-        let planner = Planner::new(1, recovered.last);
-        Ok(SimNode { checkpoint, store, planner, writer, files, batch: 0, checkpointed, clock, booted_at_us: None })
+        let mut planner = Planner::new(1, recovered.last);
+        planner.lead((term, SINGLE_NODE), recovered.last);
+        Ok(SimNode {
+            checkpoint,
+            store,
+            planner,
+            writer,
+            files,
+            batch: 0,
+            checkpointed,
+            clock,
+            booted_at_us: None,
+            raft,
+            term,
+        })
+    }
+
+    /// Leads a new term as a single voter does after a boot: votes for
+    /// itself durably, appends a blank entry (and, given one, a membership
+    /// entry), and commits them, which commits every entry the log kept
+    /// before them: those past the saved committed index are read back by
+    /// index and applied. Answers the entries it wrote.
+    pub fn lead_new_term(
+        &mut self,
+        now_us: i64,
+        membership: Option<(Vec<u64>, Vec<u64>)>,
+    ) -> Result<Vec<Entry>, Stopped> {
+        self.term += 1;
+        let vote = Vote { term: self.term, node: SINGLE_NODE, committed: true };
+        self.raft.save_vote(vote).map_err(raft_stopped)?;
+        self.planner.lead((self.term, SINGLE_NODE), self.last_log_id());
+        let mut effects = vec![vec![]];
+        if let Some((voters, learners)) = membership {
+            effects.push(vec![Effect::Membership { voters, learners }]);
+        }
+        let entries: Vec<Entry> = effects
+            .into_iter()
+            .map(|effects| Entry {
+                id: self.planner.reserve_id(),
+                leader: self.planner.node(),
+                body: EntryBody { timestamp_us: now_us, effects },
+                messages: vec![],
+            })
+            .collect();
+        self.tick(now_us);
+        self.batch += 1;
+        for e in &entries {
+            self.writer.stage(&EntryWrite {
+                id: e.id,
+                leader: e.leader,
+                effects: e.body.encode(),
+                queues: vec![],
+                messages: &[],
+            });
+        }
+        self.writer.take_pending().run_in_turn(&self.files, None).map_err(Stopped)?;
+        self.writer.batches_synced(self.batch);
+        let last = entries.last().expect("a blank entry at least").id;
+        self.save_committed(last)?;
+        self.apply_through(last.index);
+        self.planner.caught_up_with(&self.store);
+        Ok(entries)
+    }
+
+    /// Saves `id` as the committed index, as openraft's `save_committed`.
+    pub fn save_committed(&mut self, id: LogId) -> Result<(), Stopped> {
+        self.raft.save_committed(id).map_err(raft_stopped)
+    }
+
+    /// The last entry the log holds, or the last applied when the log holds
+    /// none above the purge watermark.
+    pub fn last_log_id(&self) -> LogId {
+        let last = self.last_index();
+        self.writer.index().get(last).map_or(self.store.applied, |at| at.id)
     }
 
     /// Plans `commands` as one group commit at `now_us`, makes it durable
@@ -130,7 +217,13 @@ impl SimNode {
         let planned: Vec<Planned> = commands.into_iter().map(|c| self.planner.plan(&self.store, c, now_us)).collect();
         let mut locations = Vec::new();
         for e in planned.iter().filter_map(|p| p.entry.as_ref()) {
-            let write = EntryWrite { id: e.id, effects: e.body.encode(), queues: e.queues(), messages: &e.messages };
+            let write = EntryWrite {
+                id: e.id,
+                leader: e.leader,
+                effects: e.body.encode(),
+                queues: e.queues(),
+                messages: &e.messages,
+            };
             locations.push(self.writer.stage(&write));
         }
         let written = self.writer.take_pending().run_in_turn(&self.files, None);
@@ -151,7 +244,10 @@ impl SimNode {
     pub fn truncate_after(&mut self, index: u64) -> usize {
         assert!(index >= self.store.applied.index, "only entries never applied are cut");
         let cut = self.writer.truncate_after(index, &self.files).expect("the cut is made");
-        self.planner = Planner::new(1, LogId::new(1, index));
+        // A node whose log is cut lost its term to another leader; if it
+        // leads again, it is in a later term.
+        self.term += 1;
+        self.planner.lead((self.term, SINGLE_NODE), self.last_log_id());
         cut
     }
 
@@ -246,6 +342,15 @@ impl SimNode {
         let (freed, _) = pass.run((0, 0)).expect("a reclaim pass on simulated storage");
         self.store = store.into_inner().expect("store lock");
         freed
+    }
+}
+
+/// A vote or committed index that could not be saved stops the node, as a
+/// failed fdatasync of the log does.
+fn raft_stopped(e: RaftStateError) -> Stopped {
+    match e {
+        RaftStateError::Io { source, .. } => Stopped(source),
+        other => Stopped(std::io::Error::other(other.to_string())),
     }
 }
 

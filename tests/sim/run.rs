@@ -7,6 +7,7 @@
 
 use super::node::{nowhere, SimNode, Stopped};
 use super::storage::{Crash, FaultCounts, Faults, SimStorage};
+use queen::log_id::LogId;
 use queen::message::Message;
 use queen::planner::apply::apply;
 use queen::planner::command::{AckItem, AckStatus, Answer, Command, PopRequest, PushItem, PushStatus, Subscription};
@@ -118,7 +119,7 @@ impl Run {
         let checkpoint_dir = tempfile::tempdir().expect("a checkpoint directory");
         let node = SimNode::boot(&storage, checkpoint_dir.path(), plan.segment_bytes)
             .unwrap_or_else(|e| panic!("seed {seed}: a new node refused to boot: {e}"));
-        Run {
+        let mut run = Run {
             seed,
             rng: StdRng::seed_from_u64(seed ^ 0x5eed),
             plan,
@@ -131,6 +132,22 @@ impl Run {
             history: BTreeMap::new(),
             unanswered: BTreeSet::new(),
             outcome: Outcome::default(),
+        };
+        run.lead_new_term();
+        run
+    }
+
+    /// The node leads a new term after its boot, as a single voter does;
+    /// every third time it also writes a membership entry.
+    fn lead_new_term(&mut self) {
+        let membership = (self.outcome.recoveries % 3 == 1).then(|| (vec![1], vec![2 + self.outcome.recoveries]));
+        let now_us = self.now_us;
+        match self.node_mut().lead_new_term(now_us, membership) {
+            Ok(entries) => {
+                trace(|| format!("leads term {} from entry {}", entries[0].id.term, entries[0].id.index));
+                self.history.extend(entries.into_iter().map(|e| (e.id.index, e)));
+            }
+            Err(Stopped(e)) => self.violation(&format!("a new term could not begin with no fault injected: {e}")),
         }
     }
 
@@ -162,6 +179,17 @@ impl Run {
                     self.outcome.commits += 1;
                     for (c, a) in commands.iter().zip(answers) {
                         self.answered(c, a);
+                    }
+                    // Then the committed index is saved, lazily, as openraft's
+                    // save_committed may be: a boot replays through it and
+                    // the next term commits the rest.
+                    if self.rng.gen_range(0..4) == 0 {
+                        let applied = self.node().store.applied;
+                        if let Err(Stopped(e)) = self.node_mut().save_committed(applied) {
+                            self.stopped(e, faulty_steps);
+                            faulty_steps = 0;
+                            continue;
+                        }
                     }
                 }
                 Err(Stopped(e)) => {
@@ -455,12 +483,14 @@ impl Run {
             Ok(node) => Some(node),
             Err(e) => self.violation(&format!("the node refused to boot after a {crash:?}: {e}")),
         };
-        let last = self.node().store.applied.index;
-        trace(|| format!("recovered at {last}"));
+        let (applied, last) = (self.node().store.applied.index, self.node().last_index());
+        trace(|| format!("recovered: replayed through {applied}, the log ends at {last}"));
         // Entries past what the logs kept were never answered; the planner
         // numbers the next ones from there again.
         self.history.retain(|index, _| *index <= last);
+        self.lead_new_term();
         self.reconcile_leases(last);
+        self.check_terms();
         self.check_acked_pushes();
         self.check_partitions();
         self.check_kv();
@@ -559,6 +589,15 @@ impl Run {
         }
     }
 
+    /// Terms never go back along the log: a boot leads in a term after every
+    /// term the log holds, because the vote it saved says which.
+    fn check_terms(&self) {
+        let ids: Vec<LogId> = self.history.values().map(|e| e.id).collect();
+        if let Some(w) = ids.windows(2).find(|w| w[1].term < w[0].term) {
+            self.violation(&format!("entry {} follows entry {} in an earlier term", w[1], w[0]));
+        }
+    }
+
     /// The recovered store equals a store that applied the same entries with no crash.
     fn check_against_reference(&self) {
         let mut reference = Store::default();
@@ -589,9 +628,10 @@ fn trace(line: impl FnOnce() -> String) {
 /// The store's rows as text, keyspace by keyspace, for comparing two stores.
 fn digest(store: &Store) -> Vec<String> {
     let mut out = vec![format!(
-        "applied {} next queue {} next partition {} next kv {}",
-        store.applied, store.next_queue_id, store.next_partition_id, store.next_kv_version
+        "applied {} led by {} next queue {} next partition {} next kv {}",
+        store.applied, store.applied_leader, store.next_queue_id, store.next_partition_id, store.next_kv_version
     )];
+    out.extend(store.membership.iter().map(|(k, v)| format!("membership {k:?} {v:?}")));
     out.extend(store.queues.iter().map(|(k, v)| format!("queue {k:?} {v:?}")));
     out.extend(store.partitions.iter().map(|(k, v)| format!("partition {k:?} {v:?}")));
     out.extend(store.cursors.iter().map(|(k, v)| format!("cursor {k:?} {v:?}")));

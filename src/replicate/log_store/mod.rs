@@ -72,7 +72,7 @@ fn entry(writer: &QlogWriter, files: &FileTable, index: u64) -> Result<Entry, Lo
         expect_id(m.id, at.id, "message record").map_err(damaged)?;
         messages.push(m);
     }
-    Ok(Entry { id: record.id, body, messages })
+    Ok(Entry { id: record.id, leader: record.leader, body, messages })
 }
 
 fn expect_id(found: LogId, wanted: LogId, what: &str) -> Result<(), String> {

@@ -58,7 +58,7 @@ impl OpenBatch {
         let batch = batch.get_or_insert_with(Batch::default);
         let entries = planned.iter().filter_map(|(p, _)| p.entry.as_ref());
         for (e, effects) in entries.zip(effects) {
-            let write = EntryWrite { id: e.id, effects, queues: e.queues(), messages: &e.messages };
+            let write = EntryWrite { id: e.id, leader: e.leader, effects, queues: e.queues(), messages: &e.messages };
             batch.locations.push(writer.stage(&write));
         }
         batch.planned.extend(planned);
