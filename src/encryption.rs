@@ -45,7 +45,7 @@ impl<'a> Sealer<'a> {
     /// Seals `message` if `queue` is configured with encryptionEnabled.
     pub fn seal(&mut self, queue: &str, message: &mut Message) -> Result<(), EncryptionError> {
         let wanted = *self.encrypted.entry(queue.to_string()).or_insert_with(|| {
-            let store = self.node.state.read().expect("store lock");
+            let store = self.node.view.local();
             store.queue_id(queue).is_some_and(|q| store.traits(q).encrypted)
         });
         if wanted {

@@ -43,6 +43,7 @@ pub mod reader;
 pub mod recovery;
 pub mod replicate;
 pub mod retention_scan;
+pub mod state_view;
 pub mod storage;
 pub mod store;
 pub mod tls;

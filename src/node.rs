@@ -19,9 +19,11 @@ use crate::qlog::layout::{Layout, LayoutError, FORMAT};
 use crate::qlog::retired::RetiredLogs;
 use crate::qlog::sync_ledger::SyncLedger;
 use crate::qlog::writer::QlogWriter;
+use crate::reader::MessageReader;
 use crate::recovery::{recover, RecoveryError};
 use crate::replicate::local::{LocalReplicator, Pipeline};
 use crate::replicate::Replicator;
+use crate::state_view::StateView;
 use crate::storage::os::OsStorage;
 use crate::store::checkpoint::{CheckpointError, CheckpointFile};
 use crate::store::checkpointer::Checkpointer;
@@ -58,6 +60,13 @@ pub enum BootError {
 /// What the front ends share.
 pub struct Node {
     pub settings: Settings,
+    /// The applied state, read-only, behind the replicator's read gate:
+    /// what the front ends read through.
+    pub view: StateView,
+    /// Stored messages, read back through `view` and the files.
+    pub reader: MessageReader,
+    /// The store itself, for the node's own machinery (reclaim relocates
+    /// records under its write lock); the front ends read `view`.
     pub state: Arc<RwLock<Store>>,
     pub files: Arc<FileTable>,
     pub replicator: Arc<dyn Replicator>,
@@ -70,7 +79,7 @@ pub struct Node {
     pub ephemeral: Ephemeral,
     pub disk_gate: DiskGate,
     /// QUEEN_ENCRYPTION_KEY, for queues configured with encryptionEnabled.
-    pub cipher: Option<Cipher>,
+    pub cipher: Option<Arc<Cipher>>,
     /// When this process booted, for uptime and rates since then.
     pub started_us: i64,
     pub qlog_root: PathBuf,
@@ -88,7 +97,7 @@ impl Node {
     pub fn boot(settings: Settings) -> Result<Self, BootError> {
         Policy::of(&settings)?.log();
         let auth = Auth::from_settings(&settings)?.map(Arc::new);
-        let cipher = settings.encryption_key.as_deref().map(Cipher::from_hex).transpose()?;
+        let cipher = settings.encryption_key.as_deref().map(Cipher::from_hex).transpose()?.map(Arc::new);
         let disk_gate = DiskGate::new(settings.data_dir.clone(), settings.storage_full_pct);
         let dir = &settings.data_dir;
         std::fs::create_dir_all(dir).map_err(|source| BootError::Io { path: dir.clone(), source })?;
@@ -166,11 +175,16 @@ impl Node {
             metrics: metrics.clone(),
             apply_watch: apply_watch.clone(),
         });
+        let replicator: Arc<dyn Replicator> = Arc::new(replicator);
+        let view = StateView::new(state.clone(), replicator.clone());
+        let reader = MessageReader { view: view.clone(), files: files.clone(), cipher: cipher.clone() };
         Ok(Self {
             settings,
+            view,
+            reader,
             state,
             files,
-            replicator: Arc::new(replicator),
+            replicator,
             metrics,
             apply_watch,
             auth,

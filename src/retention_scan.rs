@@ -40,7 +40,7 @@ pub async fn run(node: Arc<Node>) {
             let slice = budget.min(PARTITIONS_PER_LOCK);
             let window = node.settings.txn_window_min_s;
             let judge = (now_us, window, cleanup);
-            let next = scan(&node.state.read().expect("store lock"), scan_from, slice, judge, &mut found);
+            let next = scan(&node.view.local(), scan_from, slice, judge, &mut found);
             budget -= slice;
             match next {
                 Some(key) => scan_from = key,

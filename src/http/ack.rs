@@ -6,8 +6,9 @@ use super::body::{json_object, objects, Fields};
 use super::error::ApiError;
 use super::ids::parse_partition_uuid;
 use crate::node::Node;
-use crate::planner::command::{AckItem, AckOutcome, AckStatus, Answer, Command, QUEUE_MODE};
+use crate::planner::command::{AckItem, AckOutcome, AckStatus, QUEUE_MODE};
 use crate::planner::consume::REFUSED_UNKNOWN_MESSAGE;
+use crate::replicate::typed::Typed;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
@@ -63,15 +64,8 @@ pub fn item(f: &Fields<'_>, group: Option<&str>) -> Result<Result<AckItem, &'sta
 async fn acknowledge(node: &Node, fields: Vec<Fields<'_>>, group: Option<&str>) -> Result<Json<Value>, ApiError> {
     let parsed = fields.iter().map(|f| item(f, group)).collect::<Result<Vec<_>, _>>()?;
     let commands: Vec<AckItem> = parsed.iter().filter_map(|p| p.as_ref().ok().cloned()).collect();
-    let mut outcomes = if commands.is_empty() {
-        Vec::new()
-    } else {
-        let Answer::Acked(outcomes) = node.replicator.propose(Command::Ack(commands)).await? else {
-            return Err(ApiError::mismatched_answer());
-        };
-        outcomes
-    }
-    .into_iter();
+    let mut outcomes =
+        if commands.is_empty() { Vec::new() } else { node.replicator.ask(Typed::ack(commands)).await? }.into_iter();
     let results = parsed
         .iter()
         .zip(&fields)

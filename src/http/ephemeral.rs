@@ -8,8 +8,8 @@ use super::error::ApiError;
 use crate::ephemeral::{AckOutcome, EphOptions, PushRefused, QUEUE_MODE};
 use crate::internal_kv::EPHEMERAL_DECLARATIONS;
 use crate::node::Node;
-use crate::planner::command::{Answer, Command};
 use crate::planner::kv::{Expiry, KvKind, KvOp};
+use crate::replicate::typed::Typed;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, Query, State};
@@ -44,10 +44,8 @@ async fn persist(node: &Node, queue: &str, options: Option<&Value>) -> Result<()
         None => KvKind::Delete { key: queue.to_string(), expect: None },
     };
     let op = KvOp { ns: EPHEMERAL_DECLARATIONS.to_string(), kind, required: false };
-    match node.replicator.propose(Command::Kv(vec![op])).await? {
-        Answer::Kv(_) => Ok(()),
-        _ => Err(ApiError::mismatched_answer()),
-    }
+    node.replicator.ask(Typed::kv(vec![op])).await?;
+    Ok(())
 }
 
 pub async fn configure(

@@ -47,11 +47,6 @@ impl ApiError {
         tracing::error!("reading stored data failed: {e}");
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, "storage_error", format!("reading stored data failed: {e}"))
     }
-
-    /// The replicator answered a command with another command's answer.
-    pub fn mismatched_answer() -> Self {
-        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "the broker answered a command with the wrong answer")
-    }
 }
 
 impl IntoResponse for ApiError {

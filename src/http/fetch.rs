@@ -5,7 +5,6 @@ use super::body::{json_object, objects, Fields};
 use super::error::ApiError;
 use super::ids::{iso_time, kafka_fields, value_json};
 use crate::node::Node;
-use crate::reader;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
@@ -55,6 +54,8 @@ pub async fn fetch(
         })
         .collect::<Result<Vec<_>, ApiError>>()?;
 
+    // A reader acts on what it fetches: it reads the committed log.
+    node.view.gate().await?;
     // File reads block: keep them off the async workers.
     let answer = tokio::task::spawn_blocking(move || {
         let mut budget = call_budget;
@@ -68,7 +69,7 @@ pub async fn fetch(
 
 fn read_entry(node: &Node, ask: &Ask, call_budget: &mut u64) -> Result<Value, ApiError> {
     let view = {
-        let store = node.state.read().expect("store lock");
+        let store = node.view.local();
         store.queue_id(&ask.queue).and_then(|q| store.partition_id(q, &ask.partition).map(|p| (q, p))).map(|(q, p)| {
             let row = store.partition(q, p).expect("a named partition has a row");
             (q, p, row.next_offset, row.log_start)
@@ -95,8 +96,7 @@ fn read_records(
     high: u64,
     budget: u64,
 ) -> Result<(Vec<Value>, u64), ApiError> {
-    let (messages, used) =
-        reader::read_from(node, queue, partition, offset, high, budget).map_err(ApiError::storage)?;
+    let (messages, used) = node.reader.read_from(queue, partition, offset, high, budget).map_err(ApiError::storage)?;
     let records = messages
         .into_iter()
         .map(|m| {

@@ -5,7 +5,8 @@ use super::body::{optional_object, Fields};
 use super::error::ApiError;
 use super::ids::iso_time;
 use crate::node::Node;
-use crate::planner::command::{Answer, Command, SeekTo};
+use crate::planner::command::{Command, SeekTo};
+use crate::replicate::typed::Typed;
 use crate::store::Store;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
@@ -56,12 +57,12 @@ fn group_json(name: &str, queues: &BTreeMap<String, Vec<Value>>) -> Value {
 }
 
 pub async fn list(State(node): State<Arc<Node>>) -> Json<Value> {
-    let all = describe_all(&node.state.read().expect("store lock"));
+    let all = describe_all(&node.view.local());
     Json(Value::Array(all.iter().map(|(g, q)| group_json(g, q)).collect()))
 }
 
 pub async fn describe(State(node): State<Arc<Node>>, Path(group): Path<String>) -> Result<Json<Value>, ApiError> {
-    let all = describe_all(&node.state.read().expect("store lock"));
+    let all = describe_all(&node.view.local());
     let queues = all.get(&group).ok_or_else(|| {
         ApiError::new(axum::http::StatusCode::NOT_FOUND, "unknown_consumer_group", format!("no consumer group {group}"))
     })?;
@@ -76,7 +77,7 @@ pub async fn lagging(
         Some(v) => v.parse().map_err(|_| ApiError::bad_request("invalid_field", "minLagSeconds must be a number"))?,
         None => 60.0,
     };
-    let all = describe_all(&node.state.read().expect("store lock"));
+    let all = describe_all(&node.view.local());
     let mut out = Vec::new();
     for (group, queues) in &all {
         for (queue, parts) in queues {
@@ -98,10 +99,7 @@ fn delete_metadata(q: &HashMap<String, String>) -> bool {
 }
 
 async fn changed(node: &Node, command: Command) -> Result<usize, ApiError> {
-    let Answer::GroupChanged { partitions } = node.replicator.propose(command).await? else {
-        return Err(ApiError::mismatched_answer());
-    };
-    Ok(partitions)
+    Ok(node.replicator.ask(Typed::group(command)).await?)
 }
 
 pub async fn delete(

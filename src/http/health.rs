@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 
 pub async fn health(State(node): State<Arc<Node>>) -> Json<Value> {
-    let applied = node.state.read().expect("store lock").applied;
+    let applied = node.view.local().applied;
     Json(json!({
         "status": "healthy",
         "version": env!("CARGO_PKG_VERSION"),

@@ -8,8 +8,8 @@ use super::body::{operations, optional_object};
 use super::error::ApiError;
 use super::ids::{iso_time, payload_json};
 use crate::node::Node;
-use crate::planner::command::{Answer, Command};
 use crate::planner::kv::{Expiry, KvAnswer, KvKind, KvOp, KvResult};
+use crate::replicate::typed::Typed;
 use crate::store::rows::KvRow;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -231,9 +231,7 @@ async fn run(node: &Node, ops: Vec<KvOp>) -> Result<Result<Vec<Value>, Value>, A
             }
         }
     }
-    let Answer::Kv(answer) = node.replicator.propose(Command::Kv(ops.clone())).await? else {
-        return Err(ApiError::mismatched_answer());
-    };
+    let answer = node.replicator.ask(Typed::kv(ops.clone())).await?;
     Ok(match answer {
         KvAnswer::Results(results) => Ok(results.iter().enumerate().map(|(i, r)| result_json(i, &ops[i], r)).collect()),
         KvAnswer::Precondition { failed_index, reason, row } => Err(json!({

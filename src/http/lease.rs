@@ -5,18 +5,14 @@
 use super::error::ApiError;
 use super::ids::iso_time;
 use crate::node::Node;
-use crate::planner::command::{Answer, Command};
+use crate::replicate::typed::{Extended, Typed};
 use axum::extract::{Path, State};
 use axum::Json;
 use serde_json::{json, Value};
 use std::sync::Arc;
 
 pub async fn extend(State(node): State<Arc<Node>>, Path(lease_id): Path<String>) -> Result<Json<Value>, ApiError> {
-    let Answer::Extended { renewed, expires_us } =
-        node.replicator.propose(Command::ExtendLease { lease_id: lease_id.clone() }).await?
-    else {
-        return Err(ApiError::mismatched_answer());
-    };
+    let Extended { renewed, expires_us } = node.replicator.ask(Typed::extend_lease(lease_id.clone())).await?;
     let expires = expires_us.map(iso_time);
     let mut answer = json!({
         "leaseId": lease_id,

@@ -6,8 +6,8 @@ use super::body::operations;
 use super::error::ApiError;
 use super::ids::iso_time;
 use crate::node::Node;
-use crate::planner::command::{Answer, Command};
 use crate::planner::locks::{Holder, LockOp, LockResult, LOCKS_NS, MAX_LIMIT};
+use crate::replicate::typed::Typed;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
@@ -188,9 +188,7 @@ pub async fn batch(
     if ops.is_empty() {
         return Ok(Json(json!({"results": []})));
     }
-    let Answer::Locks(results) = node.replicator.propose(Command::Locks(ops.clone())).await? else {
-        return Err(ApiError::mismatched_answer());
-    };
+    let results = node.replicator.ask(Typed::locks(ops.clone())).await?;
     Ok(Json(
         json!({"results": ops.iter().zip(&results).enumerate().map(|(i, (op, r))| result_json(i, op, r)).collect::<Vec<_>>()}),
     ))

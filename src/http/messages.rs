@@ -9,9 +9,10 @@ use super::error::ApiError;
 use super::ids::{iso_time, message_uuid, parse_partition_uuid, partition_uuid, value_json};
 use crate::message::transaction_hash;
 use crate::node::Node;
-use crate::planner::command::{Answer, Command, QUEUE_MODE};
+use crate::planner::command::{Command, QUEUE_MODE};
 use crate::planner::cursor;
 use crate::reader::{self, StoredMessage};
+use crate::replicate::typed::Typed;
 use crate::store::Store;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
@@ -98,7 +99,7 @@ fn locate(node: &Node, partition_id: &str, transaction_id: &str) -> Result<(u64,
     let (q, p) = parse_partition_uuid(partition_id).ok_or_else(|| {
         ApiError::bad_request("invalid_partition_id", format!("{partition_id:?} is not a partition id"))
     })?;
-    let store = node.state.read().expect("store lock");
+    let store = node.view.local();
     let offset = store
         .dedup
         .get(q, p, &transaction_hash(transaction_id))
@@ -112,7 +113,7 @@ pub async fn get(
 ) -> Result<Json<Value>, ApiError> {
     let (q, p, offset) = locate(&node, &partition_id, &transaction_id)?;
     let read = node.clone();
-    let stored = tokio::task::spawn_blocking(move || reader::read_offsets(&read, q, p, &[offset]))
+    let stored = tokio::task::spawn_blocking(move || read.reader.read_offsets(q, p, &[offset]))
         .await
         .map_err(ApiError::storage)?
         .map_err(ApiError::storage)?;
@@ -120,7 +121,7 @@ pub async fn get(
         .into_iter()
         .next()
         .ok_or_else(|| not_found(format!("message {transaction_id:?} is no longer stored")))?;
-    let store = node.state.read().expect("store lock");
+    let store = node.view.local();
     let now = chrono::Utc::now().timestamp_micros();
     Ok(Json(message_json(&store, q, p, &m, &groups_of(&store, q, p), now)))
 }
@@ -134,7 +135,7 @@ pub async fn list(
     let group = q.get("consumerGroup").filter(|g| !g.is_empty()).cloned().unwrap_or_else(|| QUEUE_MODE.to_string());
     let wanted_status = q.get("status").filter(|s| !s.is_empty()).cloned();
     let partitions: Vec<(u64, u64, u64, u64)> = {
-        let store = node.state.read().expect("store lock");
+        let store = node.view.local();
         let Some(qid) = store.queue_id(&queue) else {
             return Ok(Json(json!({"messages": [], "limit": limit, "offset": skip})));
         };
@@ -153,9 +154,9 @@ pub async fn list(
         'partitions: for (qid, p, start, end) in partitions {
             let mut at = start;
             while at < end {
-                let (batch, _) = reader::read_from(&read, qid, p, at, end, 1 << 20)?;
+                let (batch, _) = read.reader.read_from(qid, p, at, end, 1 << 20)?;
                 let Some(last) = batch.last().map(|m| m.offset) else { break };
-                let store = read.state.read().expect("store lock");
+                let store = read.view.local();
                 for m in &batch {
                     let status = status_of(&store, (qid, p, m.offset), &group, now).status;
                     if wanted_status.as_ref().is_some_and(|w| w != status) {
@@ -189,7 +190,7 @@ pub async fn retry(
     let (qid, p, offset) = locate(&node, &partition_id, &transaction_id)?;
     let group = q.get("consumerGroup").filter(|g| !g.is_empty()).cloned();
     {
-        let store = node.state.read().expect("store lock");
+        let store = node.view.local();
         for ((_, _, g, o), _) in
             store.dlq.range((qid, p, String::new(), 0)..).take_while(|((a, b, _, _), _)| (*a, *b) == (qid, p))
         {
@@ -204,9 +205,7 @@ pub async fn retry(
         }
     }
     let command = Command::Redeliver { queue: qid, partition: p, offset, group: group.clone() };
-    let Answer::GroupChanged { partitions: groups } = node.replicator.propose(command).await? else {
-        return Err(ApiError::mismatched_answer());
-    };
+    let groups = node.replicator.ask(Typed::group(command)).await?;
     if groups == 0 {
         return Err(ApiError::new(
             StatusCode::CONFLICT,

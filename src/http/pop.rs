@@ -9,8 +9,8 @@ use super::error::ApiError;
 use super::ids::{iso_time, kafka_fields, message_uuid, partition_uuid, value_json};
 use super::pop_frames::{self, Delivered};
 use crate::node::Node;
-use crate::planner::command::{Answer, Claim, Command, PopRequest, Subscription, QUEUE_MODE};
-use crate::reader;
+use crate::planner::command::{Claim, PopRequest, Subscription, QUEUE_MODE};
+use crate::replicate::typed::Typed;
 use axum::extract::{Path, Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -143,9 +143,7 @@ async fn pop(
         let applied = node.apply_watch.applied();
         tokio::pin!(applied);
         applied.as_mut().enable();
-        let Answer::Popped(claims) = node.replicator.propose(Command::Pop(req.clone())).await? else {
-            return Err(ApiError::mismatched_answer());
-        };
+        let claims = node.replicator.ask(Typed::pop(req.clone())).await?;
         // The group's stored policy answers, echoed even on an empty pop so
         // the client can tell a conflating broker from one that ignored it.
         let mut own = json!({"autopilot": {"batch": batch, "partitions": partitions, "waitMs": 0}});
@@ -177,7 +175,7 @@ async fn pop(
 /// or, for a group not registered on the queue yet, the one it asks for.
 fn stored_conflation(node: &Node, req: &PopRequest) -> bool {
     let Some(queue) = req.queue.as_deref() else { return req.conflation };
-    let store = node.state.read().expect("store lock");
+    let store = node.view.local();
     let stored = store.queue_id(queue).and_then(|q| store.groups.get(&(q, req.group.clone()))).map(|g| g.conflate);
     stored.unwrap_or(req.conflation)
 }
@@ -195,8 +193,7 @@ async fn answer(
         let mut delivered = Vec::with_capacity(claims.len());
         for c in &claims {
             let offsets: Vec<u64> = c.messages.iter().map(|m| m.0).collect();
-            let stored =
-                reader::read_offsets(&node, c.queue_id, c.partition_id, &offsets).map_err(ApiError::storage)?;
+            let stored = node.reader.read_offsets(c.queue_id, c.partition_id, &offsets).map_err(ApiError::storage)?;
             let attempts: HashMap<u64, u32> = c.messages.iter().copied().collect();
             let messages =
                 stored.into_iter().map(|m| (attempts.get(&m.offset).copied().unwrap_or(1), m)).map(|(a, m)| (m, a));

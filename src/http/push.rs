@@ -12,8 +12,9 @@ use super::push_binary;
 use crate::encryption::Sealer;
 use crate::message::Message;
 use crate::node::Node;
-use crate::planner::command::{Answer, Command, PushItem, PushOutcome, PushStatus};
+use crate::planner::command::{PushItem, PushOutcome, PushStatus};
 use crate::planner::push::QueueFull;
+use crate::replicate::typed::Typed;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
@@ -63,10 +64,9 @@ pub async fn propose(
     items: Vec<PushItem>,
 ) -> Result<(Vec<(String, String, String)>, Vec<PushOutcome>), ApiError> {
     let names = items.iter().map(|i| (i.queue.clone(), i.partition.clone(), i.transaction_id.clone())).collect();
-    match node.replicator.propose(Command::Push(items)).await? {
-        Answer::Pushed(outcomes) => Ok((names, outcomes)),
-        Answer::QueueFull(full) => Err(queue_full(&full)),
-        _ => Err(ApiError::mismatched_answer()),
+    match node.replicator.ask(Typed::push(items)).await? {
+        Ok(outcomes) => Ok((names, outcomes)),
+        Err(full) => Err(queue_full(&full)),
     }
 }
 

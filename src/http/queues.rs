@@ -3,8 +3,9 @@
 use super::body::{json_object, Fields};
 use super::error::ApiError;
 use crate::node::Node;
-use crate::planner::command::{Answer, Command, ConfigureQueue};
+use crate::planner::command::ConfigureQueue;
 use crate::planner::queue_options::{self, QueueOptions};
+use crate::replicate::typed::Typed;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
@@ -38,16 +39,11 @@ pub async fn configure(
     let namespace = f.opt_str("namespace")?.map(str::to_string);
     let task = f.opt_str("task")?.map(str::to_string);
     let cmd = ConfigureQueue { queue: queue.clone(), namespace: namespace.clone(), task: task.clone(), options };
-    let Answer::Configured { options, .. } = node.replicator.propose(Command::Configure(cmd)).await? else {
-        return Err(ApiError::mismatched_answer());
-    };
+    let options = node.replicator.ask(Typed::configure(cmd)).await?;
     Ok(Json(json!({"queue": queue, "namespace": namespace, "task": task, "configured": true, "options": options})))
 }
 
 pub async fn delete(State(node): State<Arc<Node>>, Path(queue): Path<String>) -> Result<Json<Value>, ApiError> {
-    let Answer::Deleted { existed } = node.replicator.propose(Command::DeleteQueue { queue: queue.clone() }).await?
-    else {
-        return Err(ApiError::mismatched_answer());
-    };
+    let existed = node.replicator.ask(Typed::delete_queue(queue.clone())).await?;
     Ok(Json(json!({"queue": queue, "deleted": existed})))
 }

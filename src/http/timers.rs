@@ -13,8 +13,8 @@ use super::push::DEFAULT_PARTITION;
 use crate::encryption::Sealer;
 use crate::message::Message;
 use crate::node::Node;
-use crate::planner::command::{Answer, Command};
 use crate::planner::timers::{timer_key, TimerOp, TimerResult, TimerVerb};
+use crate::replicate::typed::Typed;
 use crate::store::rows::TimerRow;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -172,9 +172,7 @@ async fn run(node: &Node, ops: Vec<TimerOp>) -> Result<Vec<Value>, ApiError> {
     if let Some(op) = ops.iter().find(|op| !seen.insert((op.queue.clone(), op.key.clone()))) {
         return Err(bad("timers_bad_op", format!("timer {}/{} appears twice in one call", op.queue, op.key)));
     }
-    let Answer::Timers(results) = node.replicator.propose(Command::Timers(ops.clone())).await? else {
-        return Err(ApiError::mismatched_answer());
-    };
+    let results = node.replicator.ask(Typed::timers(ops.clone())).await?;
     Ok(ops.iter().zip(&results).map(|(op, r)| result_json(op, r)).collect())
 }
 
@@ -223,7 +221,7 @@ fn row_json(node: &Node, queue: &str, key: &str, row: &TimerRow) -> Value {
 }
 
 pub async fn peek(State(node): State<Arc<Node>>, Path((queue, key)): Path<(String, String)>) -> Json<Value> {
-    let store = node.state.read().expect("store lock");
+    let store = node.view.local();
     Json(match store.timer(&timer_key(&queue, &key)) {
         Some(row) => {
             let mut v = row_json(&node, &queue, &key, row);
@@ -242,7 +240,7 @@ pub async fn list(
     let limit = q.get("limit").and_then(|l| l.parse::<usize>().ok()).unwrap_or(100).clamp(1, 1000);
     let prefix = timer_key(&queue, "");
     let after = q.get("after").map(|a| timer_key(&queue, a));
-    let store = node.state.read().expect("store lock");
+    let store = node.view.local();
     let mut rows: Vec<Value> = store
         .timers_from(&prefix, after.as_deref())
         .take(limit + 1)

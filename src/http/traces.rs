@@ -15,8 +15,9 @@ use super::body::{json_object, page, Fields};
 use super::error::ApiError;
 use crate::iso_time::{iso_time, parse_iso_time};
 use crate::node::Node;
-use crate::planner::command::{Answer, Command, QUEUE_MODE};
+use crate::planner::command::QUEUE_MODE;
 use crate::planner::kv::{row_key, Expiry, KvAnswer, KvKind, KvOp};
+use crate::replicate::typed::Typed;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, Query, State};
@@ -84,9 +85,13 @@ pub async fn record(
     };
     let mut ops = vec![put(format!("m/{partition_id}/{transaction_id}/{stamp}"))];
     ops.extend(names.iter().map(|n| put(format!("n/{n}/{stamp}"))));
-    match node.replicator.propose(Command::Kv(ops)).await? {
-        Answer::Kv(KvAnswer::Results(_)) => Ok(Json(json!({"id": id, "createdAt": iso_time(at)}))),
-        _ => Err(ApiError::mismatched_answer()),
+    match node.replicator.ask(Typed::kv(ops)).await? {
+        KvAnswer::Results(_) => Ok(Json(json!({"id": id, "createdAt": iso_time(at)}))),
+        KvAnswer::Precondition { reason, .. } => Err(ApiError::new(
+            axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            format!("the trace's rows were refused ({reason:?}); they carry no precondition"),
+        )),
     }
 }
 
@@ -94,7 +99,7 @@ pub async fn record(
 fn events(node: &Node, prefix: &str) -> Vec<(String, Value)> {
     let now = now_us();
     let full = row_key(NS, prefix);
-    let store = node.state.read().expect("store lock");
+    let store = node.view.local();
     store
         .kv
         .range(full.clone()..)

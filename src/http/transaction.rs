@@ -10,9 +10,10 @@ use super::ids::{message_uuid, partition_uuid, payload_json};
 use super::{ack, kv, push, push_binary, timers};
 use crate::encryption::Sealer;
 use crate::node::Node;
-use crate::planner::command::{Answer, Command, PushStatus};
+use crate::planner::command::PushStatus;
 use crate::planner::consume::{REFUSED_UNKNOWN_MESSAGE, REFUSED_UNRESOLVABLE};
 use crate::planner::transaction::{Bundle, BundleAnswer, Refusal};
+use crate::replicate::typed::Typed;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
@@ -136,9 +137,7 @@ pub async fn commit(
     let push_names: Vec<(String, String)> =
         bundle.pushes.iter().map(|p| (p.queue.clone(), p.transaction_id.clone())).collect();
     let ack_ids: Vec<String> = bundle.acks.iter().map(|a| a.transaction_id.clone()).collect();
-    let Answer::Transaction(answer) = node.replicator.propose(Command::Transaction(bundle)).await? else {
-        return Err(ApiError::mismatched_answer());
-    };
+    let answer = node.replicator.ask(Typed::transaction(bundle)).await?;
     let (pushes, acks, kv_results, timer_results) = match answer {
         BundleAnswer::Committed { pushes, acks, kv, timers } => (pushes, acks, kv, timers),
         BundleAnswer::RolledBack(refusal) => {

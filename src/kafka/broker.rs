@@ -7,10 +7,11 @@ use super::records::{to_message, to_record, transaction_id};
 use super::time_index::TimeIndex;
 use crate::encryption::Sealer;
 use crate::node::Node;
-use crate::planner::command::{Answer, Command, ConfigureQueue, CursorCommit, PushItem};
+use crate::planner::command::{Command, ConfigureQueue, CursorCommit, PushItem};
 use crate::planner::kv::{Expiry, KvAnswer, KvKind, KvOp, KvResult};
 use crate::planner::queue_options::QueueOptions;
-use crate::reader::{self, ReaderError};
+use crate::reader::ReaderError;
+use crate::replicate::typed::Typed;
 use crate::replicate::ProposeError;
 use crate::store::Store;
 use facade::broker::{
@@ -26,22 +27,27 @@ pub struct QueenBroker {
     times: Arc<TimeIndex>,
 }
 
+/// What a Kafka client is told when the replicator cannot take a request.
+fn broker_error(e: ProposeError) -> BrokerError {
+    match e {
+        ProposeError::ShuttingDown => BrokerError::ShuttingDown,
+        ProposeError::LogFilesUnavailable => BrokerError::Unavailable(e.to_string()),
+        ProposeError::NotLeader { .. } => BrokerError::NotLeader(e.to_string()),
+        ProposeError::Timeout => BrokerError::TimedOut(e.to_string()),
+    }
+}
+
 impl QueenBroker {
     pub fn new(node: Arc<Node>) -> Self {
         Self { node, times: Arc::default() }
     }
 
     fn store(&self) -> std::sync::RwLockReadGuard<'_, Store> {
-        self.node.state.read().expect("store lock")
+        self.node.view.local()
     }
 
-    async fn propose(&self, command: Command) -> Result<Answer, BrokerError> {
-        self.node.replicator.propose(command).await.map_err(|e| match e {
-            ProposeError::ShuttingDown => BrokerError::ShuttingDown,
-            ProposeError::LogFilesUnavailable => BrokerError::Unavailable(e.to_string()),
-            ProposeError::NotLeader { .. } => BrokerError::NotLeader(e.to_string()),
-            ProposeError::Timeout => BrokerError::TimedOut(e.to_string()),
-        })
+    async fn ask<A>(&self, proposal: Typed<A>) -> Result<A, BrokerError> {
+        self.node.replicator.ask(proposal).await.map_err(broker_error)
     }
 
     /// Runs a time index lookup on the partition, off the async workers:
@@ -124,24 +130,24 @@ impl facade::Broker for QueenBroker {
     ) -> Result<TopicView, BrokerError> {
         self.refuse_when_full()?;
         let options = retention_ms.map(retention_options).unwrap_or_default();
-        match self.propose(Command::CreateTopic { queue: name.clone(), partitions, options }).await? {
-            Answer::PartitionsCreated { existed: true, .. } => Err(BrokerError::TopicAlreadyExists),
-            _ => view(&self.store(), &name).ok_or_else(|| BrokerError::Internal("a created topic is missing".into())),
+        if self.ask(Typed::create_topic(name.clone(), partitions, options)).await?.existed {
+            return Err(BrokerError::TopicAlreadyExists);
         }
+        view(&self.store(), &name).ok_or_else(|| BrokerError::Internal("a created topic is missing".into()))
     }
 
     async fn delete_topic(&self, name: String) -> Result<(), BrokerError> {
-        match self.propose(Command::DeleteQueue { queue: name }).await? {
-            Answer::Deleted { existed: false } => Err(BrokerError::UnknownTopicOrPartition),
-            _ => Ok(()),
+        match self.ask(Typed::delete_queue(name)).await? {
+            false => Err(BrokerError::UnknownTopicOrPartition),
+            true => Ok(()),
         }
     }
 
     async fn create_partitions(&self, name: String, total: u32) -> Result<(), BrokerError> {
         self.refuse_when_full()?;
-        match self.propose(Command::AddPartitions { queue: name, total }).await? {
-            Answer::PartitionsCreated { existed: false, .. } => Err(BrokerError::UnknownTopicOrPartition),
-            _ => Ok(()),
+        match self.ask(Typed::add_partitions(name, total)).await?.existed {
+            false => Err(BrokerError::UnknownTopicOrPartition),
+            true => Ok(()),
         }
     }
 
@@ -187,14 +193,13 @@ impl facade::Broker for QueenBroker {
         let outcomes = if items.is_empty() {
             Ok(vec![])
         } else {
-            match self.propose(Command::Push(items)).await {
-                Ok(Answer::Pushed(outcomes)) => Ok(outcomes),
+            match self.ask(Typed::push(items)).await {
+                Ok(Ok(outcomes)) => Ok(outcomes),
                 // A full queue is a condition the producer retries through.
-                Ok(Answer::QueueFull(full)) => Err(BrokerError::QueueFull(format!(
+                Ok(Err(full)) => Err(BrokerError::QueueFull(format!(
                     "queue {:?} is at its maxSize of {}",
                     full.queue, full.max_size
                 ))),
-                Ok(other) => Err(BrokerError::Internal(format!("a push answered {other:?}"))),
                 Err(e) => Err(e),
             }
         };
@@ -221,6 +226,8 @@ impl facade::Broker for QueenBroker {
         offset: i64,
         max_bytes: usize,
     ) -> Result<Fetched, BrokerError> {
+        // A consumer acts on what it fetches: it reads the committed log.
+        self.node.view.gate().await.map_err(broker_error)?;
         let (q, p, offsets) = {
             let store = self.store();
             let (q, p) = locate(&store, &topic, partition)?;
@@ -240,7 +247,7 @@ impl facade::Broker for QueenBroker {
         let end = offsets.high_watermark as u64;
         // File reads block: keep them off the async workers.
         let read =
-            tokio::task::spawn_blocking(move || reader::read_from(&node, q, p, offset as u64, end, max_bytes as u64))
+            tokio::task::spawn_blocking(move || node.reader.read_from(q, p, offset as u64, end, max_bytes as u64))
                 .await
                 .map_err(|e| BrokerError::Internal(e.to_string()))?
                 .map_err(|e| BrokerError::Internal(e.to_string()))?;
@@ -290,8 +297,11 @@ impl facade::Broker for QueenBroker {
                 .collect()
         };
         let valid: Vec<CursorCommit> = resolved.iter().filter_map(|r| r.as_ref().ok().cloned()).collect();
-        let written =
-            if valid.is_empty() { Ok(()) } else { self.propose(Command::CommitOffsets(valid)).await.map(|_| ()) };
+        let written = if valid.is_empty() {
+            Ok(())
+        } else {
+            self.ask(Typed::group(Command::CommitOffsets(valid))).await.map(|_| ())
+        };
         resolved.into_iter().map(|r| r.and(written.clone())).collect()
     }
 
@@ -328,7 +338,7 @@ impl facade::Broker for QueenBroker {
     }
 
     async fn delete_group_offsets(&self, group: String, topic: Option<String>) -> Result<(), BrokerError> {
-        self.propose(Command::DeleteGroup { queue: topic, group, metadata: true }).await.map(|_| ())
+        self.ask(Typed::group(Command::DeleteGroup { queue: topic, group, metadata: true })).await.map(|_| ())
     }
 
     async fn new_producer_id(&self) -> Result<i64, BrokerError> {
@@ -343,8 +353,8 @@ impl facade::Broker for QueenBroker {
             },
             required: true,
         };
-        match self.propose(Command::Kv(vec![op])).await? {
-            Answer::Kv(KvAnswer::Results(results)) => match results.first() {
+        match self.ask(Typed::kv(vec![op])).await? {
+            KvAnswer::Results(results) => match results.first() {
                 Some(KvResult::Write { applied: Ok(()), row: Some(row), .. }) => row
                     .value
                     .parse::<i64>()
@@ -385,7 +395,7 @@ impl facade::Broker for QueenBroker {
             (row.namespace.clone(), row.task.clone())
         };
         let options = retention_options(retention_ms);
-        self.propose(Command::Configure(ConfigureQueue { queue: topic, namespace, task, options })).await.map(|_| ())
+        self.ask(Typed::configure(ConfigureQueue { queue: topic, namespace, task, options })).await.map(|_| ())
     }
 }
 

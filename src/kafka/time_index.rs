@@ -20,7 +20,7 @@
 
 use super::records::timestamp_ms;
 use crate::node::Node;
-use crate::reader::{self, ReaderError, StoredMessage};
+use crate::reader::{ReaderError, StoredMessage};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -95,14 +95,14 @@ impl TimeIndex {
             let mut all = self.partitions.lock().expect("time index lock");
             if !all.contains_key(&(queue, partition)) {
                 // Forget the partitions deleted since, before adding one.
-                let store = node.state.read().expect("store lock");
+                let store = node.view.local();
                 all.retain(|(q, p), _| store.partition(*q, *p).is_some());
             }
             all.entry((queue, partition)).or_default().clone()
         };
         let mut times = times.lock().expect("partition time index lock");
         let (log_start, spans) = {
-            let store = node.state.read().expect("store lock");
+            let store = node.view.local();
             let Some(row) = store.partition(queue, partition) else { return lookup(&PartitionTimes::default(), 0) };
             let from = times.end.max(row.log_start);
             (row.log_start, store.locator.from_offset(queue, partition, from).to_vec())
@@ -162,7 +162,7 @@ fn read_records(
     from: u64,
     end: u64,
 ) -> Result<Vec<StoredMessage>, ReaderError> {
-    Ok(reader::read_from(node, queue, partition, from, end, u64::MAX)?.0)
+    Ok(node.reader.read_from(queue, partition, from, end, u64::MAX)?.0)
 }
 
 /// The largest timestamp of the records of `from..end` still held.

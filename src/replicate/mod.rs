@@ -11,6 +11,7 @@ pub mod local;
 pub mod log_store;
 pub mod proposer;
 pub mod state_machine;
+pub mod typed;
 
 use crate::planner::command::{Answer, Command};
 use std::future::Future;
@@ -36,10 +37,16 @@ pub enum ProposeError {
 }
 
 pub type Proposal<'a> = Pin<Box<dyn Future<Output = Result<Answer, ProposeError>> + Send + 'a>>;
+/// The read gate's wait (`Replicator::read_gate`).
+pub type ReadGate<'a> = Pin<Box<dyn Future<Output = Result<(), ProposeError>> + Send + 'a>>;
 
 pub trait Replicator: Send + Sync + 'static {
     /// Plans `command`, makes its entry durable, applies it, and answers.
     fn propose(&self, command: Command) -> Proposal<'_>;
+
+    /// Resolves once this node's applied state holds every write committed
+    /// before the call (`state_view.rs`), or answers why it cannot.
+    fn read_gate(&self) -> ReadGate<'_>;
 
     /// Finishes what is in flight, writes a final checkpoint and stops.
     fn stop(&self);
