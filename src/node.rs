@@ -22,15 +22,16 @@ use crate::qlog::writer::QlogWriter;
 use crate::reader::MessageReader;
 use crate::recovery::{recover, RecoveryError};
 use crate::replicate::local::{LocalReplicator, Pipeline};
+use crate::replicate::state_machine::snapshot::{self, Manifest, SnapshotError};
 use crate::replicate::Replicator;
 use crate::state_view::StateView;
 use crate::storage::os::OsStorage;
 use crate::store::checkpoint::{CheckpointError, CheckpointFile};
 use crate::store::checkpointer::Checkpointer;
 use crate::store::{scrub, Store};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 pub const REPLICATOR_NAME: &str = "local";
@@ -53,6 +54,8 @@ pub enum BootError {
     AuthPolicy(#[from] PolicyError),
     #[error(transparent)]
     Encryption(#[from] EncryptionError),
+    #[error(transparent)]
+    Snapshot(#[from] SnapshotError),
     #[error("queue {0:?} is configured with encryptionEnabled and QUEEN_ENCRYPTION_KEY is not set: its messages cannot be read")]
     EncryptedQueueWithoutKey(String),
 }
@@ -89,6 +92,12 @@ pub struct Node {
     pub checkpointed: Arc<AtomicU64>,
     /// Deleted queues' logs the writer let go of, for reclaim to remove.
     pub retired: Arc<RetiredLogs>,
+    /// The store checkpoint, which the checkpointer writes and a snapshot
+    /// copies.
+    pub checkpoint: Arc<CheckpointFile>,
+    /// Held by every reclaim pass, and by a snapshot's build for its whole
+    /// copy (`state_machine/snapshot.rs`).
+    pub reclaim: Arc<Mutex<()>>,
     /// This process's hold on the data directory, for as long as it runs.
     _dir_lock: DataDirLock,
 }
@@ -102,6 +111,11 @@ impl Node {
         let dir = &settings.data_dir;
         std::fs::create_dir_all(dir).map_err(|source| BootError::Io { path: dir.clone(), source })?;
         let dir_lock = DataDirLock::acquire(dir)?;
+        // A snapshot staged for this boot replaces the store and the qlog
+        // before either is opened.
+        if let Some(installed) = snapshot::install_staged(dir)? {
+            tracing::info!(applied = %installed.applied, files = installed.files, bytes = installed.bytes, "installed the staged snapshot");
+        }
         let ledger = match &settings.test_sync_ledger {
             Some(p) => Some(Arc::new(SyncLedger::open(p).map_err(|source| BootError::Io { path: p.clone(), source })?)),
             None => None,
@@ -168,7 +182,7 @@ impl Node {
             files: files.clone(),
             ledger: ledger.clone(),
             state: state.clone(),
-            checkpointer: Checkpointer::start(checkpoint, checkpointed.clone()),
+            checkpointer: Checkpointer::start(checkpoint.clone(), checkpointed.clone()),
             checkpointed: checkpointed.clone(),
             durable_every: Duration::from_millis(settings.durable_every_ms),
             durable_every_bytes: settings.durable_every_bytes,
@@ -196,7 +210,20 @@ impl Node {
             layout,
             checkpointed,
             retired,
+            checkpoint,
+            reclaim: Arc::default(),
             _dir_lock: dir_lock,
         })
+    }
+
+    /// Builds a snapshot of this node's state into `into`, a new directory
+    /// (`state_machine/snapshot.rs`); blocks for the copy.
+    pub fn build_snapshot(&self, into: &Path) -> Result<Manifest, SnapshotError> {
+        let source = snapshot::Source {
+            data_dir: &self.settings.data_dir,
+            checkpoint: &self.checkpoint,
+            reclaim: &self.reclaim,
+        };
+        snapshot::build(&source, into)
     }
 }

@@ -64,6 +64,8 @@ pub async fn run(node: Arc<Node>) {
         let checkpointed = node.checkpointed.load(Ordering::Acquire);
         let policy = Policy { shared_logs: n.layout.shards > 0, min_dead_pct: n.settings.compact_min_dead_pct };
         let pass = move || {
+            // A snapshot's build holds it for its copy: see its module.
+            let _held = n.reclaim.lock().expect("reclaim lock");
             let pass = Pass {
                 root: &n.qlog_root,
                 files: &n.files,

@@ -4,8 +4,9 @@
 //! written in the same transaction as the rows.
 
 use super::keyspace::RowChange;
+use crate::log_id::LogId;
 use heed::types::Bytes;
-use heed::{Database, Env, EnvOpenOptions};
+use heed::{CompactionOption, Database, Env, EnvOpenOptions};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use xxhash_rust::xxh3::Xxh3;
@@ -94,6 +95,34 @@ impl CheckpointFile {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Copies the last committed checkpoint to `dest`, a new `data.mdb`, in
+    /// one read transaction and compacted, and syncs it: a snapshot's store.
+    pub fn copy_to(&self, dest: &Path) -> Result<(), CheckpointError> {
+        let file = self.env.copy_to_path(dest, CompactionOption::Enabled).map_err(self.lmdb())?;
+        file.sync_all().map_err(|e| self.lmdb()(heed::Error::Io(e)))
+    }
+
+    /// The applied log id and its leader that the last committed checkpoint
+    /// records.
+    pub fn applied(&self) -> Result<(LogId, u64), CheckpointError> {
+        let rtxn = self.env.read_txn().map_err(self.lmdb())?;
+        let meta = self.dbs.iter().find(|(n, _)| *n == "meta").expect("the meta keyspace").1;
+        let value = |key: &str| -> Result<u64, CheckpointError> {
+            let Some(stored) = meta.get(&rtxn, key.as_bytes()).map_err(self.lmdb())? else { return Ok(0) };
+            let bytes = unseal("meta", key.as_bytes(), stored).ok_or_else(|| CheckpointError::ValueChecksum {
+                path: self.path.clone(),
+                keyspace: "meta",
+                key: key.to_string(),
+            })?;
+            crate::codec::from_bytes(bytes).map_err(|e| CheckpointError::Undecodable {
+                path: self.path.clone(),
+                keyspace: "meta",
+                reason: e.to_string(),
+            })
+        };
+        Ok((LogId::new(value("applied_term")?, value("applied_index")?), value("applied_leader")?))
     }
 
     fn lmdb(&self) -> impl Fn(heed::Error) -> CheckpointError + '_ {

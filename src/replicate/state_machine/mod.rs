@@ -8,3 +8,4 @@
 //!   files) and installs one into a data directory before its boot.
 
 pub(crate) mod applier;
+pub mod snapshot;
