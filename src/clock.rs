@@ -1,6 +1,7 @@
 //! Time as the log store reads it (when an idle log's file is old enough to
-//! seal), injected so that the simulator drives it from its seed where a
-//! node reads the machine's monotonic clock. The planner never reads a
+//! seal, and how long a reclaim pass has run), injected so that the
+//! simulator drives it from its seed where a node reads the machine's
+//! monotonic clock. The planner never reads a
 //! clock: its time comes with each batch.
 
 use std::sync::Arc;

@@ -3,7 +3,7 @@
 
 use crate::apply_watch::ApplyWatch;
 use crate::auth_policy::{Policy, PolicyError};
-use crate::clock::SystemClock;
+use crate::clock::{Clock, SystemClock};
 use crate::config::Settings;
 use crate::data_dir_lock::{DataDirLock, DataDirLockError};
 use crate::disk_gate::DiskGate;
@@ -95,6 +95,9 @@ pub struct Node {
     /// The store checkpoint, which the checkpointer writes and a snapshot
     /// copies.
     pub checkpoint: Arc<CheckpointFile>,
+    /// The node's monotonic clock: the qlog writer's seal age and reclaim's
+    /// pass budget are measured on it.
+    pub clock: Arc<dyn Clock>,
     /// Held by every reclaim pass, and by a snapshot's build for its whole
     /// copy (`state_machine/snapshot.rs`).
     pub reclaim: Arc<Mutex<()>>,
@@ -156,11 +159,12 @@ impl Node {
         let metrics = Arc::new(Metrics::default());
         metrics.applied_index.set(store.applied.index as i64);
         let retired = Arc::new(RetiredLogs::default());
+        let clock = SystemClock::shared();
         let writer = QlogWriter::new(
             qlog_root.clone(),
             layout.clone(),
             (recovered.logs, recovered.index),
-            (settings.segment_bytes, Duration::from_secs(settings.seal_age_s), SystemClock::shared()),
+            (settings.segment_bytes, Duration::from_secs(settings.seal_age_s), clock.clone()),
             retired.clone(),
         );
         // Batches planned from now on are later than anything applied.
@@ -211,6 +215,7 @@ impl Node {
             checkpointed,
             retired,
             checkpoint,
+            clock,
             reclaim: Arc::default(),
             _dir_lock: dir_lock,
         })

@@ -73,6 +73,7 @@ pub async fn run(node: Arc<Node>) {
                 checkpointed,
                 policy,
                 retired: &n.retired,
+                clock: &*n.clock,
             };
             pass.run(reclaim_from)
         };

@@ -361,3 +361,26 @@ pub fn plan_sweep(store: &Store, overlay: &mut Overlay, now_us: i64) -> Vec<Effe
     }
     effects
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::planner::command::{Answer, Command};
+    use crate::planner::locks::LockOp;
+    use crate::planner::testing::{fresh, run_at};
+
+    /// Once every entry is applied the planner checks (in debug builds) that
+    /// its overlay holds nothing: a read that left a decision behind panics.
+    #[test]
+    fn a_round_of_reads_leaves_no_decision_behind() {
+        let (mut store, mut planner) = fresh();
+        let get = KvOp { ns: "n".into(), kind: KvKind::Get { key: "k".into() }, required: true };
+        let answer = run_at(&mut planner, &mut store, 1_000, Command::Kv(vec![get]));
+        assert!(matches!(answer, Answer::Kv(KvAnswer::Results(_))), "{answer:?}");
+        let query = LockOp::Get { name: "l".into() };
+        run_at(&mut planner, &mut store, 2_000, Command::Locks(vec![query]));
+        // A read changed nothing, and the next plan starts from the store.
+        planner.caught_up_with(&store);
+        assert_eq!(store.applied.index, 0, "reads write no entry");
+    }
+}

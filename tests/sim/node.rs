@@ -338,6 +338,7 @@ impl SimNode {
             checkpointed: self.checkpointed,
             policy: Policy { shared_logs: false, min_dead_pct: None },
             retired: &retired,
+            clock: &*self.clock,
         };
         let (freed, _) = pass.run((0, 0)).expect("a reclaim pass on simulated storage");
         self.store = store.into_inner().expect("store lock");
