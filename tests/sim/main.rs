@@ -77,6 +77,8 @@ fn seeds() {
         total.recoveries += o.recoveries;
         total.stops += o.stops;
         total.idle_seals += o.idle_seals;
+        total.terms += o.terms;
+        total.short_replays += o.short_replays;
         let (t, f) = (&mut total.faults, o.faults);
         t.write_eio += f.write_eio;
         t.write_enospc += f.write_enospc;
@@ -89,13 +91,15 @@ fn seeds() {
     }
     let elapsed = started.elapsed();
     eprintln!(
-        "simulated seeds {first}..{}: {count} seeds in {:.1}s ({:.1} ms a seed); {} group commits, {} pushes answered, {} recoveries, {} stops on a failed write or sync, {} idle seals by age; faults: {:?}",
+        "simulated seeds {first}..{}: {count} seeds in {:.1}s ({:.1} ms a seed); {} group commits, {} pushes answered, {} recoveries ({} replayed through a committed index short of the log's end), {} terms led, {} stops on a failed write or sync, {} idle seals by age; faults: {:?}",
         first + count,
         elapsed.as_secs_f64(),
         elapsed.as_secs_f64() * 1000.0 / count as f64,
         total.commits,
         total.acked_pushes,
         total.recoveries,
+        total.short_replays,
+        total.terms,
         total.stops,
         total.idle_seals,
         total.faults

@@ -67,6 +67,11 @@ pub struct Outcome {
     pub stops: u64,
     /// Group commits that sealed idle logs' files by age.
     pub idle_seals: u64,
+    /// Terms led: one at the start and one after every boot.
+    pub terms: u64,
+    /// Boots whose replay stopped at a committed index before the log's
+    /// end, leaving durable entries for the new term to commit.
+    pub short_replays: u64,
     pub faults: FaultCounts,
 }
 
@@ -144,6 +149,7 @@ impl Run {
         let now_us = self.now_us;
         match self.node_mut().lead_new_term(now_us, membership) {
             Ok(entries) => {
+                self.outcome.terms += 1;
                 trace(|| format!("leads term {} from entry {}", entries[0].id.term, entries[0].id.index));
                 self.history.extend(entries.into_iter().map(|e| (e.id.index, e)));
             }
@@ -485,6 +491,7 @@ impl Run {
         };
         let (applied, last) = (self.node().store.applied.index, self.node().last_index());
         trace(|| format!("recovered: replayed through {applied}, the log ends at {last}"));
+        self.outcome.short_replays += u64::from(last > applied);
         // Entries past what the logs kept were never answered; the planner
         // numbers the next ones from there again.
         self.history.retain(|index, _| *index <= last);
