@@ -34,11 +34,18 @@ fn run_seed(seed: u64, plan: Plan) -> Outcome {
 
 /// Seeds that once found a bug, kept so that it stays fixed. Each names
 /// what broke.
-const REGRESSIONS: &[(u64, &str)] = &[(
-    20,
-    "a boot replayed entries a killed process left unsynced in the page cache, then answered writes after them; \
-     a power cut lost both (recovery now fdatasyncs each active file it resumes)",
-)];
+const REGRESSIONS: &[(u64, &str)] = &[
+    (
+        20,
+        "a boot replayed entries a killed process left unsynced in the page cache, then answered writes after them; \
+         a power cut lost both (recovery now fdatasyncs each active file it resumes)",
+    ),
+    (
+        8094,
+        "a layout file read right once and flipped on the next two reads was taken as flipped, and the boot refused \
+         the directory (a layout file's content is now the one read twice)",
+    ),
+];
 
 #[test]
 fn regression_seeds() {

@@ -74,3 +74,23 @@ fn a_boot_whose_first_read_of_everything_is_flipped_recovers_everything() {
         assert!(node.store.partition(q, p).unwrap().next_offset >= 13, "{queue} keeps its messages");
     }
 }
+
+/// Seed 8094: a layout file (no checksum of its own) was read until two
+/// reads agreed, at most three, and a third read was taken as it came: a
+/// good first read followed by two flipped ones made `REPLICATOR` read
+/// `loccl`, and the boot refused the directory as another replicator's.
+/// Now the content that comes back twice is taken.
+#[test]
+fn a_layout_file_read_right_once_and_flipped_twice_still_reads_right() {
+    let storage = SimStorage::new(3, &[Path::new("/sim")]);
+    let checkpoint = tempfile::tempdir().unwrap();
+    let mut node = SimNode::boot(&storage, checkpoint.path(), 1024).unwrap();
+    assert!(node.commit(vec![push("a", "t1")], 1).1.is_ok());
+    node.die();
+    storage.crash(Crash::Kill);
+
+    // The boot's first reads are of LANES: right, flipped, flipped.
+    storage.script_read_flips(&[false, true, true]);
+    let node = SimNode::boot(&storage, checkpoint.path(), 1024).expect("the layout reads right");
+    assert_eq!(node.store.applied.index, 1, "the push replays");
+}

@@ -12,7 +12,7 @@
 use queen::storage::{DirEntry, Reserve, Storage, StorageFile};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::io::{Error, ErrorKind};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -73,6 +73,9 @@ struct Fs {
     /// position in a file) returns one bit flipped, and later reads do not:
     /// the places read so far.
     flip_first_reads: Option<BTreeSet<(u64, u64)>>,
+    /// Whether each of the next reads flips a bit, in order; once it runs
+    /// out, reads flip as the armed faults say.
+    read_script: VecDeque<bool>,
     counts: FaultCounts,
     next_inode: u64,
     inodes: HashMap<u64, Inode>,
@@ -174,7 +177,11 @@ impl Fs {
     fn read_flipping(&mut self, buf: &mut [u8], place: (u64, u64)) {
         let first = self.flip_first_reads.as_mut().is_some_and(|read| read.insert(place));
         let flips = self.faults.read_flips_ppm;
-        if !buf.is_empty() && (first || self.strikes(flips)) {
+        let flip = match self.read_script.pop_front() {
+            Some(scripted) => scripted,
+            None => first || self.strikes(flips),
+        };
+        if !buf.is_empty() && flip {
             self.counts.read_flips += 1;
             let at = self.rng.gen_range(0..buf.len());
             buf[at] ^= 1 << self.rng.gen_range(0..8);
@@ -236,6 +243,7 @@ impl SimStorage {
                 faults: Faults::default(),
                 lying_syncs: false,
                 flip_first_reads: None,
+                read_script: VecDeque::new(),
                 counts: FaultCounts::default(),
                 next_inode: 0,
                 inodes: HashMap::new(),
@@ -260,6 +268,11 @@ impl SimStorage {
     /// and every later read of it the true bytes.
     pub fn flip_first_reads(&self) {
         self.fs().flip_first_reads = Some(BTreeSet::new());
+    }
+
+    /// The next reads flip a bit or not, one per entry of `script`.
+    pub fn script_read_flips(&self, script: &[bool]) {
+        self.fs().read_script = script.iter().copied().collect();
     }
 
     pub fn arm(&self, faults: Faults) {
