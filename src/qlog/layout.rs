@@ -3,7 +3,7 @@
 //! directory never moves between replicators) and `FORMAT` (the version of
 //! the record and checkpoint formats it holds).
 
-use crate::storage::{read_settled, Storage};
+use crate::storage::{read_settled, replace_durable, Storage};
 use std::path::{Path, PathBuf};
 
 /// The log of entries that touch no queue.
@@ -117,13 +117,7 @@ impl Layout {
     /// of format 4 (a build of format 3 refuses the directory from then on).
     pub fn upgrade_format(storage: &dyn Storage, root: &Path) -> Result<(), LayoutError> {
         let path = root.join("FORMAT");
-        let tmp = root.join("FORMAT.tmp");
-        let io = |path: &Path| {
-            let path = path.to_path_buf();
-            move |source| LayoutError::Io { path, source }
-        };
-        storage.write_durable(&tmp, format!("{FORMAT}\n").as_bytes()).map_err(io(&tmp))?;
-        storage.rename(&tmp, &path).map_err(io(&path))?;
-        storage.sync_dir(root).map_err(io(root))
+        replace_durable(storage, &path, format!("{FORMAT}\n").as_bytes())
+            .map_err(|source| LayoutError::Io { path, source })
     }
 }

@@ -77,6 +77,18 @@ pub fn remove_if_there(storage: &dyn Storage, path: &Path) -> std::io::Result<()
     }
 }
 
+/// Replaces the small file `path` with `bytes` so that a crash leaves the
+/// old content or the new, never a torn one: the bytes go to `<path>.tmp`,
+/// which is synced and renamed over `path`, and the directory is synced.
+pub fn replace_durable(storage: &dyn Storage, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    storage.write_durable(&tmp, bytes)?;
+    storage.rename(&tmp, path)?;
+    storage.sync_dir(path.parent().unwrap_or(Path::new(".")))
+}
+
 /// Reads `path` and checks it with `check`, which answers what it made of
 /// the bytes and whether they verify; a read that does not verify is read
 /// again, at most three reads in all. A bit flipped on the way from the disk

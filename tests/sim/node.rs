@@ -145,18 +145,7 @@ impl SimNode {
                 messages: vec![],
             })
             .collect();
-        self.tick(now_us);
-        self.batch += 1;
-        for e in &entries {
-            self.writer.stage(&EntryWrite {
-                id: e.id,
-                leader: e.leader,
-                effects: e.body.encode(),
-                queues: vec![],
-                messages: &[],
-            });
-        }
-        self.writer.take_pending().run_in_turn(&self.files, None).map_err(Stopped)?;
+        self.stage_and_sync(&entries, now_us).1.map_err(Stopped)?;
         self.writer.batches_synced(self.batch);
         let last = entries.last().expect("a blank entry at least").id;
         self.save_committed(last)?;
@@ -212,22 +201,30 @@ impl SimNode {
         commands: Vec<Command>,
         now_us: i64,
     ) -> (Vec<Planned>, Vec<Vec<Location>>, std::io::Result<()>) {
+        let planned: Vec<Planned> = commands.into_iter().map(|c| self.planner.plan(&self.store, c, now_us)).collect();
+        let (locations, written) = self.stage_and_sync(planned.iter().filter_map(|p| p.entry.as_ref()), now_us);
+        (planned, locations, written)
+    }
+
+    /// Stages `entries` as the next group commit at `now_us`, and writes and
+    /// fdatasyncs them: where each one's message records sit, and how the
+    /// write went.
+    fn stage_and_sync<'e>(
+        &mut self,
+        entries: impl IntoIterator<Item = &'e Entry>,
+        now_us: i64,
+    ) -> (Vec<Vec<Location>>, std::io::Result<()>) {
         self.tick(now_us);
         self.batch += 1;
-        let planned: Vec<Planned> = commands.into_iter().map(|c| self.planner.plan(&self.store, c, now_us)).collect();
-        let mut locations = Vec::new();
-        for e in planned.iter().filter_map(|p| p.entry.as_ref()) {
-            let write = EntryWrite {
-                id: e.id,
-                leader: e.leader,
-                effects: e.body.encode(),
-                queues: e.queues(),
-                messages: &e.messages,
-            };
-            locations.push(self.writer.stage(&write));
-        }
-        let written = self.writer.take_pending().run_in_turn(&self.files, None);
-        (planned, locations, written)
+        let locations = entries
+            .into_iter()
+            .map(|e| {
+                let queues = e.queues();
+                let effects = e.body.encode();
+                self.writer.stage(&EntryWrite { id: e.id, leader: e.leader, effects, queues, messages: &e.messages })
+            })
+            .collect();
+        (locations, self.writer.take_pending().run_in_turn(&self.files, None))
     }
 
     /// Applies the appended entries up to `index`, read back from the log.

@@ -14,7 +14,7 @@
 
 use crate::log_id::LogId;
 use crate::qlog::record::{frame_with, read_frame, Fields, Frame};
-use crate::storage::{read_verified, Storage};
+use crate::storage::{read_verified, replace_durable, Storage};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -109,20 +109,13 @@ impl RaftState {
 
     fn save(&self, name: &str, body: impl FnOnce(&mut Vec<u8>)) -> Result<(), RaftStateError> {
         let path = self.dir.join(name);
-        let tmp = self.dir.join(format!("{name}.tmp"));
-        let io = |path: &Path| {
-            let path = path.to_path_buf();
-            move |source| RaftStateError::Io { path, source }
-        };
         let mut bytes = Vec::with_capacity(32);
         frame_with(&mut bytes, |b| {
             // A kind byte first, as every qlog record body has one.
             b.push(name.as_bytes()[0]);
             body(b);
         });
-        self.storage.write_durable(&tmp, &bytes).map_err(io(&tmp))?;
-        self.storage.rename(&tmp, &path).map_err(io(&path))?;
-        self.storage.sync_dir(&self.dir).map_err(io(&self.dir))
+        replace_durable(&*self.storage, &path, &bytes).map_err(|source| RaftStateError::Io { path, source })
     }
 }
 

@@ -21,10 +21,11 @@
 //! is: heed owns the one, and the others are copied whole.
 
 use crate::log_id::LogId;
+use crate::storage::os::OsStorage;
+use crate::storage::{replace_durable, Storage};
 use crate::store::checkpoint::{CheckpointError, CheckpointFile};
 use serde::{Deserialize, Serialize};
 use std::fs::{self, File};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -68,15 +69,15 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> SnapshotError {
 }
 
 fn sync_dir(dir: &Path) -> Result<(), SnapshotError> {
-    File::open(dir).and_then(|d| d.sync_all()).map_err(io(dir))
+    OsStorage.sync_dir(dir).map_err(io(dir))
 }
 
-/// Copies `from` to `to` and syncs it; answers the bytes copied.
+/// Copies `from` to `to` (streamed: a segment is up to 64 MiB) and syncs
+/// it; answers the bytes copied.
 fn copy_durable(from: &Path, to: &Path) -> Result<u64, SnapshotError> {
-    let bytes = fs::read(from).map_err(io(from))?;
-    let mut f = File::create(to).map_err(io(to))?;
-    f.write_all(&bytes).and_then(|()| f.sync_all()).map_err(io(to))?;
-    Ok(bytes.len() as u64)
+    let bytes = fs::copy(from, to).map_err(io(from))?;
+    File::open(to).and_then(|f| f.sync_all()).map_err(io(to))?;
+    Ok(bytes)
 }
 
 /// Builds a snapshot of `source` into the new directory `into`.
@@ -123,9 +124,7 @@ pub fn build(source: &Source<'_>, into: &Path) -> Result<Manifest, SnapshotError
     let manifest = Manifest { applied, applied_leader, files, bytes };
     let path = into.join(MANIFEST);
     let text = serde_json::to_vec_pretty(&manifest).expect("a manifest serializes");
-    let mut f = File::create(&path).map_err(io(&path))?;
-    f.write_all(&text).and_then(|()| f.sync_all()).map_err(io(&path))?;
-    sync_dir(into)?;
+    replace_durable(&OsStorage, &path, &text).map_err(io(&path))?;
     Ok(manifest)
 }
 
