@@ -363,14 +363,18 @@ fn rewrite(
     let copy = dir.join(format!("r{no:08}.qlog{REWRITE_SUFFIX}"));
     storage.write_durable(&copy, &bytes)?;
     let file = Arc::new(LogFile::new(files.opening(|| storage.open(&copy, false))?));
-    // Readers go through the table of open files, not the path: until the
-    // swap below they read the old file, at the old positions.
-    storage.rename(&copy, &path)?;
     {
-        // Under the store's lock, so no reader looks up a position of one
-        // file and reads it in the other (a reader that looked up before
-        // finds another record there, and looks up again: `reader.rs`).
+        // Readers go through the table of open files, but one whose file the
+        // table let go of (it keeps a bounded number open) opens it again by
+        // its path. So the rename, the swap in the table and the new
+        // positions all happen under the store's lock: no reader looks up a
+        // position of one file and reads it in the other (a reader that
+        // looked up before finds another record there, and looks up again:
+        // `reader.rs`). A rename outside the lock let a reader open the copy
+        // by path while the locator still named the old positions, and its
+        // fetch failed a checksum (the power-loss test, in CI).
         let mut store = store.write().expect("store lock");
+        storage.rename(&copy, &path)?;
         files.insert(log, no, file);
         for row in &kept_rows {
             let span = row.span.expect("only message records are kept");
