@@ -98,13 +98,8 @@ pub fn apply(store: &mut Store, entry: &Entry, locations: &[Location]) -> bool {
                 store.put_kv(key.clone(), row.clone());
             }
             Effect::KvDelete { key } => store.remove_kv(key),
-            Effect::Membership { voters, learners } => {
-                let row = MembershipRow {
-                    log_id: entry.id,
-                    leader: entry.leader,
-                    voters: voters.clone(),
-                    learners: learners.clone(),
-                };
+            Effect::Membership(membership) => {
+                let row = MembershipRow { log_id: entry.id, leader: entry.leader, membership: membership.clone() };
                 store.membership.insert(MEMBERSHIP_ROW.to_string(), row);
             }
             Effect::TimerSet { key, row } => store.set_timer(key.clone(), row.clone()),
@@ -173,6 +168,8 @@ pub fn apply(store: &mut Store, entry: &Entry, locations: &[Location]) -> bool {
     }
     store.applied = entry.id;
     store.applied_leader = entry.leader;
-    store.applied_us = ts;
+    // Blank and membership entries carry no time of their own (raft
+    // writes them): time as the store knows it never goes back.
+    store.applied_us = store.applied_us.max(ts);
     true
 }

@@ -150,13 +150,10 @@ pub enum Effect {
         group: String,
         metadata: String,
     },
-    /// A raft membership entry's configuration: the voters and the
-    /// learners from this entry on (format 4). Apply keeps the latest, with
-    /// the entry's log id, as openraft's stored membership.
-    Membership {
-        voters: Vec<u64>,
-        learners: Vec<u64>,
-    },
+    /// A raft membership entry's configuration from this entry on (format
+    /// 4). Apply keeps the latest, with the entry's log id, as openraft's
+    /// stored membership.
+    Membership(crate::store::rows::Membership),
 }
 
 impl Effect {
@@ -177,7 +174,7 @@ impl Effect {
             | Effect::Retain { .. }
             | Effect::DeletePartition { .. }
             | Effect::DeleteQueue { .. }
-            | Effect::Membership { .. } => 0,
+            | Effect::Membership(_) => 0,
             Effect::CreateQueue { id, .. } | Effect::ConfigureQueue { id, .. } => *id,
             Effect::CreatePartition { queue, .. }
             | Effect::Append { queue, .. }

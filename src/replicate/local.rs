@@ -55,6 +55,10 @@ pub struct Pipeline {
     pub apply_watch: Arc<ApplyWatch>,
 }
 
+/// What rides with each entry through the single node's pipeline: the
+/// planned command, and where its answer goes.
+pub type LocalTicket = (crate::planner::Planned, crate::replicate::batch::Reply);
+
 pub struct LocalReplicator {
     tx: Mutex<Option<mpsc::Sender<Msg>>>,
     thread: Mutex<Option<JoinHandle<()>>>,
@@ -63,7 +67,7 @@ pub struct LocalReplicator {
 /// Starts one stage. A stage that panics ends the process with a FATAL
 /// line: the others would wait for it forever, and a panic in apply means
 /// the store no longer matches the log, which only a boot can repair.
-fn spawn(name: &'static str, f: impl FnOnce() + Send + 'static) -> JoinHandle<()> {
+pub(crate) fn spawn(name: &'static str, f: impl FnOnce() + Send + 'static) -> JoinHandle<()> {
     let stage = move || {
         if let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
             let why = panic

@@ -10,6 +10,7 @@ pub mod batch;
 pub mod local;
 pub mod log_store;
 pub mod proposer;
+pub mod raft;
 pub mod state_machine;
 pub mod typed;
 

@@ -9,8 +9,27 @@ use std::collections::{BTreeMap, BTreeSet};
 pub struct MembershipRow {
     pub log_id: crate::log_id::LogId,
     pub leader: u64,
-    pub voters: Vec<u64>,
-    pub learners: Vec<u64>,
+    pub membership: Membership,
+}
+
+/// A raft membership as openraft keeps it: one voter set, or two while a
+/// change is joint, and every member's addresses (a member in no voter set
+/// is a learner).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Membership {
+    pub configs: Vec<Vec<u64>>,
+    pub members: Vec<(u64, Member)>,
+}
+
+/// Where a member of the cluster is reached.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Member {
+    /// The raft port's address (`QUEEN_RAFT_ADDR`).
+    pub raft: String,
+    /// The HTTP API's address.
+    pub http: String,
+    /// The Kafka listener's advertised address (`QUEEN_KAFKA_ADVERTISED`).
+    pub kafka: String,
 }
 
 /// `queues`: queue name → its row.

@@ -8,6 +8,7 @@ use queen::message::Message;
 use queen::planner::command::{Command, ConfigureQueue, PushItem};
 use queen::planner::effect::Entry;
 use queen::replicate::log_store::LogReadError;
+use queen::store::rows::{Member, Membership};
 use std::path::Path;
 
 /// Small files, so that a few entries roll several.
@@ -199,7 +200,9 @@ fn a_boot_replays_through_the_committed_index_and_keeps_the_durable_entries_afte
 
     // The next term commits them: its blank entry follows them, and
     // committing it applies them, read back from the log.
-    let opened = node.lead_new_term(3_000, Some((vec![1], vec![2]))).unwrap();
+    let membership =
+        Membership { configs: vec![vec![1]], members: vec![(1, Member::default()), (2, Member::default())] };
+    let opened = node.lead_new_term(3_000, Some(membership.clone())).unwrap();
     assert_eq!(opened[0].id.index, last + 1);
     assert!(opened[0].id.term > written[0].id.term, "a later term");
     assert!(opened[0].body.effects.is_empty(), "a blank entry");
@@ -207,6 +210,6 @@ fn a_boot_replays_through_the_committed_index_and_keeps_the_durable_entries_afte
     let a = node.store.queue_id("a").unwrap();
     let p = node.store.partition_id(a, "p").unwrap();
     assert_eq!(node.store.partition(a, p).unwrap().next_offset, 15, "every push applied once");
-    let membership = node.store.membership.iter().next().map(|(_, row)| row.clone()).unwrap();
-    assert_eq!((membership.log_id, membership.voters, membership.learners), (opened[1].id, vec![1], vec![2]));
+    let row = node.store.membership.iter().next().map(|(_, row)| row.clone()).unwrap();
+    assert_eq!((row.log_id, row.membership), (opened[1].id, membership));
 }

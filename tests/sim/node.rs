@@ -27,6 +27,7 @@ use queen::recovery::recover;
 use queen::replicate::log_store::raft_state::{RaftState, RaftStateError, Vote};
 use queen::replicate::log_store::{self, LogReadError};
 use queen::store::checkpoint::CheckpointFile;
+use queen::store::rows::Membership;
 use queen::store::Store;
 use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
@@ -90,7 +91,7 @@ impl SimNode {
         let files = Arc::new(FileTable::new(root.clone(), 64, Arc::new(storage.clone())));
         let raft = RaftState::open(Arc::new(storage.clone()), Path::new(RAFT_DIR)).map_err(|e| e.to_string())?;
         let term = raft.vote().map_err(|e| e.to_string())?.map_or(1, |v| v.term);
-        let committed = raft.committed().map_err(|e| e.to_string())?.map(|c| c.index);
+        let committed = raft.committed().map_err(|e| e.to_string())?.map(|(c, _)| c.index);
         let recovered = recover(&mut store, &root, &layout, &files, (None, committed)).map_err(|e| e.to_string())?;
         let checkpointed = recovered.index.purged();
         let clock = Arc::new(SimClock::default());
@@ -123,18 +124,14 @@ impl SimNode {
     /// entry), and commits them, which commits every entry the log kept
     /// before them: those past the saved committed index are read back by
     /// index and applied. Answers the entries it wrote.
-    pub fn lead_new_term(
-        &mut self,
-        now_us: i64,
-        membership: Option<(Vec<u64>, Vec<u64>)>,
-    ) -> Result<Vec<Entry>, Stopped> {
+    pub fn lead_new_term(&mut self, now_us: i64, membership: Option<Membership>) -> Result<Vec<Entry>, Stopped> {
         self.term += 1;
         let vote = Vote { term: self.term, node: SINGLE_NODE, committed: true };
         self.raft.save_vote(vote).map_err(raft_stopped)?;
         self.planner.lead((self.term, SINGLE_NODE), self.last_log_id());
         let mut effects = vec![vec![]];
-        if let Some((voters, learners)) = membership {
-            effects.push(vec![Effect::Membership { voters, learners }]);
+        if let Some(membership) = membership {
+            effects.push(vec![Effect::Membership(membership)]);
         }
         let entries: Vec<Entry> = effects
             .into_iter()
@@ -156,7 +153,7 @@ impl SimNode {
 
     /// Saves `id` as the committed index, as openraft's `save_committed`.
     pub fn save_committed(&mut self, id: LogId) -> Result<(), Stopped> {
-        self.raft.save_committed(id).map_err(raft_stopped)
+        self.raft.save_committed(id, self.planner.node()).map_err(raft_stopped)
     }
 
     /// The last entry the log holds, or the last applied when the log holds

@@ -14,6 +14,7 @@ use queen::planner::command::{AckItem, AckStatus, Answer, Command, PopRequest, P
 use queen::planner::effect::Entry;
 use queen::planner::kv::{row_key, Expiry, KvAnswer, KvKind, KvOp, KvResult};
 use queen::planner::timers::{TimerOp, TimerResult, TimerVerb};
+use queen::store::rows::{Member, Membership};
 use queen::store::Store;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
@@ -145,7 +146,11 @@ impl Run {
     /// The node leads a new term after its boot, as a single voter does;
     /// every third time it also writes a membership entry.
     fn lead_new_term(&mut self) {
-        let membership = (self.outcome.recoveries % 3 == 1).then(|| (vec![1], vec![2 + self.outcome.recoveries]));
+        let learner = 2 + self.outcome.recoveries;
+        let membership = (self.outcome.recoveries % 3 == 1).then(|| Membership {
+            configs: vec![vec![1]],
+            members: vec![(1, Member::default()), (learner, Member::default())],
+        });
         let now_us = self.now_us;
         match self.node_mut().lead_new_term(now_us, membership) {
             Ok(entries) => {

@@ -20,6 +20,7 @@ pub(crate) mod syncer;
 
 use crate::log_id::LogId;
 use crate::planner::effect::{Entry, EntryBody};
+use crate::qlog::entry_index::EntryLocations;
 use crate::qlog::entry_record::{EntryRecord, Stub};
 use crate::qlog::files::{FileTable, ReadError};
 use crate::qlog::message_record::MessageRecord;
@@ -57,6 +58,12 @@ fn entry(writer: &QlogWriter, files: &FileTable, index: u64) -> Result<Entry, Lo
             LogReadError::PastEnd { index, last: log.last_index() }
         });
     };
+    read_entry(files, at)
+}
+
+/// The entry whose records sit at `at`, rebuilt from them.
+pub fn read_entry(files: &FileTable, at: &EntryLocations) -> Result<Entry, LogReadError> {
+    let index = at.id.index;
     let read = |loc| files.read_body(loc).map_err(|source| LogReadError::Read { index, source });
     let damaged = |why: String| LogReadError::Damaged { index, why };
     let record = EntryRecord::decode(&read(at.entry)?).map_err(|e| damaged(e.to_string()))?;

@@ -4,9 +4,10 @@
 //! sequencer, so a finished fdatasync is followed by the next write without
 //! waiting for another thread to be scheduled.
 
-use crate::planner::Planned;
+use crate::qlog::entry_index::EntryLocations;
+use crate::qlog::files::FileTable;
 use crate::qlog::writer::{EntryWrite, QlogWriter};
-use crate::replicate::batch::{Batch, Reply};
+use crate::replicate::batch::{Batch, Ticket};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
@@ -15,55 +16,101 @@ use std::sync::{Arc, Condvar, Mutex};
 /// of the store's lock) without bound.
 const MAX_BATCH: usize = 16384;
 
-pub(crate) struct OpenBatch {
-    open: Mutex<Open>,
+pub(crate) struct OpenBatch<T> {
+    open: Mutex<Open<T>>,
     /// Signalled when a chunk is added or the batch is closed.
     added: Condvar,
     /// Signalled when the syncer takes the batch.
     taken: Condvar,
-    /// The applied index of the last committed checkpoint.
-    checkpointed: Arc<AtomicU64>,
+    /// Signalled when the syncer comes back for more, having synced
+    /// everything it took.
+    synced: Condvar,
+    /// The log forgets where the entries up to it sit: on one node the
+    /// applied index of the last committed checkpoint, under raft the index
+    /// openraft purged through.
+    purge_to: Arc<AtomicU64>,
 }
 
-struct Open {
+struct Open<T> {
     /// Holds the batch's records, staged as each chunk is added.
     writer: QlogWriter,
-    batch: Option<Batch>,
+    batch: Option<Batch<T>>,
     closed: bool,
-    /// How many batches the syncer has taken.
+    /// How many batches the syncer has taken, and how many it has synced.
     batches_taken: u64,
+    batches_synced: u64,
 }
 
-impl OpenBatch {
-    pub fn new(writer: QlogWriter, checkpointed: Arc<AtomicU64>) -> Self {
+impl<T: Ticket> OpenBatch<T> {
+    pub fn new(writer: QlogWriter, purge_to: Arc<AtomicU64>) -> Self {
         Self {
-            open: Mutex::new(Open { writer, batch: None, closed: false, batches_taken: 0 }),
+            open: Mutex::new(Open { writer, batch: None, closed: false, batches_taken: 0, batches_synced: 0 }),
             added: Condvar::new(),
             taken: Condvar::new(),
-            checkpointed,
+            synced: Condvar::new(),
+            purge_to,
         }
     }
 
-    /// Adds a planned chunk and stages its records. Its entries' log ids
+    /// Adds a chunk and stages the records of its entries. Their log ids
     /// follow the last ones staged, index by index: the entry index refuses
     /// anything else.
-    pub fn add(&self, planned: Vec<(Planned, Reply)>) {
+    pub fn add(&self, items: Vec<T>) {
         // Encoded before the lock, so the syncer waits for the copy only.
-        let effects: Vec<_> = planned.iter().filter_map(|(p, _)| p.entry.as_ref().map(|e| e.body.encode())).collect();
+        let effects: Vec<_> = items.iter().flat_map(|t| t.entries().iter().map(|e| e.body.encode())).collect();
         let mut open = self.open.lock().expect("open batch lock");
-        while open.batch.as_ref().is_some_and(|b| b.planned.len() >= MAX_BATCH) {
+        while open.batch.as_ref().is_some_and(|b| b.items.len() >= MAX_BATCH) {
             open = self.taken.wait(open).expect("open batch lock");
         }
         let Open { writer, batch, .. } = &mut *open;
         let batch = batch.get_or_insert_with(Batch::default);
-        let entries = planned.iter().filter_map(|(p, _)| p.entry.as_ref());
+        let entries = items.iter().flat_map(|t| t.entries());
         for (e, effects) in entries.zip(effects) {
             let write = EntryWrite { id: e.id, leader: e.leader, effects, queues: e.queues(), messages: &e.messages };
             batch.locations.push(writer.stage(&write));
         }
-        batch.planned.extend(planned);
+        batch.items.extend(items);
         drop(open);
         self.added.notify_one();
+    }
+
+    /// Where the records of entry `index` sit, while the log holds it.
+    pub fn locations(&self, index: u64) -> Option<EntryLocations> {
+        self.open.lock().expect("open batch lock").writer.index().get(index).cloned()
+    }
+
+    /// The last index the log holds, and its purge watermark.
+    pub fn bounds(&self) -> (u64, u64) {
+        let open = self.open.lock().expect("open batch lock");
+        (open.writer.index().last_index(), open.writer.index().purged())
+    }
+
+    /// Cuts the log after entry `index` (raft's `truncate_after`), once
+    /// every batch staged before is synced: a cut never races a write.
+    /// Answers how many entries were cut.
+    pub fn truncate_after(&self, index: u64, files: &FileTable) -> std::io::Result<usize> {
+        let mut open = self.open.lock().expect("open batch lock");
+        while open.batch.is_some() || open.batches_synced < open.batches_taken {
+            self.added.notify_one();
+            open = self.synced.wait(open).expect("open batch lock");
+        }
+        open.writer.truncate_after(index, files)
+    }
+
+    /// Forgets where the entries through `index` sit, now (raft's purge).
+    pub fn purge_through(&self, index: u64) {
+        self.open.lock().expect("open batch lock").writer.purge_through(index);
+    }
+
+    /// Starts the log after `index` when it holds nothing past its purge
+    /// watermark (raft's first append after a snapshot, or on an empty log
+    /// that openraft starts further on).
+    pub fn start_after(&self, index: u64) {
+        let mut open = self.open.lock().expect("open batch lock");
+        let log = open.writer.index();
+        if log.last_index() == log.purged() && index > log.purged() {
+            open.writer.purge_through(index);
+        }
     }
 
     /// Lets go of the logs of deleted queues (`QlogWriter::retire`), and
@@ -83,11 +130,13 @@ impl OpenBatch {
     /// The batch gathered so far, with its staged bytes, once there is one
     /// (a chunk was added, or idle logs were sealed); `None` once closed
     /// with nothing left.
-    pub fn take(&self) -> Option<Batch> {
+    pub fn take(&self) -> Option<Batch<T>> {
         let mut open = self.open.lock().expect("open batch lock");
         // The syncer comes back only once it has finished what it took.
+        open.batches_synced = open.batches_taken;
         open.writer.batches_synced(open.batches_taken);
-        open.writer.purge_through(self.checkpointed.load(Ordering::Acquire));
+        open.writer.purge_through(self.purge_to.load(Ordering::Acquire));
+        self.synced.notify_all();
         loop {
             if let Some(mut batch) = open.batch.take() {
                 open.batches_taken += 1;

@@ -42,6 +42,7 @@ pub struct RaftState {
 
 const VOTE: &str = "vote";
 const COMMITTED: &str = "committed";
+const PURGED: &str = "purged";
 
 impl RaftState {
     /// The state under `dir` (`$QUEEN_RAFT_DIR/raft`), created when absent.
@@ -70,16 +71,24 @@ impl RaftState {
         })
     }
 
-    /// The committed log id last saved; `None` before the first.
-    pub fn committed(&self) -> Result<Option<LogId>, RaftStateError> {
-        self.load(COMMITTED, "committed index", |f| Some(LogId::new(f.u64()?, f.u64()?)))
+    /// The committed log id last saved, with the node that led in its
+    /// term; `None` before the first.
+    pub fn committed(&self) -> Result<Option<(LogId, u64)>, RaftStateError> {
+        self.load(COMMITTED, "committed index", decode_led_id)
     }
 
-    pub fn save_committed(&self, id: LogId) -> Result<(), RaftStateError> {
-        self.save(COMMITTED, |b| {
-            b.extend_from_slice(&id.term.to_le_bytes());
-            b.extend_from_slice(&id.index.to_le_bytes());
-        })
+    pub fn save_committed(&self, id: LogId, leader: u64) -> Result<(), RaftStateError> {
+        self.save(COMMITTED, |b| encode_led_id(b, id, leader))
+    }
+
+    /// The last log id purged (openraft's `last_purged_log_id`, which the
+    /// log must report after its entries are gone), with its leader.
+    pub fn purged(&self) -> Result<Option<(LogId, u64)>, RaftStateError> {
+        self.load(PURGED, "purge watermark", decode_led_id)
+    }
+
+    pub fn save_purged(&self, id: LogId, leader: u64) -> Result<(), RaftStateError> {
+        self.save(PURGED, |b| encode_led_id(b, id, leader))
     }
 
     fn load<T>(
@@ -119,6 +128,16 @@ impl RaftState {
     }
 }
 
+fn decode_led_id(f: &mut Fields) -> Option<(LogId, u64)> {
+    Some((LogId::new(f.u64()?, f.u64()?), f.u64()?))
+}
+
+fn encode_led_id(b: &mut Vec<u8>, id: LogId, leader: u64) {
+    b.extend_from_slice(&id.term.to_le_bytes());
+    b.extend_from_slice(&id.index.to_le_bytes());
+    b.extend_from_slice(&leader.to_le_bytes());
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,10 +152,12 @@ mod tests {
         assert_eq!(state.committed().unwrap(), None);
         let vote = Vote { term: 7, node: 3, committed: true };
         state.save_vote(vote).unwrap();
-        state.save_committed(LogId::new(7, 1234)).unwrap();
+        state.save_committed(LogId::new(7, 1234), 3).unwrap();
+        state.save_purged(LogId::new(6, 1000), 2).unwrap();
         let again = RaftState::open(OsStorage::shared(), &dir).unwrap();
         assert_eq!(again.vote().unwrap(), Some(vote));
-        assert_eq!(again.committed().unwrap(), Some(LogId::new(7, 1234)));
+        assert_eq!(again.committed().unwrap(), Some((LogId::new(7, 1234), 3)));
+        assert_eq!(again.purged().unwrap(), Some((LogId::new(6, 1000), 2)));
 
         let path = dir.join("vote");
         let mut bytes = std::fs::read(&path).unwrap();

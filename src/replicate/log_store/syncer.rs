@@ -8,23 +8,23 @@ use crate::fatal;
 use crate::metrics::Metrics;
 use crate::qlog::files::FileTable;
 use crate::qlog::sync_ledger::SyncLedger;
-use crate::replicate::batch::Batch;
+use crate::replicate::batch::{Batch, Ticket};
 use std::sync::Arc;
 use std::time::Instant;
 
 /// Called with each batch once every one of its records is fdatasynced;
 /// `false` once nobody takes batches any more.
-pub type OnDurable = Box<dyn FnMut(Batch) -> bool + Send>;
+pub type OnDurable<T> = Box<dyn FnMut(Batch<T>) -> bool + Send>;
 
-pub(crate) struct Syncer {
+pub(crate) struct Syncer<T> {
     pub files: Arc<FileTable>,
     pub metrics: Arc<Metrics>,
     pub ledger: Option<Arc<SyncLedger>>,
-    pub open: Arc<OpenBatch>,
-    pub on_durable: OnDurable,
+    pub open: Arc<OpenBatch<T>>,
+    pub on_durable: OnDurable<T>,
 }
 
-impl Syncer {
+impl<T: Ticket> Syncer<T> {
     pub fn run(mut self) {
         while let Some(mut batch) = self.open.take() {
             let started = Instant::now();

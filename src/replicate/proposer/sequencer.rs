@@ -7,6 +7,7 @@ use crate::planner::command::Command;
 use crate::planner::{Planned, Planner};
 use crate::qlog::files::FileTable;
 use crate::replicate::batch::Reply;
+use crate::replicate::local::LocalTicket;
 use crate::replicate::log_store::open_batch::OpenBatch;
 use crate::replicate::ProposeError;
 use crate::store::Store;
@@ -28,7 +29,7 @@ const TEND_IDLE_EVERY: Duration = Duration::from_secs(1);
 pub(crate) struct Sequencer {
     pub planner: Planner,
     pub state: Arc<RwLock<Store>>,
-    pub open: Arc<OpenBatch>,
+    pub open: Arc<OpenBatch<LocalTicket>>,
     /// Asked before each chunk whether the writer can open its files.
     pub files: Arc<FileTable>,
     /// The later stages, joined once they have drained.

@@ -8,6 +8,7 @@ use crate::metrics::Metrics;
 use crate::planner::apply::apply;
 use crate::planner::command::{Answer, PushStatus};
 use crate::replicate::batch::Batch;
+use crate::replicate::local::LocalTicket;
 use crate::store::checkpointer::Checkpointer;
 use crate::store::Store;
 use std::sync::mpsc::{self, RecvTimeoutError};
@@ -24,7 +25,7 @@ pub(crate) struct Applier {
 }
 
 impl Applier {
-    pub fn run(mut self, rx: mpsc::Receiver<Batch>) {
+    pub fn run(mut self, rx: mpsc::Receiver<Batch<LocalTicket>>) {
         let mut last_checkpoint = Instant::now();
         let mut bytes_since = 0u64;
         let mut checkpointed = LogId::default();
@@ -51,8 +52,8 @@ impl Applier {
         }
     }
 
-    fn apply(&mut self, batch: Batch) {
-        let entries = batch.planned.iter().filter_map(|(p, _)| p.entry.as_ref());
+    fn apply(&mut self, batch: Batch<LocalTicket>) {
+        let entries = batch.items.iter().filter_map(|(p, _)| p.entry.as_ref());
         let mut count = 0;
         {
             let mut store = self.state.write().expect("store lock");
@@ -69,7 +70,7 @@ impl Applier {
             self.metrics.group_commit_entries.observe(count as f64);
             self.metrics.group_commit_seconds.observe(batch.started.elapsed().as_secs_f64());
             let mut queues: Vec<u64> = batch
-                .planned
+                .items
                 .iter()
                 .flat_map(|(p, _)| p.entry.iter().flat_map(|e| &e.messages))
                 .map(|m| m.span.queue)
@@ -78,7 +79,7 @@ impl Applier {
             queues.dedup();
             self.apply_watch.batch_applied(queues);
         }
-        for (p, reply) in batch.planned {
+        for (p, reply) in batch.items {
             if let Answer::Pushed(outcomes) = &p.answer {
                 let queued = outcomes.iter().filter(|o| o.status == PushStatus::Queued).count() as u64;
                 self.metrics.messages_appended.inc_by(queued);

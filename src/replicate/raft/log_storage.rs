@@ -1,0 +1,320 @@
+//! openraft's log storage over the log store: `append` stages an entry's
+//! records in the open batch and returns, and the syncer calls openraft's
+//! `IOFlushed` only once they are fdatasynced, so appends submitted while
+//! one fdatasync runs share the next (openraft 0.10 does not wait for one
+//! append's flush before it submits the next). The vote, the committed id
+//! and the purge watermark are the files of `raft_state.rs`.
+//!
+//! openraft reads an entry back as soon as `append` returns (to replicate
+//! it, and to apply it), when its records may still be staged and not yet
+//! in a file: the entries appended are kept in memory until they are both
+//! durable and applied, and read from the qlog after that.
+
+use super::types::{to_qlog, to_qlog_entry, to_raft, to_raft_entry, Queen, RaftEntry, RaftLogId};
+use crate::log_id::LogId;
+use crate::metrics::Metrics;
+use crate::planner::effect::Entry;
+use crate::qlog::entry_index::EntryLocations;
+use crate::qlog::files::FileTable;
+use crate::qlog::sync_ledger::SyncLedger;
+use crate::qlog::writer::QlogWriter;
+use crate::replicate::batch::Ticket;
+use crate::replicate::local::spawn;
+use crate::replicate::log_store::open_batch::OpenBatch;
+use crate::replicate::log_store::raft_state::{RaftState, RaftStateError, Vote};
+use crate::replicate::log_store::read_entry;
+use crate::replicate::log_store::syncer::Syncer;
+use openraft::storage::{IOFlushed, LogState, RaftLogStorage};
+use openraft::{LogIdOptionExt, RaftLogReader};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Debug;
+use std::io;
+use std::ops::{Bound, RangeBounds};
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+type RaftVote = openraft::impls::Vote<openraft::impls::leader_id_adv::LeaderId<u64, u64>>;
+
+/// One `append` on its way through the log store: its entries, and the
+/// callback that tells openraft they are durable.
+pub struct Appended {
+    entries: Vec<Entry>,
+    flushed: Option<IOFlushed<Queen>>,
+}
+
+impl Ticket for Appended {
+    fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+}
+
+/// The log storage, and its reader: clones share one log.
+#[derive(Clone)]
+pub struct RaftLog {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    open: Arc<OpenBatch<Appended>>,
+    files: Arc<FileTable>,
+    state: RaftState,
+    recent: Mutex<Recent>,
+    /// The last purged log id (qlog numbering) and its leader.
+    purged: Mutex<Option<(LogId, u64)>>,
+    syncer: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// The entries appended and not yet both durable and applied, by qlog
+/// index, as openraft gave them (a voided one as the blank it was stored
+/// as); and the indexes of the voided ones, until the state machine answers
+/// them.
+#[derive(Default)]
+struct Recent {
+    entries: BTreeMap<u64, RaftEntry>,
+    durable: u64,
+    applied: u64,
+    voided: BTreeSet<u64>,
+}
+
+impl Recent {
+    fn forget_settled(&mut self) {
+        let settled = self.durable.min(self.applied);
+        self.entries = self.entries.split_off(&(settled + 1));
+    }
+}
+
+fn io_error(e: RaftStateError) -> io::Error {
+    io::Error::other(e.to_string())
+}
+
+impl RaftLog {
+    /// The log over `writer` (as recovery left it), whose vote, committed id
+    /// and purge watermark are kept in `state`; starts its syncer.
+    pub fn start(
+        writer: QlogWriter,
+        files: Arc<FileTable>,
+        state: RaftState,
+        metrics: Arc<Metrics>,
+        ledger: Option<Arc<SyncLedger>>,
+    ) -> io::Result<Self> {
+        let purged = state.purged().map_err(io_error)?;
+        // openraft purges this log itself: nothing else moves its watermark.
+        let open = Arc::new(OpenBatch::new(writer, Arc::new(AtomicU64::new(0))));
+        let shared = Arc::new_cyclic(|weak: &std::sync::Weak<Shared>| {
+            let weak = weak.clone();
+            let on_durable = Box::new(move |batch: crate::replicate::batch::Batch<Appended>| {
+                let Some(shared) = weak.upgrade() else { return false };
+                let last = batch.items.iter().filter_map(|a| a.entries.last()).map(|e| e.id.index).max();
+                if let Some(last) = last {
+                    let mut recent = shared.recent.lock().expect("recent entries lock");
+                    recent.durable = recent.durable.max(last);
+                    recent.forget_settled();
+                }
+                for appended in batch.items {
+                    if let Some(flushed) = appended.flushed {
+                        flushed.io_completed(Ok(()));
+                    }
+                }
+                true
+            });
+            let syncer = Syncer { files: files.clone(), metrics, ledger, open: open.clone(), on_durable };
+            Shared {
+                open,
+                files,
+                state,
+                recent: Mutex::default(),
+                purged: Mutex::new(purged),
+                syncer: Mutex::new(Some(spawn("raft syncer", move || syncer.run()))),
+            }
+        });
+        Ok(Self { shared })
+    }
+
+    /// Where the records of qlog entry `index` sit, while the log holds it.
+    pub fn locations(&self, index: u64) -> Option<EntryLocations> {
+        self.shared.open.locations(index)
+    }
+
+    /// The state machine applied through qlog index `index`: the entries up
+    /// to it, once durable too, are read from the qlog from now on. Answers
+    /// whether the entry at `index` was voided.
+    pub fn applied(&self, index: u64) -> bool {
+        let mut recent = self.shared.recent.lock().expect("recent entries lock");
+        recent.applied = recent.applied.max(index);
+        recent.forget_settled();
+        recent.voided.remove(&index)
+    }
+
+    /// Drains what is staged, then stops the syncer.
+    pub fn stop(&self) {
+        self.shared.open.close();
+        if let Some(t) = self.shared.syncer.lock().expect("syncer lock").take() {
+            let _ = t.join();
+        }
+    }
+
+    fn purged_index(&self) -> u64 {
+        self.shared.purged.lock().expect("purge lock").map_or(0, |(id, _)| id.index)
+    }
+
+    /// Qlog entry `index`: from memory while it may still be staged, then
+    /// from its records.
+    fn entry(&self, index: u64) -> io::Result<Option<RaftEntry>> {
+        if let Some(e) = self.shared.recent.lock().expect("recent entries lock").entries.get(&index) {
+            return Ok(Some(e.clone()));
+        }
+        let Some(at) = self.shared.open.locations(index) else { return Ok(None) };
+        let entry = read_entry(&self.shared.files, &at).map_err(|e| io::Error::other(e.to_string()))?;
+        Ok(Some(to_raft_entry(entry)))
+    }
+
+    /// The raft log id of the last entry the log holds, or of its purge
+    /// watermark when it holds none.
+    fn last_log_id(&self) -> Option<RaftLogId> {
+        let purged = *self.shared.purged.lock().expect("purge lock");
+        let (last, _) = self.shared.open.bounds();
+        if last <= purged.map_or(0, |(id, _)| id.index) {
+            return purged.and_then(|(id, leader)| to_raft(id, leader));
+        }
+        if let Some(e) = self.shared.recent.lock().expect("recent entries lock").entries.get(&last) {
+            return Some(e.log_id);
+        }
+        self.shared.open.locations(last).and_then(|at| to_raft(at.id, at.leader))
+    }
+}
+
+/// The qlog indexes of a range of raft indexes.
+fn qlog_range(range: impl RangeBounds<u64>) -> (u64, Option<u64>) {
+    let start = match range.start_bound() {
+        Bound::Included(i) => i + 1,
+        Bound::Excluded(i) => i + 2,
+        Bound::Unbounded => 1,
+    };
+    let end = match range.end_bound() {
+        Bound::Included(i) => Some(i + 1),
+        Bound::Excluded(i) => Some(*i),
+        Bound::Unbounded => None,
+    };
+    (start, end)
+}
+
+impl RaftLogReader<Queen> for RaftLog {
+    async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + Send>(
+        &mut self,
+        range: RB,
+    ) -> Result<Vec<RaftEntry>, io::Error> {
+        let (start, end) = qlog_range(range);
+        // The log may start past qlog index 1: after a purge, and where
+        // openraft's first append came later than raft index 0.
+        let (last, held_after) = self.shared.open.bounds();
+        let end = end.map_or(last, |e| e.min(last));
+        let start = start.max(self.purged_index().max(held_after) + 1);
+        let mut out = Vec::with_capacity(end.saturating_sub(start) as usize + 1);
+        for index in start..=end {
+            match self.entry(index)? {
+                Some(e) => out.push(e),
+                None => break,
+            }
+        }
+        Ok(out)
+    }
+
+    async fn read_vote(&mut self) -> Result<Option<RaftVote>, io::Error> {
+        let vote = self.shared.state.vote().map_err(io_error)?;
+        Ok(vote.map(
+            |v| {
+                if v.committed {
+                    RaftVote::new_committed(v.term, v.node)
+                } else {
+                    RaftVote::new(v.term, v.node)
+                }
+            },
+        ))
+    }
+}
+
+impl RaftLogStorage<Queen> for RaftLog {
+    type LogReader = RaftLog;
+
+    async fn get_log_state(&mut self) -> Result<LogState<Queen>, io::Error> {
+        let purged = *self.shared.purged.lock().expect("purge lock");
+        Ok(LogState {
+            last_purged_log_id: purged.and_then(|(id, leader)| to_raft(id, leader)),
+            last_log_id: self.last_log_id(),
+        })
+    }
+
+    async fn get_log_reader(&mut self) -> Self::LogReader {
+        self.clone()
+    }
+
+    async fn save_vote(&mut self, vote: &RaftVote) -> Result<(), io::Error> {
+        let v = Vote { term: vote.leader_id.term, node: vote.leader_id.node_id, committed: vote.committed };
+        self.shared.state.save_vote(v).map_err(io_error)
+    }
+
+    async fn save_committed(&mut self, committed: Option<RaftLogId>) -> Result<(), io::Error> {
+        let Some(c) = committed else { return Ok(()) };
+        let (id, leader) = to_qlog(&c);
+        self.shared.state.save_committed(id, leader).map_err(io_error)
+    }
+
+    async fn read_committed(&mut self) -> Result<Option<RaftLogId>, io::Error> {
+        let committed = self.shared.state.committed().map_err(io_error)?;
+        Ok(committed.and_then(|(id, leader)| to_raft(id, leader)))
+    }
+
+    async fn append<I>(&mut self, entries: I, callback: IOFlushed<Queen>) -> Result<(), io::Error>
+    where
+        I: IntoIterator<Item = RaftEntry> + Send,
+        I::IntoIter: Send,
+    {
+        let mut stored = Vec::new();
+        {
+            let mut recent = self.shared.recent.lock().expect("recent entries lock");
+            for e in entries {
+                let (entry, voided) = to_qlog_entry(&e);
+                if voided {
+                    tracing::warn!(entry = %entry.id, "an entry planned under another log id was voided: the leadership that planned it ended before raft appended it");
+                    recent.voided.insert(entry.id.index);
+                }
+                recent.entries.insert(entry.id.index, to_raft_entry(entry.clone()));
+                stored.push(entry);
+            }
+        }
+        let Some(first) = stored.first() else {
+            callback.io_completed(Ok(()));
+            return Ok(());
+        };
+        // openraft starts a log after a snapshot, or after a purge past its
+        // end, at the index that follows: nothing lies between.
+        self.shared.open.start_after(first.id.index - 1);
+        self.shared.open.add(vec![Appended { entries: stored, flushed: Some(callback) }]);
+        Ok(())
+    }
+
+    async fn truncate_after(&mut self, last_log_id: Option<RaftLogId>) -> Result<(), io::Error> {
+        let keep = last_log_id.next_index();
+        {
+            let mut recent = self.shared.recent.lock().expect("recent entries lock");
+            recent.entries.split_off(&(keep + 1));
+            recent.durable = recent.durable.min(keep);
+            recent.voided.retain(|i| *i <= keep);
+        }
+        self.shared.open.truncate_after(keep, &self.shared.files)?;
+        Ok(())
+    }
+
+    async fn purge(&mut self, log_id: RaftLogId) -> Result<(), io::Error> {
+        let (id, leader) = to_qlog(&log_id);
+        self.shared.state.save_purged(id, leader).map_err(io_error)?;
+        *self.shared.purged.lock().expect("purge lock") = Some((id, leader));
+        {
+            let mut recent = self.shared.recent.lock().expect("recent entries lock");
+            recent.entries = recent.entries.split_off(&(id.index + 1));
+        }
+        self.shared.open.purge_through(id.index);
+        Ok(())
+    }
+}

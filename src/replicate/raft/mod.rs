@@ -1,0 +1,7 @@
+//! The openraft adapters: raft's log storage over the log store, its state
+//! machine over the state machine, and the types they share. openraft
+//! decides what is committed; the qlog stays the log and the message store.
+
+pub mod log_storage;
+pub mod state_machine;
+pub mod types;
