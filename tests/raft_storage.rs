@@ -16,67 +16,24 @@
 //! - 2 build a snapshot (`get_initial_state_log_ids`, `snapshot_meta`):
 //!   snapshots are not served over raft yet (`state_machine.rs`).
 
+mod raft_parts;
+
 use openraft::testing::log::Suite;
-use queen::apply_watch::ApplyWatch;
-use queen::clock::SystemClock;
-use queen::metrics::Metrics;
-use queen::qlog::entry_index::EntryIndex;
-use queen::qlog::files::FileTable;
-use queen::qlog::layout::Layout;
-use queen::qlog::retired::RetiredLogs;
-use queen::qlog::writer::QlogWriter;
-use queen::replicate::log_store::raft_state::RaftState;
 use queen::replicate::raft::log_storage::RaftLog;
 use queen::replicate::raft::state_machine::RaftMachine;
 use queen::replicate::raft::types::Queen;
-use queen::storage::os::OsStorage;
-use queen::store::Store;
-use std::sync::{Arc, RwLock};
-use std::time::Duration;
-
-type TestSuite = Suite<Queen, RaftLog, RaftMachine, Builder, Dir>;
-
-/// The data directory a test runs in; the syncer stops with it.
-struct Dir {
-    _tmp: tempfile::TempDir,
-    log: RaftLog,
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        self.log.stop();
-    }
-}
+use raft_parts::{open, Dir};
 
 struct Builder;
 
 impl openraft::testing::log::StoreBuilder<Queen, RaftLog, RaftMachine, Dir> for Builder {
     async fn build(&self) -> Result<(Dir, RaftLog, RaftMachine), openraft::StorageError<Queen>> {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path().join("qlog");
-        let storage = OsStorage::shared();
-        let wanted = Layout { lanes: 1, shards: 0, replicator: "openraft".into() };
-        let (layout, _) = Layout::open_or_create(&*storage, &root, &wanted).unwrap();
-        let files = Arc::new(FileTable::new(root.clone(), 64, storage.clone()));
-        let writer = QlogWriter::new(
-            root,
-            layout,
-            (vec![], EntryIndex::default()),
-            (1 << 20, Duration::from_secs(30), SystemClock::shared()),
-            Arc::new(RetiredLogs::default()),
-        );
-        let state = RaftState::open(storage, &tmp.path().join("raft")).unwrap();
-        let metrics = Arc::new(Metrics::default());
-        let log = RaftLog::start(writer, files, state, metrics, None).unwrap();
-        let store = Store::default();
-        let machine = RaftMachine {
-            store: Arc::new(RwLock::new(store)),
-            log: log.clone(),
-            apply_watch: Arc::new(ApplyWatch::default()),
-        };
-        Ok((Dir { _tmp: tmp, log: log.clone() }, log, machine))
+        let (dir, machine) = open();
+        Ok((dir, machine.log.clone(), machine))
     }
 }
+
+type TestSuite = Suite<Queen, RaftLog, RaftMachine, Builder, Dir>;
 
 macro_rules! suite {
     ($($name:ident),* $(,)?) => {
