@@ -16,6 +16,30 @@ pub struct Settings {
     #[arg(long, env = "QUEEN_RAFT_DIR", default_value = "./queen-data")]
     pub data_dir: PathBuf,
 
+    /// This node's id in a cluster; with QUEEN_RAFT_PEERS, the node replicates with openraft.
+    #[arg(long, env = "QUEEN_RAFT_NODE_ID", value_parser = clap::value_parser!(u64).range(1..))]
+    pub raft_node_id: Option<u64>,
+
+    /// The cluster's voters: `ID=RAFT_ADDR[/HTTP_ADDR[/KAFKA_ADDR]]`, comma-separated, the same on every node.
+    #[arg(long, env = "QUEEN_RAFT_PEERS")]
+    pub raft_peers: Option<String>,
+
+    /// Where the raft port listens.
+    #[arg(long, env = "QUEEN_RAFT_ADDR", default_value = "0.0.0.0:7400")]
+    pub raft_addr: SocketAddr,
+
+    /// The secret every node of a cluster presents on the raft port; required in a cluster.
+    #[arg(long, env = "QUEEN_RAFT_TOKEN", hide_env_values = true)]
+    pub raft_token: Option<String>,
+
+    /// A node with an empty directory waits to be added to an existing cluster instead of founding one.
+    #[arg(long, env = "QUEEN_RAFT_JOIN", default_value_t = false, action = clap::ArgAction::Set)]
+    pub raft_join: bool,
+
+    /// How long a write may wait for its commit in a cluster before it answers 503 `timeout`.
+    #[arg(long, env = "QUEEN_RAFT_WRITE_TIMEOUT_MS", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(100..))]
+    pub raft_write_timeout_ms: u64,
+
     /// Where the HTTP API listens.
     #[arg(long, env = "QUEEN_HTTP_ADDR", default_value = "0.0.0.0:6632")]
     pub http_addr: SocketAddr,

@@ -20,8 +20,13 @@ use crate::qlog::retired::RetiredLogs;
 use crate::qlog::sync_ledger::SyncLedger;
 use crate::qlog::writer::QlogWriter;
 use crate::reader::MessageReader;
-use crate::recovery::{recover, RecoveryError};
+use crate::recovery::{recover, RecoveryError, Replay};
 use crate::replicate::local::{LocalReplicator, Pipeline};
+use crate::replicate::log_store::raft_state::{RaftState, RaftStateError};
+use crate::replicate::raft::founding::{self, FoundingError};
+use crate::replicate::raft::log_storage::RaftLog;
+use crate::replicate::raft::replicator::{ClusterError, RaftReplicator};
+use crate::replicate::raft::state_machine::{Checkpoints, RaftMachine};
 use crate::replicate::state_machine::snapshot::{self, Manifest, SnapshotError};
 use crate::replicate::Replicator;
 use crate::state_view::StateView;
@@ -34,7 +39,10 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-pub const REPLICATOR_NAME: &str = "local";
+/// The replicator a data directory belongs to (storage.md): one node's,
+/// or a cluster's.
+pub const LOCAL_REPLICATOR: &str = "local";
+pub const RAFT_REPLICATOR: &str = "openraft";
 
 #[derive(Debug, thiserror::Error)]
 pub enum BootError {
@@ -58,11 +66,19 @@ pub enum BootError {
     Snapshot(#[from] SnapshotError),
     #[error("queue {0:?} is configured with encryptionEnabled and QUEEN_ENCRYPTION_KEY is not set: its messages cannot be read")]
     EncryptedQueueWithoutKey(String),
+    #[error(transparent)]
+    Founding(#[from] FoundingError),
+    #[error(transparent)]
+    RaftState(#[from] RaftStateError),
+    #[error(transparent)]
+    Cluster(#[from] ClusterError),
 }
 
 /// What the front ends share.
 pub struct Node {
     pub settings: Settings,
+    /// `LOCAL_REPLICATOR` or `RAFT_REPLICATOR`.
+    pub replicator_name: &'static str,
     /// The applied state, read-only, behind the replicator's read gate:
     /// what the front ends read through.
     pub view: StateView,
@@ -108,6 +124,8 @@ pub struct Node {
 impl Node {
     pub fn boot(settings: Settings) -> Result<Self, BootError> {
         Policy::of(&settings)?.log();
+        let cluster = founding::cluster(&settings)?;
+        let replicator_name = if cluster.is_some() { RAFT_REPLICATOR } else { LOCAL_REPLICATOR };
         let auth = Auth::from_settings(&settings)?.map(Arc::new);
         let cipher = settings.encryption_key.as_deref().map(Cipher::from_hex).transpose()?.map(Arc::new);
         let disk_gate = DiskGate::new(settings.data_dir.clone(), settings.storage_full_pct);
@@ -128,7 +146,7 @@ impl Node {
         // checkpoint's rows at all.
         let qlog_root = dir.join("qlog");
         let wanted =
-            Layout { lanes: settings.qlog_lanes, shards: settings.qlog_shards, replicator: REPLICATOR_NAME.into() };
+            Layout { lanes: settings.qlog_lanes, shards: settings.qlog_shards, replicator: replicator_name.into() };
         let storage = OsStorage::shared();
         let (layout, format) = Layout::open_or_create(&*storage, &qlog_root, &wanted)?;
         if layout != wanted {
@@ -149,7 +167,21 @@ impl Node {
         let open_files = fd_limit::open_files(settings.qlog_open_files, fd_limit::raise_to_hard());
         tracing::info!(open_files, "qlog files kept open at most (QUEEN_QLOG_OPEN_FILES)");
         let files = Arc::new(FileTable::new(qlog_root.clone(), open_files, storage));
-        let recovered = recover(&mut store, &qlog_root, &layout, &files, (ledger.as_deref(), None))?;
+        // Under raft, durable is not committed: a boot replays through the
+        // committed index, and openraft brings the rest;
+        let raft_state = match cluster {
+            Some(_) => Some(RaftState::open(OsStorage::shared(), &dir.join("raft"))?),
+            None => None,
+        };
+        // and the log holds every entry openraft has not purged.
+        let replay = match &raft_state {
+            Some(state) => Replay {
+                committed: Some(state.committed()?.map_or(0, |(id, _)| id.index)),
+                hold_from: Some(state.purged()?.map_or(1, |(id, _)| id.index + 1)),
+            },
+            None => Replay::default(),
+        };
+        let recovered = recover(&mut store, &qlog_root, &layout, &files, (ledger.as_deref(), replay))?;
         tracing::info!(last = %recovered.last, replayed = recovered.replayed, cut = recovered.cut, "qlog recovered");
         if format != FORMAT {
             Layout::upgrade_format(files.storage(), &qlog_root)?;
@@ -180,24 +212,50 @@ impl Node {
         let state = Arc::new(RwLock::new(store));
         let apply_watch = Arc::new(ApplyWatch::default());
         scrub::start(checkpoint.clone(), Duration::from_secs(settings.scrub_every_s), settings.scrub_rows_per_s);
-        let replicator = LocalReplicator::start(Pipeline {
-            planner: Planner::new(1, recovered.last),
-            writer,
-            files: files.clone(),
-            ledger: ledger.clone(),
-            state: state.clone(),
-            checkpointer: Checkpointer::start(checkpoint.clone(), checkpointed.clone()),
-            checkpointed: checkpointed.clone(),
-            durable_every: Duration::from_millis(settings.durable_every_ms),
-            durable_every_bytes: settings.durable_every_bytes,
-            metrics: metrics.clone(),
-            apply_watch: apply_watch.clone(),
-        });
-        let replicator: Arc<dyn Replicator> = Arc::new(replicator);
+        let durable_every = Duration::from_millis(settings.durable_every_ms);
+        let (replicator, checkpointed): (Arc<dyn Replicator>, _) = match (cluster, raft_state) {
+            (Some(cluster), Some(raft_state)) => {
+                let log = RaftLog::start(writer, files.clone(), raft_state, metrics.clone(), ledger.clone())
+                    .map_err(|source| BootError::Io { path: dir.join("raft"), source })?;
+                let done = state.read().expect("store lock").applied;
+                let machine = RaftMachine {
+                    store: state.clone(),
+                    log: log.clone(),
+                    apply_watch: apply_watch.clone(),
+                    checkpoints: Some(Checkpoints {
+                        checkpointer: Checkpointer::start(checkpoint.clone(), checkpointed.clone()),
+                        every: durable_every,
+                        last: std::time::Instant::now(),
+                        done,
+                    }),
+                };
+                // Reclaim frees nothing in a cluster yet: a follower behind
+                // may still need any entry, and snapshots are not sent over
+                // raft yet.
+                (Arc::new(RaftReplicator::start(cluster, log, machine)?), Arc::new(AtomicU64::new(0)))
+            }
+            _ => {
+                let replicator = LocalReplicator::start(Pipeline {
+                    planner: Planner::new(1, recovered.last),
+                    writer,
+                    files: files.clone(),
+                    ledger: ledger.clone(),
+                    state: state.clone(),
+                    checkpointer: Checkpointer::start(checkpoint.clone(), checkpointed.clone()),
+                    checkpointed: checkpointed.clone(),
+                    durable_every,
+                    durable_every_bytes: settings.durable_every_bytes,
+                    metrics: metrics.clone(),
+                    apply_watch: apply_watch.clone(),
+                });
+                (Arc::new(replicator), checkpointed)
+            }
+        };
         let view = StateView::new(state.clone(), replicator.clone());
         let reader = MessageReader { view: view.clone(), files: files.clone(), cipher: cipher.clone() };
         Ok(Self {
             settings,
+            replicator_name,
             view,
             reader,
             state,

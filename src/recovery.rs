@@ -65,17 +65,31 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> RecoveryError {
     move |source| RecoveryError::Io { path, source }
 }
 
-/// Recovers the logs under `root` into `store`, replaying through
-/// `committed` (`None`: every complete entry, as on one node).
+/// How far a boot replays, and which entries the log holds after it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Replay {
+    /// Replay through it (`None`: every complete entry, as on one node).
+    pub committed: Option<u64>,
+    /// Hold the entries from it on as entries, the checkpointed ones too
+    /// (`None`: only those after the checkpoint). A raft log holds every
+    /// entry openraft has not purged: a follower behind is sent them.
+    pub hold_from: Option<u64>,
+}
+
+/// Recovers the logs under `root` into `store`, replaying and holding
+/// entries as `replay` says.
 pub fn recover(
     store: &mut Store,
     root: &Path,
     layout: &Layout,
     files: &FileTable,
-    (ledger, committed): (Option<&SyncLedger>, Option<u64>),
+    (ledger, replay): (Option<&SyncLedger>, Replay),
 ) -> Result<Recovered, RecoveryError> {
     let scans = scan_logs(files.storage(), root)?;
     let durable = store.applied.index;
+    let committed = replay.committed;
+    // The first entry the index holds.
+    let hold_from = replay.hold_from.map_or(durable + 1, |h| h.clamp(1, durable + 1));
     // The files are opened as records are read (`FileTable`), not all at
     // once: a node with more logs than descriptors still boots.
     for scan in &scans {
@@ -91,7 +105,7 @@ pub fn recover(
         for seg in &scan.segments {
             for row in &seg.rows {
                 last_seen = last_seen.max(row.id);
-                if row.id.index <= durable {
+                if row.id.index < hold_from {
                     continue;
                 }
                 let c = copies.entry(row.id.index).or_default();
@@ -123,7 +137,7 @@ pub fn recover(
 
     // The gapless run of complete entries after the checkpoint.
     let mut keep = durable;
-    for (index, c) in &copies {
+    for (index, c) in copies.range(durable + 1..) {
         if *index != keep + 1 {
             break;
         }
@@ -157,9 +171,15 @@ pub fn recover(
 
     // Replay through the committed index; index every entry kept.
     let replay_through = committed.map_or(keep, |c| c.min(keep));
-    let mut index = EntryIndex::after(durable);
+    let mut index = EntryIndex::after(hold_from - 1);
     let mut last = store.applied;
-    for i in durable + 1..=keep {
+    for i in hold_from..=keep {
+        // An entry through the checkpoint whose records are gone (reclaim
+        // freed them) ends what the log can hold before it.
+        if i <= durable && found.get(&i).is_none_or(|at| at.entry.is_none()) {
+            index = EntryIndex::after(i);
+            continue;
+        }
         let at = &found[&i];
         let (entry, messages) = rebuild(&copies[&i], at, files, root)?;
         if i <= replay_through {

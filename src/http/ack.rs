@@ -7,7 +7,7 @@ use super::error::ApiError;
 use super::ids::parse_partition_uuid;
 use crate::node::Node;
 use crate::planner::command::{AckItem, AckOutcome, AckStatus, QUEUE_MODE};
-use crate::planner::consume::REFUSED_UNKNOWN_MESSAGE;
+use crate::planner::consume::{Refused, REFUSED_UNKNOWN_MESSAGE};
 use crate::replicate::typed::Typed;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -73,7 +73,7 @@ async fn acknowledge(node: &Node, fields: Vec<Fields<'_>>, group: Option<&str>) 
         .map(|(index, (p, f))| {
             let outcome = match p {
                 Ok(_) => outcomes.next().unwrap_or_default(),
-                Err(why) => AckOutcome { refused: Some(why), ..Default::default() },
+                Err(why) => AckOutcome { refused: Some(Refused(why)), ..Default::default() },
             };
             json!({
                 "index": index,

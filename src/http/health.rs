@@ -1,6 +1,6 @@
 //! `GET /health` and `GET /metrics`.
 
-use crate::node::{Node, REPLICATOR_NAME};
+use crate::node::Node;
 use axum::extract::State;
 use axum::http::header;
 use axum::response::IntoResponse;
@@ -10,13 +10,15 @@ use std::sync::Arc;
 
 pub async fn health(State(node): State<Arc<Node>>) -> Json<Value> {
     let applied = node.view.local().applied;
+    let raft = node.replicator.raft_status();
     Json(json!({
         "status": "healthy",
         "version": env!("CARGO_PKG_VERSION"),
-        "replicator": REPLICATOR_NAME,
-        "role": "leader",
+        "replicator": node.replicator_name,
+        "role": raft.as_ref().map_or("leader", |r| r.role),
         "applied": applied.index,
-        "term": applied.term,
+        "term": raft.as_ref().map_or(applied.term, |r| r.term),
+        "raft": raft,
     }))
 }
 

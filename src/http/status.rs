@@ -7,7 +7,7 @@ use super::body::page;
 use super::error::ApiError;
 use super::ids::iso_time;
 use super::resources::{partitions_json, pending, queue_matches, stored, unknown_queue};
-use crate::node::{Node, REPLICATOR_NAME};
+use crate::node::Node;
 use crate::planner::command::QUEUE_MODE;
 use crate::store::Store;
 use axum::extract::{Path, Query, State};
@@ -70,7 +70,7 @@ pub async fn status(State(node): State<Arc<Node>>) -> Json<Value> {
     Json(json!({
         "status": "healthy",
         "version": env!("CARGO_PKG_VERSION"),
-        "replicator": REPLICATOR_NAME,
+        "replicator": node.replicator_name,
         "role": "leader",
         "applied": s.applied.index,
         "term": s.applied.term,

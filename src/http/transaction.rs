@@ -205,7 +205,7 @@ fn refusal_json(refusal: Refusal, kv_base: usize, pushes: &[(String, String)], a
             "duplicate",
         ),
         Refusal::RejectedAck { ack, why } => {
-            let why = if [REFUSED_UNKNOWN_MESSAGE, REFUSED_UNRESOLVABLE].contains(&why) {
+            let why = if [REFUSED_UNKNOWN_MESSAGE, REFUSED_UNRESOLVABLE].contains(&why.0) {
                 "is not a stored message"
             } else {
                 "is not leased by this bundle or is already acknowledged"

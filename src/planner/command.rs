@@ -3,7 +3,7 @@
 use crate::message::Message;
 use crate::qlog::message_record::StoredPayload;
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub enum Command {
     /// Appends messages, possibly to many queues and partitions, atomically.
     Push(Vec<PushItem>),
@@ -85,7 +85,7 @@ pub enum Command {
 
 /// A group's cursor on a partition, set to `offset`: the next it consumes,
 /// with the commit's metadata string (Kafka's; empty for none).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct CursorCommit {
     pub queue: u64,
     pub partition: u64,
@@ -94,7 +94,7 @@ pub struct CursorCommit {
     pub metadata: String,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum SeekTo {
     End,
     Time(i64),
@@ -103,7 +103,7 @@ pub enum SeekTo {
 /// The consumer group of queue mode: one cursor shared by every consumer.
 pub const QUEUE_MODE: &str = "__QUEUE_MODE__";
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct ConfigureQueue {
     pub queue: String,
     pub namespace: Option<String>,
@@ -111,7 +111,7 @@ pub struct ConfigureQueue {
     pub options: serde_json::Map<String, serde_json::Value>,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct PopRequest {
     pub queue: Option<String>,
     pub partition: Option<String>,
@@ -132,7 +132,7 @@ pub struct PopRequest {
     pub lease_us: Option<i64>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Subscription {
     All,
     New,
@@ -140,7 +140,7 @@ pub enum Subscription {
 }
 
 /// One claimed partition of a pop.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Claim {
     pub queue_id: u64,
     pub queue: String,
@@ -154,14 +154,14 @@ pub struct Claim {
     pub messages: Vec<(u64, u32)>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum AckStatus {
     Completed,
     Failed,
     DeadLetter,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct AckItem {
     pub queue_id: u64,
     pub partition_id: u64,
@@ -172,17 +172,17 @@ pub struct AckItem {
     pub error: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct AckOutcome {
     /// Why the ack was refused; none when it was applied.
-    pub refused: Option<&'static str>,
+    pub refused: Option<super::consume::Refused>,
     pub dead_lettered: bool,
     pub lease_released: bool,
     /// A completion of a message already done for the group: nothing changed.
     pub noop: bool,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct PushItem {
     pub queue: String,
     pub partition: String,
@@ -200,14 +200,14 @@ impl PushItem {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum PushStatus {
     Queued,
     /// The transactionId was pushed before: `offset` is the original one.
     Duplicate,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PushOutcome {
     pub queue_id: u64,
     pub partition_id: u64,
@@ -215,7 +215,7 @@ pub struct PushOutcome {
     pub status: PushStatus,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub enum Answer {
     Pushed(Vec<PushOutcome>),
     Configured {

@@ -20,6 +20,33 @@ pub const REFUSED_UNRESOLVABLE: &str = "unresolvable_transaction_id";
 pub const REFUSED_ALREADY_COMMITTED: &str = "already_committed";
 pub const REFUSED_NO_LEASE: &str = "lease_expired_or_not_held";
 
+/// Every reason an ack is refused for: an answer forwarded from the leader
+/// names its reason by text, and reads back as the same constant.
+const REFUSALS: [&str; 4] =
+    [REFUSED_UNKNOWN_MESSAGE, REFUSED_UNRESOLVABLE, REFUSED_ALREADY_COMMITTED, REFUSED_NO_LEASE];
+
+/// The reason an ack was refused: one of the constants above. A
+/// forwarded answer names it by text, and it reads back as the constant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Refused(pub &'static str);
+
+impl serde::Serialize for Refused {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.0)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Refused {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        REFUSALS
+            .into_iter()
+            .find(|r| *r == text)
+            .map(Refused)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown ack refusal {text:?}")))
+    }
+}
+
 /// A queue's options, by id.
 fn options_of(store: &Store, queue: u64) -> Option<QueueOptions> {
     store.queues.get(&store.queue_name(queue)?.to_string()).map(|r| QueueOptions::parse(&r.options))
@@ -207,7 +234,7 @@ fn plan_ack(
     item: &AckItem,
     effects: &mut Vec<Effect>,
 ) -> AckOutcome {
-    let refused = |why| AckOutcome { refused: Some(why), ..Default::default() };
+    let refused = |why| AckOutcome { refused: Some(Refused(why)), ..Default::default() };
     let (queue, partition, group) = (item.queue_id, item.partition_id, item.group.clone());
     let Some(offset) = overlay.dedup(store, queue, partition, &transaction_hash(&item.transaction_id)) else {
         return refused(REFUSED_UNRESOLVABLE);
@@ -344,7 +371,7 @@ mod tests {
         assert_eq!(cursor_of(&store, &claim).committed, 2, "t1 is committed with t2");
 
         let late_nack = acked(&mut planner, &mut store, 21, ack(&claim, "t1", AckStatus::Failed));
-        assert_eq!(late_nack.refused, Some(REFUSED_ALREADY_COMMITTED));
+        assert_eq!(late_nack.refused, Some(Refused(REFUSED_ALREADY_COMMITTED)));
         let late_ack = acked(&mut planner, &mut store, 22, ack(&claim, "t1", AckStatus::Completed));
         assert!(late_ack.refused.is_none() && late_ack.noop);
         assert!(cursor_of(&store, &claim).lease.is_some(), "neither touched the lease, which still holds t3");
@@ -352,7 +379,7 @@ mod tests {
         let last = acked(&mut planner, &mut store, 23, ack(&claim, "t3", AckStatus::Completed));
         assert!(last.refused.is_none() && !last.noop && last.lease_released);
         let ghost = acked(&mut planner, &mut store, 24, ack(&claim, "never-pushed", AckStatus::Completed));
-        assert_eq!(ghost.refused, Some(REFUSED_UNRESOLVABLE));
+        assert_eq!(ghost.refused, Some(Refused(REFUSED_UNRESOLVABLE)));
     }
 
     #[test]

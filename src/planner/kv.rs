@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 /// The most rows one getPrefix answers.
 pub const MAX_PREFIX_LIMIT: usize = 1000;
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct KvOp {
     pub ns: String,
     pub kind: KvKind,
@@ -20,13 +20,13 @@ pub struct KvOp {
     pub required: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Expiry {
     Seconds(u64),
     Forever,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub enum KvKind {
     Get {
         key: String,
@@ -71,7 +71,7 @@ pub enum KvKind {
 }
 
 /// Why a write did not apply; the closed set the client knows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum KvReason {
     Version,
     Absent,
@@ -92,7 +92,7 @@ impl KvReason {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub enum KvResult {
     Get {
         key: String,
@@ -117,7 +117,7 @@ pub enum KvResult {
     },
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub enum KvAnswer {
     Results(Vec<KvResult>),
     /// A required operation lost: nothing was written.

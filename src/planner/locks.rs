@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 
 pub const LOCKS_NS: &str = "queen-locks";
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub enum LockOp {
     Acquire { name: String, ttl_s: u64, owner: Option<String>, limit: u32 },
     Renew { name: String, token: u64, ttl_s: u64, slot: u32, owner: Option<String> },
@@ -22,14 +22,14 @@ pub enum LockOp {
 }
 
 /// One permit as a verdict shows it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Holder {
     pub slot: u32,
     pub owner: Option<String>,
     pub row: KvRow,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub enum LockResult {
     Granted {
         slot: u32,

@@ -19,7 +19,7 @@ pub struct PlannedPush {
 }
 
 /// A push refused whole: it would take `queue` past its `maxSize`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct QueueFull {
     pub queue: String,
     pub max_size: u64,

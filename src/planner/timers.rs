@@ -14,14 +14,14 @@ use crate::qlog::message_record::MessageRecord;
 use crate::store::rows::TimerRow;
 use crate::store::Store;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum TimerVerb {
     Schedule,
     Reschedule,
     Cancel,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct TimerOp {
     pub verb: TimerVerb,
     pub queue: String,
@@ -37,7 +37,7 @@ pub struct TimerOp {
     pub sealed: bool,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub enum TimerResult {
     Scheduled {
         rescheduled: bool,

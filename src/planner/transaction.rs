@@ -17,7 +17,7 @@ use crate::qlog::message_record::MessageRecord;
 use crate::store::rows::KvRow;
 use crate::store::Store;
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Bundle {
     pub pushes: Vec<PushItem>,
     pub acks: Vec<AckItem>,
@@ -27,18 +27,18 @@ pub struct Bundle {
     pub timers: Vec<TimerOp>,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub enum BundleAnswer {
     Committed { pushes: Vec<PushOutcome>, acks: Vec<AckOutcome>, kv: Vec<KvResult>, timers: Vec<TimerResult> },
     RolledBack(Refusal),
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub enum Refusal {
     /// A pushed message's transactionId is already stored in its partition.
     Duplicate { item: usize, offset: u64 },
     /// An ack's message is not leased by the bundle, or already acknowledged.
-    RejectedAck { ack: usize, why: &'static str },
+    RejectedAck { ack: usize, why: super::consume::Refused },
     /// A lease in `requiredLeases` is not live.
     LeaseGone { lease: String },
     /// A required KV operation lost.
@@ -102,7 +102,7 @@ fn plan(store: &Store, overlay: &mut Overlay, id: LogId, now_us: i64, bundle: Bu
     let (ack_effects, acked) = consume::plan_acks(store, overlay, now_us, &acks);
     // The ack fences the bundle: one whose message is already done (a retry
     // of a bundle that committed) refuses it, or its writes would apply twice.
-    let refusal = |o: &AckOutcome| o.refused.or(o.noop.then_some(consume::REFUSED_ALREADY_COMMITTED));
+    let refusal = |o: &AckOutcome| o.refused.or(o.noop.then_some(consume::Refused(consume::REFUSED_ALREADY_COMMITTED)));
     if let Some((ack, why)) = acked.iter().enumerate().find_map(|(i, o)| refusal(o).map(|w| (i, w))) {
         return Err(Refusal::RejectedAck { ack, why });
     }
@@ -153,6 +153,6 @@ mod tests {
         let Answer::Transaction(BundleAnswer::RolledBack(Refusal::RejectedAck { why, .. })) = retry else {
             panic!("the retry answered {retry:?}")
         };
-        assert_eq!(why, consume::REFUSED_ALREADY_COMMITTED);
+        assert_eq!(why, consume::Refused(consume::REFUSED_ALREADY_COMMITTED));
     }
 }

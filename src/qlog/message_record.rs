@@ -27,7 +27,7 @@ pub struct MessageSpan {
 /// One payload as the qlog stores it. Compression is node-local and happens
 /// before a payload reaches the sequencer, on the thread of the request that
 /// brought it; `to_raw` is the one point where a read decompresses.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum StoredPayload {
     Raw(Vec<u8>),
     Zstd { raw_len: u32, bytes: Vec<u8> },

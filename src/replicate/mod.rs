@@ -18,7 +18,7 @@ use crate::planner::command::{Answer, Command};
 use std::future::Future;
 use std::pin::Pin;
 
-#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum ProposeError {
     #[error("the node is shutting down and takes no new writes")]
     ShuttingDown,
@@ -51,4 +51,23 @@ pub trait Replicator: Send + Sync + 'static {
 
     /// Finishes what is in flight, writes a final checkpoint and stops.
     fn stop(&self);
+
+    /// The raft block of `/health`; none on a single node.
+    fn raft_status(&self) -> Option<RaftStatus> {
+        None
+    }
+}
+
+/// A cluster node's view of raft, as `/health` reports it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RaftStatus {
+    pub node: u64,
+    /// `leader`, `follower`, `candidate` or `learner`.
+    pub role: &'static str,
+    pub term: u64,
+    pub leader: Option<u64>,
+    /// The last qlog index this node applied, and the last it knows committed.
+    pub applied: u64,
+    pub commit: u64,
+    pub voters: Vec<u64>,
 }

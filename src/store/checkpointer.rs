@@ -1,10 +1,11 @@
 //! The thread that writes checkpoints, so that apply never waits for LMDB.
 
 use super::checkpoint::CheckpointFile;
-use super::CheckpointJob;
+use super::{CheckpointJob, Store};
+use crate::log_id::LogId;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 enum Job {
     Write(CheckpointJob),
@@ -50,6 +51,19 @@ impl Checkpointer {
 
     pub fn submit(&self, job: CheckpointJob) {
         let _ = self.tx.send(Job::Write(job));
+    }
+
+    /// Hands the rows of `state` changed since the last checkpoint to the
+    /// thread, unless nothing was applied since `done`, the applied id of
+    /// the last one handed over (moved on here). Answers whether it did.
+    pub fn changed(&self, state: &RwLock<Store>, done: &mut LogId) -> bool {
+        let job = state.write().expect("store lock").checkpoint_job();
+        if job.rows() == 0 && job.applied == *done {
+            return false;
+        }
+        *done = job.applied;
+        self.submit(job);
+        true
     }
 
     /// Waits until every submitted checkpoint is committed.

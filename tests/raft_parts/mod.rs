@@ -50,6 +50,7 @@ pub fn open() -> (Dir, RaftMachine) {
         store: Arc::new(RwLock::new(Store::default())),
         log: log.clone(),
         apply_watch: Arc::new(ApplyWatch::default()),
+        checkpoints: None,
     };
     (Dir { _tmp: tmp, log }, machine)
 }

@@ -23,7 +23,7 @@ use queen::qlog::message_record::MessageRecord;
 use queen::qlog::reclaim::{Freed, Pass, Policy};
 use queen::qlog::retired::RetiredLogs;
 use queen::qlog::writer::{EntryWrite, QlogWriter};
-use queen::recovery::recover;
+use queen::recovery::{recover, Replay};
 use queen::replicate::log_store::raft_state::{RaftState, RaftStateError, Vote};
 use queen::replicate::log_store::{self, LogReadError};
 use queen::store::checkpoint::CheckpointFile;
@@ -92,7 +92,8 @@ impl SimNode {
         let raft = RaftState::open(Arc::new(storage.clone()), Path::new(RAFT_DIR)).map_err(|e| e.to_string())?;
         let term = raft.vote().map_err(|e| e.to_string())?.map_or(1, |v| v.term);
         let committed = raft.committed().map_err(|e| e.to_string())?.map(|(c, _)| c.index);
-        let recovered = recover(&mut store, &root, &layout, &files, (None, committed)).map_err(|e| e.to_string())?;
+        let replay = Replay { committed, hold_from: None };
+        let recovered = recover(&mut store, &root, &layout, &files, (None, replay)).map_err(|e| e.to_string())?;
         let checkpointed = recovered.index.purged();
         let clock = Arc::new(SimClock::default());
         let writer = QlogWriter::new(

@@ -89,8 +89,9 @@ fn io_error(e: RaftStateError) -> io::Error {
 }
 
 impl RaftLog {
-    /// The log over `writer` (as recovery left it), whose vote, committed id
-    /// and purge watermark are kept in `state`; starts its syncer.
+    /// The log over `writer` (as recovery left it, holding every entry
+    /// after the purge watermark), whose vote, committed id and purge
+    /// watermark are kept in `state`; starts its syncer.
     pub fn start(
         writer: QlogWriter,
         files: Arc<FileTable>,

@@ -2,6 +2,13 @@
 //! machine over the state machine, and the types they share. openraft
 //! decides what is committed; the qlog stays the log and the message store.
 
+pub mod founding;
+mod link;
 pub mod log_storage;
+pub mod network;
+mod proposer;
+pub mod replicator;
+mod rpc;
+mod server;
 pub mod state_machine;
 pub mod types;

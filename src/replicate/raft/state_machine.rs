@@ -11,7 +11,9 @@
 use super::log_storage::RaftLog;
 use super::types::{raft_membership, to_qlog_entry, to_raft, Applied, Queen, RaftLogId};
 use crate::apply_watch::ApplyWatch;
+use crate::log_id::LogId;
 use crate::planner::apply::apply;
+use crate::store::checkpointer::Checkpointer;
 use crate::store::{Store, MEMBERSHIP_ROW};
 use futures_util::StreamExt;
 use openraft::storage::{EntryResponder, RaftSnapshotBuilder, RaftStateMachine};
@@ -19,6 +21,7 @@ use openraft::OptionalSend;
 use std::io;
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
 
 type Snapshot = openraft::type_config::alias::SnapshotOf<Queen, PathBuf>;
 type SnapshotMeta = openraft::type_config::alias::SnapshotMetaOf<Queen>;
@@ -29,6 +32,17 @@ pub struct RaftMachine {
     pub log: RaftLog,
     /// Wakes readers after every apply.
     pub apply_watch: Arc<ApplyWatch>,
+    /// Checkpoints the store every `QUEEN_RAFT_DURABLE_EVERY_MS`, as on one
+    /// node; none in tests that run the parts alone.
+    pub checkpoints: Option<Checkpoints>,
+}
+
+pub struct Checkpoints {
+    pub checkpointer: Checkpointer,
+    pub every: Duration,
+    pub last: Instant,
+    /// The applied id of the last checkpoint handed over.
+    pub done: LogId,
 }
 
 fn unsupported(what: &str) -> io::Error {
@@ -88,6 +102,10 @@ impl RaftStateMachine<Queen> for RaftMachine {
         queues.sort_unstable();
         queues.dedup();
         self.apply_watch.batch_applied(queues);
+        if let Some(c) = self.checkpoints.as_mut().filter(|c| c.last.elapsed() >= c.every) {
+            c.checkpointer.changed(&self.store, &mut c.done);
+            c.last = Instant::now();
+        }
         Ok(())
     }
 

@@ -92,12 +92,8 @@ impl Applier {
     /// Hands the rows changed since the last checkpoint to the checkpointer,
     /// unless nothing was applied since.
     fn checkpoint(&mut self, checkpointed: &mut LogId) {
-        let job = self.state.write().expect("store lock").checkpoint_job();
-        if job.rows() == 0 && job.applied == *checkpointed {
-            return;
+        if self.checkpointer.changed(&self.state, checkpointed) {
+            self.metrics.checkpoints.inc();
         }
-        *checkpointed = job.applied;
-        self.metrics.checkpoints.inc();
-        self.checkpointer.submit(job);
     }
 }

@@ -1,0 +1,123 @@
+//! One node's connection to a peer's raft port, shared by every call to
+//! that peer: opened on first use (and again after it breaks), introduced by
+//! the cluster token, and multiplexed, each request answered by its id.
+
+use super::rpc::{read_frame, write_frame, Hello, Request, Response, Welcome};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::net::tcp::OwnedWriteHalf;
+use tokio::net::TcpStream;
+use tokio::sync::oneshot;
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum LinkError {
+    #[error("raft peer {addr} is unreachable: {why}")]
+    Unreachable { addr: String, why: String },
+    /// The peer refused this node's token: a configuration mistake, not a
+    /// fault to retry through.
+    #[error("raft peer {addr} refused this node's QUEEN_RAFT_TOKEN: {why}")]
+    Refused { addr: String, why: String },
+    #[error("raft peer {addr} did not answer within {after:?}")]
+    Timeout { addr: String, after: Duration },
+}
+
+type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Response>>>>;
+
+struct Conn {
+    writer: tokio::sync::Mutex<OwnedWriteHalf>,
+    pending: Pending,
+    /// Set by the reader once the connection broke.
+    broken: Arc<std::sync::atomic::AtomicBool>,
+}
+
+pub struct Link {
+    addr: String,
+    token: String,
+    from: u64,
+    conn: tokio::sync::Mutex<Option<Arc<Conn>>>,
+    next_id: AtomicU64,
+}
+
+impl Link {
+    pub fn new(addr: String, token: String, from: u64) -> Self {
+        Self { addr, token, from, conn: tokio::sync::Mutex::new(None), next_id: AtomicU64::new(1) }
+    }
+
+    pub fn addr(&self) -> &str {
+        &self.addr
+    }
+
+    fn unreachable(&self, why: impl ToString) -> LinkError {
+        LinkError::Unreachable { addr: self.addr.clone(), why: why.to_string() }
+    }
+
+    /// The live connection, opened (and introduced) when there is none.
+    async fn connection(&self, timeout: Duration) -> Result<Arc<Conn>, LinkError> {
+        let mut slot = self.conn.lock().await;
+        if let Some(conn) = slot.as_ref().filter(|c| !c.broken.load(Ordering::Acquire)) {
+            return Ok(conn.clone());
+        }
+        let opened = tokio::time::timeout(timeout, self.open()).await;
+        let conn = opened.map_err(|_| LinkError::Timeout { addr: self.addr.clone(), after: timeout })??;
+        *slot = Some(conn.clone());
+        Ok(conn)
+    }
+
+    async fn open(&self) -> Result<Arc<Conn>, LinkError> {
+        let mut stream = TcpStream::connect(&self.addr).await.map_err(|e| self.unreachable(e))?;
+        let _ = stream.set_nodelay(true);
+        write_frame(&mut stream, &Hello { token: self.token.clone(), from: self.from })
+            .await
+            .map_err(|e| self.unreachable(e))?;
+        let welcome: Welcome = read_frame(&mut stream).await.map_err(|e| self.unreachable(e))?;
+        if let Some(why) = welcome {
+            return Err(LinkError::Refused { addr: self.addr.clone(), why });
+        }
+        let (mut reader, writer) = stream.into_split();
+        let pending: Pending = Arc::default();
+        let broken = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let conn = Arc::new(Conn {
+            writer: tokio::sync::Mutex::new(writer),
+            pending: pending.clone(),
+            broken: broken.clone(),
+        });
+        tokio::spawn(async move {
+            while let Ok((id, response)) = read_frame::<(u64, Response)>(&mut reader).await {
+                if let Some(tx) = pending.lock().expect("pending calls lock").remove(&id) {
+                    let _ = tx.send(response);
+                }
+            }
+            broken.store(true, Ordering::Release);
+            // Every call still waiting learns the connection is gone.
+            pending.lock().expect("pending calls lock").clear();
+        });
+        Ok(conn)
+    }
+
+    /// Sends `request` and waits at most `timeout` for its answer.
+    pub async fn call(&self, request: Request, timeout: Duration) -> Result<Response, LinkError> {
+        let conn = self.connection(timeout).await?;
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        conn.pending.lock().expect("pending calls lock").insert(id, tx);
+        let sent = {
+            let mut writer = conn.writer.lock().await;
+            write_frame(&mut *writer, &(id, request)).await
+        };
+        if let Err(e) = sent {
+            conn.broken.store(true, Ordering::Release);
+            conn.pending.lock().expect("pending calls lock").remove(&id);
+            return Err(self.unreachable(e));
+        }
+        match tokio::time::timeout(timeout, rx).await {
+            Ok(Ok(response)) => Ok(response),
+            Ok(Err(_)) => Err(self.unreachable("the connection closed before the answer")),
+            Err(_) => {
+                conn.pending.lock().expect("pending calls lock").remove(&id);
+                Err(LinkError::Timeout { addr: self.addr.clone(), after: timeout })
+            }
+        }
+    }
+}

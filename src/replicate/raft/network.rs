@@ -1,0 +1,139 @@
+//! openraft's network over the raft port: one `Link` per peer, shared by
+//! every client openraft makes for it (replication, heartbeats, votes).
+
+use super::link::{Link, LinkError};
+use super::rpc::{Request, Response};
+use super::types::Queen;
+use crate::store::rows::Member;
+use openraft::error::{NetworkError, RPCError, ReplicationClosed, StreamingError, Unreachable};
+use openraft::network::v2::RaftNetworkV2;
+use openraft::network::{RPCOption, RaftNetworkFactory};
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, TransferLeaderRequest, TransferLeaderResponse,
+    VoteRequest, VoteResponse,
+};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+type RaftVote = openraft::impls::Vote<openraft::impls::leader_id_adv::LeaderId<u64, u64>>;
+
+/// Every peer's link, by node id and raft address (a member that moved gets
+/// a new one).
+type Links = HashMap<(u64, String), Arc<Link>>;
+
+#[derive(Clone)]
+pub struct Peers {
+    links: Arc<Mutex<Links>>,
+    token: String,
+    /// This node's id, which it introduces itself with.
+    me: u64,
+    /// When a refused token was last logged, so a cut-off node says so once
+    /// a minute, not at every heartbeat.
+    refused_logged: Arc<Mutex<Option<Instant>>>,
+}
+
+impl Peers {
+    pub fn new(me: u64, token: String) -> Self {
+        Self { links: Arc::default(), token, me, refused_logged: Arc::default() }
+    }
+
+    /// The link to `target` at `raft`.
+    pub fn link(&self, target: u64, raft: &str) -> Arc<Link> {
+        let mut links = self.links.lock().expect("peer links lock");
+        links
+            .entry((target, raft.to_string()))
+            .or_insert_with(|| Arc::new(Link::new(raft.to_string(), self.token.clone(), self.me)))
+            .clone()
+    }
+}
+
+pub struct PeerClient {
+    link: Arc<Link>,
+    peers: Peers,
+}
+
+impl RaftNetworkFactory<Queen> for Peers {
+    type Network = PeerClient;
+
+    async fn new_client(&mut self, target: u64, node: &Member) -> PeerClient {
+        PeerClient { link: self.link(target, &node.raft), peers: self.clone() }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct Remote(String);
+
+impl PeerClient {
+    async fn call(&self, request: Request, option: &RPCOption) -> Result<Response, RPCError<Queen>> {
+        let timeout = option.hard_ttl().max(Duration::from_millis(50));
+        self.link.call(request, timeout).await.map_err(|e| {
+            if let LinkError::Refused { .. } = &e {
+                let mut logged = self.peers.refused_logged.lock().expect("refused log lock");
+                if logged.is_none_or(|at| at.elapsed() >= Duration::from_secs(60)) {
+                    tracing::error!(error = %e, "a peer refused this node's QUEEN_RAFT_TOKEN: give every node the same value and restart this one");
+                    *logged = Some(Instant::now());
+                }
+            }
+            RPCError::Unreachable(Unreachable::new(&e))
+        })
+    }
+}
+
+fn remote(e: String) -> RPCError<Queen> {
+    RPCError::Network(NetworkError::new(&Remote(e)))
+}
+
+fn unexpected() -> RPCError<Queen> {
+    remote("the peer answered another kind of call".into())
+}
+
+impl RaftNetworkV2<Queen> for PeerClient {
+    type SnapshotData = PathBuf;
+
+    async fn append_entries(
+        &mut self,
+        rpc: AppendEntriesRequest<Queen>,
+        option: RPCOption,
+    ) -> Result<AppendEntriesResponse<Queen>, RPCError<Queen>> {
+        match self.call(Request::Append(rpc), &option).await? {
+            Response::Append(r) => r.map_err(remote),
+            _ => Err(unexpected()),
+        }
+    }
+
+    async fn vote(
+        &mut self,
+        rpc: VoteRequest<Queen>,
+        option: RPCOption,
+    ) -> Result<VoteResponse<Queen>, RPCError<Queen>> {
+        match self.call(Request::Vote(rpc), &option).await? {
+            Response::Vote(r) => r.map_err(remote),
+            _ => Err(unexpected()),
+        }
+    }
+
+    async fn full_snapshot(
+        &mut self,
+        _vote: RaftVote,
+        _snapshot: openraft::type_config::alias::SnapshotOf<Queen, PathBuf>,
+        _cancel: impl std::future::Future<Output = ReplicationClosed> + Send + 'static,
+        _option: RPCOption,
+    ) -> Result<SnapshotResponse<Queen>, StreamingError<Queen>> {
+        let why = Remote("snapshots are not sent over raft yet".into());
+        Err(StreamingError::Unreachable(Unreachable::new(&why)))
+    }
+
+    async fn transfer_leader(
+        &mut self,
+        req: TransferLeaderRequest<Queen>,
+        option: RPCOption,
+    ) -> Result<TransferLeaderResponse<Queen>, RPCError<Queen>> {
+        match self.call(Request::TransferLeader(req), &option).await? {
+            Response::TransferLeader(r) => r.map_err(remote),
+            _ => Err(unexpected()),
+        }
+    }
+}

@@ -1,0 +1,315 @@
+//! The cluster's replicator: openraft over the qlog, behind the same trait
+//! as the single node's. On the leader a command is planned by the
+//! proposer's thread; on a follower it is forwarded to the leader over the
+//! raft port, and the leader's answer comes back. A read waits at the read
+//! gate: the leader confirms its leadership with a quorum (read index), a
+//! follower asks the leader for that index and waits until it has applied
+//! through it.
+//!
+//! openraft and the raft port run on a runtime of their own, so the front
+//! ends' runtime never carries consensus traffic, and a busy front end
+//! never delays a heartbeat.
+
+use super::log_storage::RaftLog;
+use super::network::Peers;
+use super::proposer::{Msg, Proposer};
+use super::rpc::{Request, Response};
+use super::server::{Forwarded, Leader, Server};
+use super::state_machine::RaftMachine;
+use super::types::Queen;
+use crate::apply_watch::ApplyWatch;
+use crate::planner::command::Command;
+use crate::planner::Planner;
+use crate::replicate::local::spawn;
+use crate::replicate::{Proposal, ProposeError, RaftStatus, ReadGate, Replicator};
+use crate::store::rows::Member;
+use crate::store::Store;
+use openraft::async_runtime::watch::WatchReceiver;
+use openraft::raft::ReadPolicy;
+use openraft::{Config, Raft, ServerState, SnapshotPolicy};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, RwLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+use tokio::sync::oneshot;
+
+/// What a cluster node is started with.
+pub struct Cluster {
+    pub me: u64,
+    /// Every voter this cluster was founded with, and where it is reached.
+    pub peers: BTreeMap<u64, Member>,
+    pub token: String,
+    /// The raft port to listen on.
+    pub listen: SocketAddr,
+    /// An empty node waits to be added (`QUEEN_RAFT_JOIN`) instead of
+    /// founding the cluster.
+    pub join: bool,
+    /// How long a write may take before it answers `Timeout`.
+    pub write_timeout: Duration,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    #[error("the raft port {addr} could not be bound: {source}")]
+    Bind { addr: SocketAddr, source: std::io::Error },
+    #[error("openraft did not start: {0}")]
+    Start(String),
+    #[error("the runtime for raft did not start: {0}")]
+    Runtime(std::io::Error),
+}
+
+struct Inner {
+    raft: Raft<Queen, RaftMachine>,
+    me: u64,
+    peers: Peers,
+    store: Arc<RwLock<Store>>,
+    apply_watch: Arc<ApplyWatch>,
+    tx: Mutex<Option<mpsc::Sender<Msg>>>,
+    write_timeout: Duration,
+    handle: tokio::runtime::Handle,
+}
+
+pub struct RaftReplicator {
+    inner: Arc<Inner>,
+    log: RaftLog,
+    thread: Mutex<Option<JoinHandle<()>>>,
+    runtime: Mutex<Option<tokio::runtime::Runtime>>,
+}
+
+fn config() -> Config {
+    Config {
+        cluster_name: "queen".into(),
+        heartbeat_interval: 100,
+        election_timeout_min: 500,
+        election_timeout_max: 1000,
+        // Snapshots are not served over raft yet (`state_machine.rs`).
+        snapshot_policy: SnapshotPolicy::Never,
+        max_payload_entries: 256,
+        ..Default::default()
+    }
+}
+
+impl RaftReplicator {
+    /// Starts openraft over `machine` and `log`, the raft port, and the
+    /// proposer; founds the cluster when this is its lowest-numbered voter
+    /// and its log is empty.
+    pub fn start(cluster: Cluster, log: RaftLog, machine: RaftMachine) -> Result<Self, ClusterError> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("raft")
+            .enable_all()
+            .build()
+            .map_err(ClusterError::Runtime)?;
+        let handle = runtime.handle().clone();
+        let (store, apply_watch) = (machine.store.clone(), machine.apply_watch.clone());
+        let peers = Peers::new(cluster.me, cluster.token.clone());
+        let config = Arc::new(config().validate().map_err(|e| ClusterError::Start(e.to_string()))?);
+        let raft = handle
+            .block_on(Raft::new(cluster.me, config, peers.clone(), log.clone(), machine))
+            .map_err(|e| ClusterError::Start(e.to_string()))?;
+        let listener = handle
+            .block_on(tokio::net::TcpListener::bind(cluster.listen))
+            .map_err(|source| ClusterError::Bind { addr: cluster.listen, source })?;
+        let (tx, rx) = mpsc::channel();
+        let inner = Arc::new(Inner {
+            raft: raft.clone(),
+            me: cluster.me,
+            peers,
+            store: store.clone(),
+            apply_watch,
+            tx: Mutex::new(Some(tx)),
+            write_timeout: cluster.write_timeout,
+            handle: handle.clone(),
+        });
+        let server = Arc::new(Server { raft: raft.clone(), token: cluster.token, leader: inner.clone() });
+        handle.spawn(server.serve(listener));
+        let founder = cluster.peers.keys().next() == Some(&cluster.me);
+        if founder && !cluster.join {
+            let initialized = handle.block_on(raft.is_initialized()).map_err(|e| ClusterError::Start(e.to_string()))?;
+            if !initialized {
+                handle
+                    .block_on(raft.initialize(cluster.peers.clone()))
+                    .map_err(|e| ClusterError::Start(e.to_string()))?;
+                tracing::info!(voters = ?cluster.peers.keys().collect::<Vec<_>>(), "founded the cluster");
+            }
+        } else if cluster.join {
+            tracing::info!("this fresh node joins an existing cluster: it waits to be added");
+        }
+        let proposer = Proposer {
+            raft,
+            me: cluster.me,
+            store,
+            handle,
+            planner: Planner::new(0, Default::default()),
+            led: None,
+            in_flight: Arc::new(AtomicUsize::new(0)),
+            derailed: Arc::new(AtomicBool::new(false)),
+            last_done: None,
+        };
+        let thread = spawn("raft proposer", move || proposer.run(rx));
+        Ok(Self { inner, log, thread: Mutex::new(Some(thread)), runtime: Mutex::new(Some(runtime)) })
+    }
+
+    /// openraft's handle, for the health and membership routes.
+    pub fn raft(&self) -> &Raft<Queen, RaftMachine> {
+        &self.inner.raft
+    }
+}
+
+impl Inner {
+    fn leader(&self) -> Option<(u64, Member)> {
+        let m = self.raft.metrics().borrow_watched().clone();
+        let leader = m.current_leader?;
+        let member = m.membership_config.membership().get_node(&leader).cloned().unwrap_or_default();
+        Some((leader, member))
+    }
+
+    /// Plans `command` here, as the leader; `NotLeader` when this node is not.
+    fn propose_here(&self, command: Command) -> Forwarded {
+        let (reply, answer) = oneshot::channel();
+        let sent = match self.tx.lock().expect("replicator lock").as_ref() {
+            Some(tx) => tx.send(Msg::Propose(command, reply)).is_ok(),
+            None => false,
+        };
+        let timeout = self.write_timeout;
+        Box::pin(async move {
+            if !sent {
+                return Err(ProposeError::ShuttingDown);
+            }
+            match tokio::time::timeout(timeout, answer).await {
+                Ok(answer) => answer.unwrap_or(Err(ProposeError::ShuttingDown)),
+                Err(_) => Err(ProposeError::Timeout),
+            }
+        })
+    }
+
+    /// Sends `request` to the leader over the raft port, on raft's runtime.
+    async fn to_leader(
+        &self,
+        request: Request,
+        leader: (u64, Member),
+        timeout: Duration,
+    ) -> Result<Response, ProposeError> {
+        let link = self.peers.link(leader.0, &leader.1.raft);
+        let call = self.handle.spawn(async move { link.call(request, timeout).await });
+        match call.await {
+            Ok(Ok(response)) => Ok(response),
+            // Not sent, or sent and not answered: only the second may have
+            // committed, and a retry with the same ids is safe either way.
+            Ok(Err(super::link::LinkError::Timeout { .. })) => Err(ProposeError::Timeout),
+            Ok(Err(_)) => Err(ProposeError::NotLeader { leader: Some(leader.0) }),
+            Err(_) => Err(ProposeError::ShuttingDown),
+        }
+    }
+
+    /// Waits, until `deadline`, for the cluster to have a leader.
+    async fn await_leader(&self, deadline: Instant) -> Option<(u64, Member)> {
+        loop {
+            if let Some(leader) = self.leader() {
+                return Some(leader);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+impl Leader for Inner {
+    fn forwarded(&self, command: Command) -> Forwarded {
+        self.propose_here(command)
+    }
+}
+
+impl Replicator for RaftReplicator {
+    fn propose(&self, command: Command) -> Proposal<'_> {
+        let inner = &self.inner;
+        Box::pin(async move {
+            let deadline = Instant::now() + inner.write_timeout;
+            let Some(leader) = inner.await_leader(deadline).await else {
+                return Err(ProposeError::NotLeader { leader: None });
+            };
+            if leader.0 == inner.me {
+                return inner.propose_here(command).await;
+            }
+            let timeout = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(100));
+            match inner.to_leader(Request::Forward(command), leader, timeout).await? {
+                Response::Forwarded(answer) => answer,
+                _ => Err(ProposeError::Timeout),
+            }
+        })
+    }
+
+    fn read_gate(&self) -> ReadGate<'_> {
+        let inner = &self.inner;
+        Box::pin(async move {
+            let deadline = Instant::now() + inner.write_timeout;
+            let Some(leader) = inner.await_leader(deadline).await else {
+                return Err(ProposeError::NotLeader { leader: None });
+            };
+            if leader.0 == inner.me {
+                let raft = inner.raft.clone();
+                let read = inner.handle.spawn(async move { raft.ensure_linearizable(ReadPolicy::ReadIndex).await });
+                return match read.await {
+                    Ok(Ok(_)) => Ok(()),
+                    Ok(Err(_)) => Err(ProposeError::NotLeader { leader: inner.leader().map(|l| l.0) }),
+                    Err(_) => Err(ProposeError::ShuttingDown),
+                };
+            }
+            let timeout = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(100));
+            let index = match inner.to_leader(Request::ReadIndex, leader.clone(), timeout).await? {
+                Response::ReadIndex(Ok(index)) => index,
+                _ => return Err(ProposeError::NotLeader { leader: Some(leader.0) }),
+            };
+            loop {
+                let applied = inner.apply_watch.applied();
+                if inner.store.read().expect("store lock").applied.index >= index {
+                    return Ok(());
+                }
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() || tokio::time::timeout(left, applied).await.is_err() {
+                    return Err(ProposeError::Timeout);
+                }
+            }
+        })
+    }
+
+    fn stop(&self) {
+        if let Some(tx) = self.inner.tx.lock().expect("replicator lock").take() {
+            let _ = tx.send(Msg::Stop);
+        }
+        if let Some(t) = self.thread.lock().expect("replicator lock").take() {
+            let _ = t.join();
+        }
+        if let Some(runtime) = self.runtime.lock().expect("replicator lock").take() {
+            let raft = self.inner.raft.clone();
+            let _ = runtime.block_on(raft.shutdown());
+            runtime.shutdown_timeout(Duration::from_secs(5));
+        }
+        self.log.stop();
+        tracing::info!("raft replicator stopped");
+    }
+
+    fn raft_status(&self) -> Option<RaftStatus> {
+        let m = self.inner.raft.metrics().borrow_watched().clone();
+        let role = match m.state {
+            ServerState::Leader => "leader",
+            ServerState::Candidate => "candidate",
+            ServerState::Learner => "learner",
+            _ => "follower",
+        };
+        Some(RaftStatus {
+            node: self.inner.me,
+            role,
+            term: m.current_term,
+            leader: m.current_leader,
+            applied: m.last_applied.map_or(0, |id| id.index + 1),
+            commit: m.local_committed.map_or(0, |id| id.index + 1),
+            voters: m.membership_config.membership().voter_ids().collect(),
+        })
+    }
+}

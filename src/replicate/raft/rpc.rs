@@ -1,0 +1,92 @@
+//! What travels on the raft port (`QUEEN_RAFT_ADDR`), and how: every
+//! message is one frame (a 4-byte big-endian length, then the message in
+//! bincode), and a connection opens with a `Hello` that carries the cluster
+//! token. Requests carry an id and are answered by id, so one connection
+//! carries many at once (a follower forwards every client's command over
+//! the one it keeps to the leader).
+
+use super::types::Queen;
+use crate::planner::command::{Answer, Command};
+use crate::replicate::ProposeError;
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, TransferLeaderRequest, TransferLeaderResponse, VoteRequest,
+    VoteResponse,
+};
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+/// The largest frame either side reads: an append carries at most
+/// openraft's `max_payload_entries` entries, each a group of messages.
+pub const MAX_FRAME: u32 = 256 << 20;
+
+/// The first frame on a connection.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Hello {
+    pub token: String,
+    /// The node that connects.
+    pub from: u64,
+}
+
+/// The answer to a `Hello`: `None` when admitted, else why not.
+pub type Welcome = Option<String>;
+
+#[derive(Serialize, Deserialize)]
+pub enum Request {
+    Append(AppendEntriesRequest<Queen>),
+    Vote(VoteRequest<Queen>),
+    TransferLeader(TransferLeaderRequest<Queen>),
+    /// A follower's client command, for the leader to plan.
+    Forward(Command),
+    /// A follower's read index: the leader confirms it still leads and
+    /// answers the qlog index a read must have applied through.
+    ReadIndex,
+}
+
+/// Each answer, or the remote side's error as text (the caller treats it
+/// as the peer failing that call).
+#[derive(Serialize, Deserialize)]
+pub enum Response {
+    Append(Result<AppendEntriesResponse<Queen>, String>),
+    Vote(Result<VoteResponse<Queen>, String>),
+    TransferLeader(Result<TransferLeaderResponse<Queen>, String>),
+    Forwarded(Result<Answer, ProposeError>),
+    ReadIndex(Result<u64, String>),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum FrameError {
+    #[error("raft port i/o: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("a raft frame of {0} bytes is larger than the {MAX_FRAME} allowed")]
+    TooLarge(u32),
+    #[error("a raft frame does not decode: {0}")]
+    Decode(#[from] bincode::Error),
+}
+
+pub async fn write_frame<T: Serialize>(w: &mut (impl AsyncWrite + Unpin), value: &T) -> Result<(), FrameError> {
+    let body = bincode::serialize(value)?;
+    let len = u32::try_from(body.len()).map_err(|_| FrameError::TooLarge(u32::MAX))?;
+    if len > MAX_FRAME {
+        return Err(FrameError::TooLarge(len));
+    }
+    let mut frame = Vec::with_capacity(4 + body.len());
+    frame.extend_from_slice(&len.to_be_bytes());
+    frame.extend_from_slice(&body);
+    w.write_all(&frame).await?;
+    Ok(())
+}
+
+pub async fn read_frame<T: DeserializeOwned>(r: &mut (impl AsyncRead + Unpin)) -> Result<T, FrameError> {
+    let len = r.read_u32().await?;
+    if len > MAX_FRAME {
+        return Err(FrameError::TooLarge(len));
+    }
+    let mut body = vec![0; len as usize];
+    r.read_exact(&mut body).await?;
+    Ok(bincode::deserialize(&body)?)
+}
+
+/// Compares two tokens in time that depends on their lengths only.
+pub fn same_token(a: &str, b: &str) -> bool {
+    a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}

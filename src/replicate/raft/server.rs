@@ -1,0 +1,98 @@
+//! The raft port's listener: admits a peer whose `Hello` carries this
+//! cluster's token, then answers its requests, each in a task of its own so
+//! a forwarded command that waits for its commit does not hold up the
+//! heartbeats behind it.
+
+use super::rpc::{read_frame, same_token, write_frame, Hello, Request, Response, Welcome};
+use super::state_machine::RaftMachine;
+use super::types::Queen;
+use crate::planner::command::{Answer, Command};
+use crate::replicate::ProposeError;
+use openraft::raft::ReadPolicy;
+use openraft::Raft;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::{TcpListener, TcpStream};
+
+/// How long a new connection may take to introduce itself.
+const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
+
+pub type Forwarded = Pin<Box<dyn Future<Output = Result<Answer, ProposeError>> + Send>>;
+
+/// What the leader does with a command a follower forwards.
+pub trait Leader: Send + Sync + 'static {
+    fn forwarded(&self, command: Command) -> Forwarded;
+}
+
+pub struct Server {
+    pub raft: Raft<Queen, RaftMachine>,
+    pub token: String,
+    pub leader: Arc<dyn Leader>,
+}
+
+impl Server {
+    pub async fn serve(self: Arc<Self>, listener: TcpListener) {
+        loop {
+            match listener.accept().await {
+                Ok((stream, peer)) => {
+                    let server = self.clone();
+                    tokio::spawn(async move {
+                        if let Err(e) = server.connection(stream).await {
+                            tracing::debug!(%peer, error = %e, "raft connection ended");
+                        }
+                    });
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "the raft port could not accept a connection");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        }
+    }
+
+    async fn connection(self: Arc<Self>, mut stream: TcpStream) -> Result<(), super::rpc::FrameError> {
+        let _ = stream.set_nodelay(true);
+        let hello: Hello = match tokio::time::timeout(HELLO_TIMEOUT, read_frame(&mut stream)).await {
+            Ok(hello) => hello?,
+            Err(_) => return Ok(()),
+        };
+        if !same_token(&hello.token, &self.token) {
+            tracing::warn!(
+                from = hello.from,
+                "refused node {}'s QUEEN_RAFT_TOKEN: it differs from this node's",
+                hello.from
+            );
+            let refusal: Welcome = Some("the token differs from this node's QUEEN_RAFT_TOKEN".into());
+            return write_frame(&mut stream, &refusal).await;
+        }
+        write_frame(&mut stream, &None::<String>).await?;
+        let (mut reader, writer) = stream.into_split();
+        let writer = Arc::new(tokio::sync::Mutex::new(writer));
+        loop {
+            let (id, request): (u64, Request) = read_frame(&mut reader).await?;
+            let (server, writer) = (self.clone(), writer.clone());
+            tokio::spawn(async move {
+                let response = server.answer(request).await;
+                let mut writer = writer.lock().await;
+                let _ = write_frame(&mut *writer, &(id, response)).await;
+            });
+        }
+    }
+
+    async fn answer(&self, request: Request) -> Response {
+        match request {
+            Request::Append(rpc) => Response::Append(self.raft.append_entries(rpc).await.map_err(|e| e.to_string())),
+            Request::Vote(rpc) => Response::Vote(self.raft.vote(rpc).await.map_err(|e| e.to_string())),
+            Request::TransferLeader(rpc) => {
+                Response::TransferLeader(self.raft.handle_transfer_leader(rpc).await.map_err(|e| e.to_string()))
+            }
+            Request::Forward(command) => Response::Forwarded(self.leader.forwarded(command).await),
+            Request::ReadIndex => {
+                let read = self.raft.ensure_linearizable(ReadPolicy::ReadIndex).await;
+                Response::ReadIndex(read.map(|id| id.index() + 1).map_err(|e| e.to_string()))
+            }
+        }
+    }
+}
