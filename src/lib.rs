@@ -33,6 +33,7 @@ pub mod internal_kv;
 pub mod iso_time;
 pub mod jwt;
 pub mod kafka;
+pub mod local_cluster;
 pub mod log_id;
 pub mod message;
 pub mod metrics;

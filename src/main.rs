@@ -4,6 +4,11 @@ use queen::node::Node;
 use std::sync::Arc;
 
 fn main() {
+    // `queen cluster ...` starts a local cluster of child processes.
+    if std::env::args().nth(1).as_deref() == Some("cluster") {
+        let args = queen::local_cluster::ClusterArgs::parse_from(std::env::args().skip(1));
+        std::process::exit(queen::local_cluster::run(args));
+    }
     let settings = Settings::parse();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)

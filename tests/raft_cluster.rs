@@ -188,3 +188,24 @@ async fn three_nodes_keep_every_acknowledged_write_through_a_leader_killed_under
     assert_eq!(status, 201, "{answer}");
     assert_eq!(answer[0]["offset"].as_u64(), Some(*offset), "the retry of {txid} answered {answer}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_write_through_a_leader_cut_off_from_the_majority_answers_503_timeout_within_its_timeout() {
+    let mut cluster = Cluster::start(3).await;
+    // The leader loses both followers: it still takes the write, which
+    // cannot commit, and answers 503 `timeout` once QUEEN_RAFT_WRITE_TIMEOUT_MS
+    // (5 s in these tests) has passed.
+    let leader = cluster.leader().await;
+    for i in (0..3).filter(|i| *i != leader) {
+        cluster.nodes[i].as_mut().unwrap().kill9();
+        cluster.nodes[i] = None;
+    }
+    let started = Instant::now();
+    let body = push_body(&[("cluster".into(), "alone".into(), "alone-1".into(), json!({}))]);
+    let (status, answer) = cluster.node(leader).post("/api/v1/push", &body).await;
+    let took = started.elapsed();
+    assert_eq!(status, 503, "a write without a majority answered {answer}");
+    assert_eq!(answer["code"], "timeout", "{answer}");
+    assert!(took >= Duration::from_secs(4) && took < Duration::from_secs(8), "the 503 came after {took:?}");
+    eprintln!("a write through a leader without a majority answered 503 {} after {took:?}", answer["code"]);
+}
