@@ -7,104 +7,11 @@
 
 mod common;
 
-use common::{free_port, push_body, Node};
-use serde_json::{json, Value};
-use std::collections::HashMap;
-use std::path::Path;
-use std::sync::{Arc, Mutex};
+use common::cluster::{writer, Cluster, Ledger};
+use common::push_body;
+use serde_json::json;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// transactionId → (partition, offset), for every acknowledged push.
-type Ledger = Arc<Mutex<HashMap<String, (String, u64)>>>;
-
-struct Cluster {
-    nodes: Vec<Option<Node>>,
-    _tmp: tempfile::TempDir,
-}
-
-impl Cluster {
-    async fn start(size: u64) -> Cluster {
-        let tmp = tempfile::tempdir().unwrap();
-        let raft: Vec<u16> = (0..size).map(|_| free_port()).collect();
-        let peers: Vec<String> = raft.iter().enumerate().map(|(i, p)| format!("{}=127.0.0.1:{p}", i + 1)).collect();
-        let peers = peers.join(",");
-        let mut nodes = Vec::new();
-        for (i, port) in raft.iter().enumerate() {
-            let env = vec![
-                ("QUEEN_RAFT_NODE_ID".to_string(), (i + 1).to_string()),
-                ("QUEEN_RAFT_PEERS".to_string(), peers.clone()),
-                ("QUEEN_RAFT_ADDR".to_string(), format!("127.0.0.1:{port}")),
-                ("QUEEN_RAFT_TOKEN".to_string(), "cluster-test-token".to_string()),
-                ("QUEEN_RAFT_WRITE_TIMEOUT_MS".to_string(), "5000".to_string()),
-            ];
-            nodes.push(Some(start(&tmp.path().join(format!("node-{}", i + 1)), &env).await));
-        }
-        Cluster { nodes, _tmp: tmp }
-    }
-
-    fn node(&self, i: usize) -> &Node {
-        self.nodes[i].as_ref().expect("a running node")
-    }
-
-    /// The node every running node names as leader, once they agree.
-    async fn leader(&self) -> usize {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let mut named = Vec::new();
-            for node in self.nodes.iter().flatten() {
-                let health: Value = node.http.get(node.url("/health")).send().await.unwrap().json().await.unwrap();
-                named.push(health["raft"]["leader"].as_u64());
-            }
-            if let Some(Some(leader)) = named.first().copied() {
-                if named.iter().all(|n| *n == Some(leader)) && self.nodes[leader as usize - 1].is_some() {
-                    return leader as usize - 1;
-                }
-            }
-            assert!(Instant::now() < deadline, "the nodes did not agree on a leader: {named:?}");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-}
-
-async fn start(dir: &Path, env: &[(String, String)]) -> Node {
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    Node::start(dir, &env).await
-}
-
-/// Pushes one message at a time through `url` until `stop`, retrying each
-/// transactionId until it is acknowledged (the retry is safe: dedup).
-async fn writer(url: String, ledger: Ledger, writer: usize, stop: Arc<std::sync::atomic::AtomicBool>) -> u64 {
-    let client = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().unwrap();
-    let partition = format!("p{writer}");
-    let mut refused = 0;
-    for seq in 0.. {
-        if stop.load(std::sync::atomic::Ordering::Acquire) {
-            break;
-        }
-        let txid = format!("w{writer}-{seq}");
-        let body = push_body(&[("cluster".into(), partition.clone(), txid.clone(), json!({"seq": seq}))]);
-        loop {
-            match client.post(&url).json(&body).send().await {
-                Ok(r) if r.status().as_u16() == 201 => {
-                    let answer: Vec<Value> = r.json().await.unwrap();
-                    let offset = answer[0]["offset"].as_u64().unwrap();
-                    ledger.lock().unwrap().insert(txid, (partition.clone(), offset));
-                    break;
-                }
-                // A 503 during the election, or no answer from a node that
-                // was killed: the same transactionId again.
-                _ => {
-                    refused += 1;
-                    if stop.load(std::sync::atomic::Ordering::Acquire) {
-                        return refused;
-                    }
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-            }
-        }
-    }
-    refused
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn three_nodes_keep_every_acknowledged_write_through_a_leader_killed_under_load() {
@@ -158,28 +65,8 @@ async fn three_nodes_keep_every_acknowledged_write_through_a_leader_killed_under
     );
 
     // Every node, the restarted one too, serves every acknowledged write.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    for i in 0..3 {
-        for &w in &followers {
-            let partition = format!("p{w}");
-            let read = loop {
-                let read = cluster.node(i).read_all("cluster", &partition).await;
-                let acked = ledger.values().filter(|(p, _)| *p == partition).count();
-                if read.records.len() >= acked || Instant::now() > deadline {
-                    break read;
-                }
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            };
-            let stored: HashMap<&str, u64> = read.records.iter().map(|(o, t, _)| (t.as_str(), *o)).collect();
-            assert_eq!(stored.len(), read.records.len(), "node {} holds a transactionId of {partition} twice", i + 1);
-            for (at, (offset, _, _)) in read.records.iter().enumerate() {
-                assert_eq!(*offset, at as u64, "offsets of {partition} on node {} have a gap", i + 1);
-            }
-            for (txid, (_, offset)) in ledger.iter().filter(|(_, (p, _))| *p == partition) {
-                assert_eq!(stored.get(txid.as_str()), Some(offset), "node {} lost acknowledged {txid}", i + 1);
-            }
-        }
-    }
+    let partitions: Vec<String> = followers.iter().map(|w| format!("p{w}")).collect();
+    cluster.check_ledger(&ledger, "cluster", &partitions).await;
 
     // A retry of an acknowledged write answers its original offset.
     let (txid, (partition, offset)) = ledger.iter().next().unwrap();

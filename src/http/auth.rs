@@ -36,7 +36,8 @@ pub fn required_role(method: &Method, path: &str) -> Role {
     }
     let administrative = path.starts_with("/api/v1/resources/")
         || path.starts_with("/api/v1/consumer-groups")
-        || path == "/api/v1/stats/refresh";
+        || path == "/api/v1/stats/refresh"
+        || path.starts_with("/api/v1/system/");
     if administrative {
         return Role::Admin;
     }

@@ -15,6 +15,7 @@ pub mod kv;
 pub mod lease;
 pub mod listener;
 pub mod locks;
+pub mod membership;
 pub mod messages;
 pub mod names;
 pub mod pop;
@@ -32,7 +33,7 @@ pub mod transaction;
 use crate::node::Node;
 use axum::extract::DefaultBodyLimit;
 use axum::http::{StatusCode, Uri};
-use axum::routing::{delete, get, post};
+use axum::routing::{delete, get, post, put};
 use axum::Router;
 use error::ApiError;
 use std::sync::Arc;
@@ -92,6 +93,11 @@ pub fn router(node: Arc<Node>) -> Router {
         .route("/api/v1/traces/names", get(traces::names))
         .route("/api/v1/traces/by-name/{name}", get(traces::by_name))
         .route("/api/v1/traces/{partition}/{transaction}", get(traces::for_message))
+        .route("/api/v1/system/raft/membership", get(membership::show))
+        .route("/api/v1/system/raft/membership/learners", post(membership::add_learner))
+        .route("/api/v1/system/raft/membership/promote", post(membership::promote))
+        .route("/api/v1/system/raft/membership/voters", put(membership::set_voters))
+        .route("/api/v1/system/raft/membership/members/{id}", delete(membership::remove))
         .route("/health", get(health::health))
         .route("/metrics", get(health::metrics))
         .fallback(unknown_route)

@@ -15,6 +15,7 @@ pub mod state_machine;
 pub mod typed;
 
 use crate::planner::command::{Answer, Command};
+use raft::membership::{ChangeRefusal, MembershipChange, MembershipView};
 use std::future::Future;
 use std::pin::Pin;
 
@@ -56,7 +57,21 @@ pub trait Replicator: Send + Sync + 'static {
     fn raft_status(&self) -> Option<RaftStatus> {
         None
     }
+
+    /// The cluster's membership as this node sees it (the leader's view
+    /// when it can reach the leader); none on a single node.
+    fn membership(&self) -> Option<Admin<'_, MembershipView>> {
+        None
+    }
+
+    /// Makes a membership change through the leader; none on a single node.
+    fn change_membership(&self, _change: MembershipChange) -> Option<Admin<'_, Result<MembershipView, ChangeRefusal>>> {
+        None
+    }
 }
+
+/// An administrative call's answer.
+pub type Admin<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// A cluster node's view of raft, as `/health` reports it.
 #[derive(Debug, Clone, serde::Serialize)]

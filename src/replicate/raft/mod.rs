@@ -5,6 +5,7 @@
 pub mod founding;
 mod link;
 pub mod log_storage;
+pub mod membership;
 pub mod network;
 mod proposer;
 pub mod replicator;

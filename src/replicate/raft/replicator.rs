@@ -11,17 +11,18 @@
 //! never delays a heartbeat.
 
 use super::log_storage::RaftLog;
+use super::membership::{self, ChangeRefusal, MembershipChange, MembershipView};
 use super::network::Peers;
 use super::proposer::{Msg, Proposer};
 use super::rpc::{Request, Response};
-use super::server::{Forwarded, Leader, Server};
+use super::server::{Changed, Forwarded, Leader, Server};
 use super::state_machine::RaftMachine;
 use super::types::Queen;
 use crate::apply_watch::ApplyWatch;
 use crate::planner::command::Command;
 use crate::planner::Planner;
 use crate::replicate::local::spawn;
-use crate::replicate::{Proposal, ProposeError, RaftStatus, ReadGate, Replicator};
+use crate::replicate::{Admin, Proposal, ProposeError, RaftStatus, ReadGate, Replicator};
 use crate::store::rows::Member;
 use crate::store::Store;
 use openraft::async_runtime::watch::WatchReceiver;
@@ -70,6 +71,10 @@ struct Inner {
     tx: Mutex<Option<mpsc::Sender<Msg>>>,
     write_timeout: Duration,
     handle: tokio::runtime::Handle,
+    /// When this node last had the leader's view of the membership.
+    last_leader_view: Mutex<Instant>,
+    /// The voters of QUEEN_RAFT_PEERS.
+    founders: BTreeMap<u64, Member>,
 }
 
 pub struct RaftReplicator {
@@ -123,6 +128,8 @@ impl RaftReplicator {
             tx: Mutex::new(Some(tx)),
             write_timeout: cluster.write_timeout,
             handle: handle.clone(),
+            last_leader_view: Mutex::new(Instant::now()),
+            founders: cluster.peers.clone(),
         });
         let server = Arc::new(Server { raft: raft.clone(), token: cluster.token, leader: inner.clone() });
         handle.spawn(server.serve(listener));
@@ -160,10 +167,14 @@ impl RaftReplicator {
 }
 
 impl Inner {
+    /// The leader this node knows of, and where it is reached: from the
+    /// membership, or, before this node has received the membership, from
+    /// the peers it was started with.
     fn leader(&self) -> Option<(u64, Member)> {
         let m = self.raft.metrics().borrow_watched().clone();
         let leader = m.current_leader?;
-        let member = m.membership_config.membership().get_node(&leader).cloned().unwrap_or_default();
+        let member = m.membership_config.membership().get_node(&leader).cloned();
+        let member = member.or_else(|| self.founders.get(&leader).cloned())?;
         Some((leader, member))
     }
 
@@ -222,6 +233,32 @@ impl Inner {
 impl Leader for Inner {
     fn forwarded(&self, command: Command) -> Forwarded {
         self.propose_here(command)
+    }
+
+    fn view_here(&self) -> MembershipView {
+        membership::view(&self.raft.metrics().borrow_watched().clone(), None)
+    }
+
+    fn change_here(&self, change: MembershipChange) -> Changed {
+        let raft = self.raft.clone();
+        let me = self.me;
+        let handle = self.handle.clone();
+        Box::pin(async move {
+            let view = membership::view(&raft.metrics().borrow_watched().clone(), None);
+            if view.leader != Some(me) {
+                return Err(ChangeRefusal::new("no_leader", "this node no longer leads: ask again"));
+            }
+            let members = membership::check(&change, &view)?;
+            let call = handle.spawn(async move {
+                let done = raft.change_membership(members, false).await;
+                (done, raft)
+            });
+            match call.await {
+                Ok((Ok(_), raft)) => Ok(membership::view(&raft.metrics().borrow_watched().clone(), None)),
+                Ok((Err(e), _)) => Err(ChangeRefusal::new("failed", e.to_string())),
+                Err(e) => Err(ChangeRefusal::new("failed", e.to_string())),
+            }
+        })
     }
 }
 
@@ -292,6 +329,45 @@ impl Replicator for RaftReplicator {
         }
         self.log.stop();
         tracing::info!("raft replicator stopped");
+    }
+
+    fn membership(&self) -> Option<Admin<'_, MembershipView>> {
+        let inner = &self.inner;
+        Some(Box::pin(async move {
+            let local = || {
+                let age = inner.last_leader_view.lock().expect("view age lock").elapsed();
+                membership::view(&inner.raft.metrics().borrow_watched().clone(), Some(age))
+            };
+            match inner.leader() {
+                Some((id, _)) if id == inner.me => inner.view_here(),
+                Some(leader) => match inner.to_leader(Request::Membership, leader, Duration::from_secs(2)).await {
+                    Ok(Response::Membership(view)) => {
+                        *inner.last_leader_view.lock().expect("view age lock") = Instant::now();
+                        view
+                    }
+                    _ => local(),
+                },
+                None => local(),
+            }
+        }))
+    }
+
+    fn change_membership(&self, change: MembershipChange) -> Option<Admin<'_, Result<MembershipView, ChangeRefusal>>> {
+        let inner = &self.inner;
+        Some(Box::pin(async move {
+            match inner.leader() {
+                Some((id, _)) if id == inner.me => inner.change_here(change).await,
+                Some(leader) => {
+                    match inner.to_leader(Request::ChangeMembership(change), leader, inner.write_timeout).await {
+                        Ok(Response::MembershipChanged(answer)) => answer,
+                        _ => Err(ChangeRefusal::new("no_leader", "the leader could not be reached: ask again")),
+                    }
+                }
+                None => {
+                    Err(ChangeRefusal::new("no_quorum", "this node knows of no leader: the cluster may not commit"))
+                }
+            }
+        }))
     }
 
     fn raft_status(&self) -> Option<RaftStatus> {

@@ -5,6 +5,7 @@
 //! carries many at once (a follower forwards every client's command over
 //! the one it keeps to the leader).
 
+use super::membership::{ChangeRefusal, MembershipChange, MembershipView};
 use super::types::Queen;
 use crate::planner::command::{Answer, Command};
 use crate::replicate::ProposeError;
@@ -40,6 +41,9 @@ pub enum Request {
     /// A follower's read index: the leader confirms it still leads and
     /// answers the qlog index a read must have applied through.
     ReadIndex,
+    /// The leader's view of the membership.
+    Membership,
+    ChangeMembership(MembershipChange),
 }
 
 /// Each answer, or the remote side's error as text (the caller treats it
@@ -51,6 +55,8 @@ pub enum Response {
     TransferLeader(Result<TransferLeaderResponse<Queen>, String>),
     Forwarded(Result<Answer, ProposeError>),
     ReadIndex(Result<u64, String>),
+    Membership(MembershipView),
+    MembershipChanged(Result<MembershipView, ChangeRefusal>),
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -3,6 +3,7 @@
 //! a forwarded command that waits for its commit does not hold up the
 //! heartbeats behind it.
 
+use super::membership::{ChangeRefusal, MembershipChange, MembershipView};
 use super::rpc::{read_frame, same_token, write_frame, Hello, Request, Response, Welcome};
 use super::state_machine::RaftMachine;
 use super::types::Queen;
@@ -21,10 +22,15 @@ const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
 
 pub type Forwarded = Pin<Box<dyn Future<Output = Result<Answer, ProposeError>> + Send>>;
 
-/// What the leader does with a command a follower forwards.
+/// What the leader does with a command a follower forwards, and with a
+/// membership change.
 pub trait Leader: Send + Sync + 'static {
     fn forwarded(&self, command: Command) -> Forwarded;
+    fn change_here(&self, change: MembershipChange) -> Changed;
+    fn view_here(&self) -> MembershipView;
 }
+
+pub type Changed = Pin<Box<dyn Future<Output = Result<MembershipView, ChangeRefusal>> + Send>>;
 
 pub struct Server {
     pub raft: Raft<Queen, RaftMachine>,
@@ -89,6 +95,8 @@ impl Server {
                 Response::TransferLeader(self.raft.handle_transfer_leader(rpc).await.map_err(|e| e.to_string()))
             }
             Request::Forward(command) => Response::Forwarded(self.leader.forwarded(command).await),
+            Request::Membership => Response::Membership(self.leader.view_here()),
+            Request::ChangeMembership(change) => Response::MembershipChanged(self.leader.change_here(change).await),
             Request::ReadIndex => {
                 let read = self.raft.ensure_linearizable(ReadPolicy::ReadIndex).await;
                 Response::ReadIndex(read.map(|id| id.index() + 1).map_err(|e| e.to_string()))

@@ -1,0 +1,89 @@
+//! The membership API (recovery.md): `GET /api/v1/system/raft/membership`;
+//! `POST .../learners` `{id, raft, http, kafka?}`, `POST .../promote`
+//! `{ids}`, `PUT .../voters` `{voters}`, `DELETE .../members/{id}`. A change
+//! answers `{ok: true, membership}`, or 409 `{ok: false, code, error}` with
+//! the code recovery.md names; any node takes it and the leader makes it.
+
+use super::body::{json_object, Fields};
+use super::error::ApiError;
+use crate::node::Node;
+use crate::replicate::raft::membership::{ChangeRefusal, MembershipChange};
+use crate::store::rows::Member;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+fn not_a_cluster() -> ApiError {
+    ApiError::bad_request(
+        "not_a_cluster",
+        "this node runs alone (no QUEEN_RAFT_NODE_ID and QUEEN_RAFT_PEERS): it has no raft membership",
+    )
+}
+
+pub async fn show(State(node): State<Arc<Node>>) -> Result<Json<Value>, ApiError> {
+    let view = node.replicator.membership().ok_or_else(not_a_cluster)?.await;
+    Ok(Json(json!({ "membership": view })))
+}
+
+async fn change(node: &Node, change: MembershipChange) -> Result<Response, ApiError> {
+    let answer = node.replicator.change_membership(change).ok_or_else(not_a_cluster)?.await;
+    Ok(match answer {
+        Ok(view) => Json(json!({ "ok": true, "membership": view })).into_response(),
+        Err(ChangeRefusal { code, message }) => {
+            let status = if code == "failed" { StatusCode::SERVICE_UNAVAILABLE } else { StatusCode::CONFLICT };
+            (status, Json(json!({ "ok": false, "code": code, "error": message }))).into_response()
+        }
+    })
+}
+
+fn ids(f: &Fields<'_>, field: &str) -> Result<Vec<u64>, ApiError> {
+    f.array(field)?
+        .iter()
+        .map(|v| v.as_u64().filter(|id| *id > 0).ok_or_else(|| f.mistyped(field, "an array of node ids above 0")))
+        .collect()
+}
+
+pub async fn add_learner(
+    State(node): State<Arc<Node>>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let map = json_object(body)?;
+    let f = Fields::new(&map, "body");
+    let id = f.opt_u64("id")?.filter(|id| *id > 0).ok_or_else(|| f.missing("id"))?;
+    let raft = f.opt_str("raft")?.filter(|s| !s.is_empty()).ok_or_else(|| f.missing("raft"))?;
+    let member = Member {
+        raft: raft.to_string(),
+        http: f.opt_str("http")?.unwrap_or_default().to_string(),
+        kafka: f.opt_str("kafka")?.unwrap_or_default().to_string(),
+    };
+    change(&node, MembershipChange::AddLearner { id, member }).await
+}
+
+pub async fn promote(State(node): State<Arc<Node>>, body: Result<Bytes, BytesRejection>) -> Result<Response, ApiError> {
+    let map = json_object(body)?;
+    let ids = ids(&Fields::new(&map, "body"), "ids")?;
+    change(&node, MembershipChange::Promote { ids }).await
+}
+
+pub async fn set_voters(
+    State(node): State<Arc<Node>>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let map = json_object(body)?;
+    let voters = ids(&Fields::new(&map, "body"), "voters")?;
+    change(&node, MembershipChange::SetVoters { voters }).await
+}
+
+pub async fn remove(State(node): State<Arc<Node>>, Path(id): Path<String>) -> Result<Response, ApiError> {
+    let id = id
+        .parse::<u64>()
+        .ok()
+        .filter(|id| *id > 0)
+        .ok_or_else(|| ApiError::bad_request("bad_node_id", format!("{id:?} is not a node id")))?;
+    change(&node, MembershipChange::Remove { id }).await
+}
