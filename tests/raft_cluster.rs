@@ -96,3 +96,24 @@ async fn a_write_through_a_leader_cut_off_from_the_majority_answers_503_timeout_
     assert!(took >= Duration::from_secs(4) && took < Duration::from_secs(8), "the 503 came after {took:?}");
     eprintln!("a write through a leader without a majority answered 503 {} after {took:?}", answer["code"]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_leader_stopped_with_sigterm_hands_leadership_over_before_it_stops() {
+    let mut cluster = Cluster::start(3).await;
+    let first = cluster.leader().await;
+    let started = Instant::now();
+    cluster.nodes[first].as_mut().unwrap().terminate();
+    let stopped = cluster.nodes[first].take().unwrap();
+    assert!(stopped.log_text().contains("handed leadership over before stopping"), "{}", stopped.log_text());
+    let second = cluster.leader().await;
+    assert_ne!(second, first);
+    eprintln!(
+        "leadership moved from node {} to node {} in {:?}, stop included",
+        first + 1,
+        second + 1,
+        started.elapsed()
+    );
+    let body = push_body(&[("cluster".into(), "after".into(), "after-1".into(), json!({}))]);
+    let (status, answer) = cluster.node(3 - first - second).post("/api/v1/push", &body).await;
+    assert_eq!(status, 201, "{answer}");
+}

@@ -230,6 +230,41 @@ impl Inner {
     }
 }
 
+/// How long a stopping leader waits for another voter to take over.
+const TRANSFER_TIMEOUT: Duration = Duration::from_secs(3);
+
+impl Inner {
+    /// A stopping leader hands its leadership to the voter that holds the
+    /// most of its log, and waits (up to `TRANSFER_TIMEOUT`) until that one
+    /// leads, so a planned restart costs one transfer and no election.
+    async fn hand_over_leadership(&self) {
+        let m = self.raft.metrics().borrow_watched().clone();
+        if m.current_leader != Some(self.me) {
+            return;
+        }
+        let voters: Vec<u64> = m.membership_config.membership().voter_ids().filter(|v| *v != self.me).collect();
+        let matched = |v: &u64| m.replication.as_ref().and_then(|r| r.get(v).cloned().flatten()).map(|l| l.index);
+        let Some(to) = voters.iter().copied().max_by_key(|v| matched(v)) else { return };
+        let started = Instant::now();
+        if self.raft.trigger().transfer_leader(to).await.is_err() {
+            return;
+        }
+        while started.elapsed() < TRANSFER_TIMEOUT {
+            let leader = self.raft.metrics().borrow_watched().current_leader;
+            if leader.is_some() && leader != Some(self.me) {
+                tracing::info!(
+                    to = leader,
+                    ms = started.elapsed().as_millis() as u64,
+                    "handed leadership over before stopping"
+                );
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        tracing::warn!(to, "leadership was not taken over within 3 s; stopping anyway, and the others elect a leader");
+    }
+}
+
 impl Leader for Inner {
     fn forwarded(&self, command: Command) -> Forwarded {
         self.propose_here(command)
@@ -316,6 +351,9 @@ impl Replicator for RaftReplicator {
     }
 
     fn stop(&self) {
+        if let Some(runtime) = self.runtime.lock().expect("replicator lock").as_ref() {
+            runtime.block_on(self.inner.hand_over_leadership());
+        }
         if let Some(tx) = self.inner.tx.lock().expect("replicator lock").take() {
             let _ = tx.send(Msg::Stop);
         }
