@@ -117,3 +117,45 @@ async fn a_leader_stopped_with_sigterm_hands_leadership_over_before_it_stops() {
     let (status, answer) = cluster.node(3 - first - second).post("/api/v1/push", &body).await;
     assert_eq!(status, 201, "{answer}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_leader_frozen_with_sigstop_is_replaced_and_rejoins_as_a_follower_with_nothing_lost() {
+    let cluster = Cluster::start(3).await;
+    let first = cluster.leader().await;
+    let followers: Vec<usize> = (0..3).filter(|i| *i != first).collect();
+    let ledger: Ledger = Arc::default();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writers: Vec<_> = followers
+        .iter()
+        .map(|&i| tokio::spawn(writer(cluster.node(i).url("/api/v1/push"), ledger.clone(), i, stop.clone())))
+        .collect();
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let pid = cluster.node(first).pid() as i32;
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    // The two others elect a leader between them and go on committing.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let second = loop {
+        let node = cluster.node(followers[0]);
+        let health: serde_json::Value = node.http.get(node.url("/health")).send().await.unwrap().json().await.unwrap();
+        match health["raft"]["leader"].as_u64() {
+            Some(l) if l as usize - 1 != first => break l as usize - 1,
+            _ => {}
+        }
+        assert!(Instant::now() < deadline, "no new leader while node {} was frozen", first + 1);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let during = ledger.lock().unwrap().len();
+    tokio::time::sleep(Duration::from_millis(2000)).await;
+    assert!(ledger.lock().unwrap().len() > during, "writes committed while the old leader was frozen");
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    stop.store(true, std::sync::atomic::Ordering::Release);
+    for w in writers {
+        w.await.unwrap();
+    }
+    assert_eq!(cluster.leader().await, second, "the thawed node follows the new leader");
+    let ledger = ledger.lock().unwrap().clone();
+    eprintln!("node {} frozen, node {} led: {} pushes acknowledged", first + 1, second + 1, ledger.len());
+    let partitions: Vec<String> = followers.iter().map(|w| format!("p{w}")).collect();
+    cluster.check_ledger(&ledger, "cluster", &partitions).await;
+}

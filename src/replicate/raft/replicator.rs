@@ -198,6 +198,9 @@ impl Inner {
     }
 
     /// Sends `request` to the leader over the raft port, on raft's runtime.
+    /// When another node becomes leader before the answer comes (the one
+    /// asked froze, or lost its majority), the outcome is not known, and
+    /// the caller hears so at once rather than at its timeout.
     async fn to_leader(
         &self,
         request: Request,
@@ -205,13 +208,25 @@ impl Inner {
         timeout: Duration,
     ) -> Result<Response, ProposeError> {
         let link = self.peers.link(leader.0, &leader.1.raft);
-        let call = self.handle.spawn(async move { link.call(request, timeout).await });
+        let raft = self.raft.clone();
+        let asked = leader.0;
+        let call = self.handle.spawn(async move {
+            let wait = raft.wait(Some(timeout));
+            let moved = wait.metrics(move |m| m.current_leader.is_some_and(|l| l != asked), "another node leads");
+            tokio::select! {
+                answer = link.call(request, timeout) => Some(answer),
+                Ok(_) = moved => None,
+            }
+        });
         match call.await {
-            Ok(Ok(response)) => Ok(response),
+            // Another leader took over meanwhile: the command may still
+            // commit through it, and a retry with the same ids is safe.
+            Ok(None) => Err(ProposeError::Timeout),
+            Ok(Some(Ok(response))) => Ok(response),
             // Not sent, or sent and not answered: only the second may have
             // committed, and a retry with the same ids is safe either way.
-            Ok(Err(super::link::LinkError::Timeout { .. })) => Err(ProposeError::Timeout),
-            Ok(Err(_)) => Err(ProposeError::NotLeader { leader: Some(leader.0) }),
+            Ok(Some(Err(super::link::LinkError::Timeout { .. }))) => Err(ProposeError::Timeout),
+            Ok(Some(Err(_))) => Err(ProposeError::NotLeader { leader: Some(leader.0) }),
             Err(_) => Err(ProposeError::ShuttingDown),
         }
     }
