@@ -51,7 +51,8 @@ pub fn config(s: &Settings, bound: SocketAddr, tokens: Option<Arc<Auth>>) -> Res
         None => (bound.ip().to_string(), bound.port() as i32),
     };
     Ok(FacadeConfig {
-        node_id: 1,
+        // In a cluster each node is its own broker, named by its raft id.
+        node_id: s.raft_node_id.map_or(1, |id| id as i32),
         advertised_host: host,
         advertised_port: port,
         cluster_id: "queen".to_string(),

@@ -1,7 +1,8 @@
 //! What travels on the raft port (`QUEEN_RAFT_ADDR`), and how: every
 //! message is one frame (a 4-byte big-endian length, then the message in
-//! bincode), and a connection opens with a `Hello` that carries the cluster
-//! token. Requests carry an id and are answered by id, so one connection
+//! MessagePack, with field names: self-describing, as the JSON values and
+//! numbers inside planner commands need), and a connection opens with a
+//! `Hello` that carries the cluster token. Requests carry an id and are answered by id, so one connection
 //! carries many at once (a follower forwards every client's command over
 //! the one it keeps to the leader).
 
@@ -66,11 +67,13 @@ pub enum FrameError {
     #[error("a raft frame of {0} bytes is larger than the {MAX_FRAME} allowed")]
     TooLarge(u32),
     #[error("a raft frame does not decode: {0}")]
-    Decode(#[from] bincode::Error),
+    Decode(#[from] rmp_serde::decode::Error),
+    #[error("a raft message does not encode: {0}")]
+    Encode(#[from] rmp_serde::encode::Error),
 }
 
 pub async fn write_frame<T: Serialize>(w: &mut (impl AsyncWrite + Unpin), value: &T) -> Result<(), FrameError> {
-    let body = bincode::serialize(value)?;
+    let body = rmp_serde::to_vec_named(value)?;
     let len = u32::try_from(body.len()).map_err(|_| FrameError::TooLarge(u32::MAX))?;
     if len > MAX_FRAME {
         return Err(FrameError::TooLarge(len));
@@ -89,10 +92,33 @@ pub async fn read_frame<T: DeserializeOwned>(r: &mut (impl AsyncRead + Unpin)) -
     }
     let mut body = vec![0; len as usize];
     r.read_exact(&mut body).await?;
-    Ok(bincode::deserialize(&body)?)
+    Ok(rmp_serde::from_slice(&body)?)
 }
 
 /// Compares two tokens in time that depends on their lengths only.
 pub fn same_token(a: &str, b: &str) -> bool {
     a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::planner::kv::{Expiry, KvKind, KvOp};
+
+    #[tokio::test]
+    async fn a_forwarded_command_with_json_numbers_reads_back_whole() {
+        // JSON numbers and values inside commands need a self-describing
+        // encoding (bincode refused them, and followers' KV increments failed).
+        let op = KvOp {
+            ns: "ns".into(),
+            kind: KvKind::Incr { key: "k".into(), delta: 7.into(), min: None, max: None, expiry: Expiry::Forever },
+            required: true,
+        };
+        let (mut a, mut b) = tokio::io::duplex(1 << 16);
+        write_frame(&mut a, &(9u64, Request::Forward(Command::Kv(vec![op])))).await.unwrap();
+        let (id, request): (u64, Request) = read_frame(&mut b).await.unwrap();
+        assert_eq!(id, 9);
+        let Request::Forward(Command::Kv(ops)) = request else { panic!("another request came back") };
+        assert!(matches!(&ops[0].kind, KvKind::Incr { delta, .. } if delta.as_u64() == Some(7)));
+    }
 }

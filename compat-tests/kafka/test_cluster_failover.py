@@ -1,0 +1,152 @@
+"""confluent-kafka (librdkafka) against a three-node cluster of real nodes:
+an idempotent acks=all producer bootstrapped with every node keeps producing
+while the raft leader is killed -9, and every record it was told is written
+is then read back at its offset, once; a consumer group that committed
+resumes at its committed offsets after a node it used is killed."""
+
+import json
+import time
+import urllib.request
+import uuid
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from conftest import Node, free_port
+
+
+def health(node):
+    with urllib.request.urlopen(node.url + "/health", timeout=2) as r:
+        return json.load(r)
+
+
+@pytest.fixture
+def cluster():
+    raft = [free_port() for _ in range(3)]
+    peers = ",".join(f"{i + 1}=127.0.0.1:{p}" for i, p in enumerate(raft))
+    nodes = []
+    for i in range(3):
+        env = {
+            "QUEEN_RAFT_NODE_ID": str(i + 1),
+            "QUEEN_RAFT_PEERS": peers,
+            "QUEEN_RAFT_ADDR": f"127.0.0.1:{raft[i]}",
+            "QUEEN_RAFT_TOKEN": "compat-cluster",
+            "QUEEN_RAFT_WRITE_TIMEOUT_MS": "5000",
+        }
+        nodes.append(Node(env))
+    yield nodes
+    for n in nodes:
+        n.stop()
+
+
+def leader(nodes, alive):
+    """The index of the node every live node names as leader."""
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        named = set()
+        for i in alive:
+            try:
+                named.add(health(nodes[i])["raft"]["leader"])
+            except OSError:
+                named.add(None)
+        if len(named) == 1 and None not in named:
+            found = named.pop() - 1
+            if found in alive:
+                return found
+        time.sleep(0.1)
+    raise AssertionError("the nodes did not agree on a leader")
+
+
+def test_an_idempotent_producer_and_a_group_carry_on_through_a_leader_killed(cluster):
+    nodes = cluster
+    alive = [0, 1, 2]
+    first = leader(nodes, alive)
+    t = f"failover-{uuid.uuid4().hex[:8]}"
+    bootstrap = ",".join(n.bootstrap for n in nodes)
+    p = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": "all",
+            "enable.idempotence": True,
+            "linger.ms": 5,
+            "message.timeout.ms": 60000,
+        }
+    )
+    delivered = {}
+    errors = []
+
+    def on_delivery(err, msg):
+        if err is not None:
+            errors.append(err)
+        else:
+            delivered[msg.value()] = (msg.partition(), msg.offset())
+
+    for i in range(200):
+        p.produce(t, value=f"v{i}".encode(), key=f"k{i % 7}".encode(), on_delivery=on_delivery)
+        p.poll(0)
+        time.sleep(0.005)
+    assert p.flush(30) == 0
+    nodes[first].kill9()
+    alive.remove(first)
+    for i in range(200, 400):
+        p.produce(t, value=f"v{i}".encode(), key=f"k{i % 7}".encode(), on_delivery=on_delivery)
+        p.poll(0)
+        time.sleep(0.005)
+    assert p.flush(60) == 0, "records still queued after a minute"
+    assert errors == [], errors
+    assert len(delivered) == 400
+    second = leader(nodes, alive)
+    assert second != first
+
+    # Every acknowledged record, read back through the survivors, at its
+    # offset and once.
+    c = Consumer(
+        {
+            "bootstrap.servers": ",".join(nodes[i].bootstrap for i in alive),
+            "group.id": f"g-{t}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    c.subscribe([t])
+    seen = {}
+    deadline = time.time() + 60
+    while len(seen) < 400 and time.time() < deadline:
+        m = c.poll(1.0)
+        if m is None or m.error():
+            continue
+        assert m.value() not in seen, f"{m.value()} read twice"
+        seen[m.value()] = (m.partition(), m.offset())
+    assert seen == delivered
+    c.commit(asynchronous=False)
+    c.close()
+
+    # The committed offsets survive another node's death: a new member of
+    # the group starts where the last one committed, with nothing before it.
+    nodes[first].start()
+    alive.append(first)
+    leader(nodes, alive)
+    victim = next(i for i in alive if i != leader(nodes, alive))
+    nodes[victim].kill9()
+    alive.remove(victim)
+    for i in range(400, 410):
+        p.produce(t, value=f"v{i}".encode(), key=f"k{i % 7}".encode(), on_delivery=on_delivery)
+    assert p.flush(60) == 0 and errors == [], errors
+    c = Consumer(
+        {
+            "bootstrap.servers": ",".join(nodes[i].bootstrap for i in alive),
+            "group.id": f"g-{t}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    c.subscribe([t])
+    later = []
+    deadline = time.time() + 60
+    while len(later) < 10 and time.time() < deadline:
+        m = c.poll(1.0)
+        if m is None or m.error():
+            continue
+        later.append(m.value())
+    c.close()
+    assert sorted(later) == sorted(f"v{i}".encode() for i in range(400, 410)), later
