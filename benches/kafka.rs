@@ -13,7 +13,7 @@ mod harness;
 #[path = "../tests/common/kafka.rs"]
 mod kafka_conn;
 
-use harness::{disk_bandwidth, payload, setup, spawn_queen_with_kafka};
+use harness::{disk_bandwidth, payload, setup, spawn_cluster, spawn_queen_with_kafka};
 use kafka_conn::{batch, KafkaConn};
 use protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
@@ -40,7 +40,7 @@ fn main() {
     let (mut node, _, port, _) = spawn_queen_with_kafka(&root.join("node"), &[("QUEEN_KAFKA_NUM_PARTITIONS", "8")]);
     let mut total = 0;
     for per_request in [1usize, 100] {
-        let n = rt.block_on(produce_run(port, per_request, length));
+        let (n, _) = rt.block_on(produce_run(port, per_request, length));
         total += n;
         report("produce", per_request, n, length, disk_bw);
     }
@@ -50,7 +50,39 @@ fn main() {
     report("fetch (one consumer)", 0, read, started.elapsed(), disk_bw);
     let _ = node.kill();
     let _ = node.wait();
+
+    // The same produce runs against a three-node cluster on this machine:
+    // each answer waits until a majority holds the entry fdatasynced.
+    println!("\n## The same on a three-node cluster on this machine (acks=-1: a majority fdatasynced)\n");
+    println!("| node produced to | records per request | records/s | MB/s of values | p50 | p99 |");
+    println!("|---|---|---|---|---|---|");
+    let (mut cluster, leader) = spawn_cluster(&root.join("cluster"), 3, &[("QUEEN_KAFKA_NUM_PARTITIONS", "8")]);
+    let follower = (leader + 1) % 3;
+    for (role, i) in [("leader", leader), ("follower (forwards)", follower)] {
+        for per_request in [1usize, 100] {
+            let (n, latencies) = rt.block_on(produce_run(cluster[i].2, per_request, length));
+            report_cluster(role, per_request, n, length, &latencies);
+        }
+    }
+    for (child, _, _) in &mut cluster {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
     let _ = std::fs::remove_dir_all(&root);
+}
+
+fn report_cluster(role: &str, per_request: usize, records: u64, took: Duration, latencies: &[Duration]) {
+    let per_s = records as f64 / took.as_secs_f64();
+    let mut sorted = latencies.to_vec();
+    sorted.sort_unstable();
+    let at = |q: f64| sorted.get(((sorted.len() as f64 * q) as usize).min(sorted.len().saturating_sub(1))).copied();
+    let ms = |d: Option<Duration>| d.map_or("-".into(), |d| format!("{:.1} ms", d.as_secs_f64() * 1e3));
+    println!(
+        "| {role} | {per_request} | {per_s:.0} | {:.1} | {} | {} |",
+        per_s * SIZE as f64 / 1e6,
+        ms(at(0.5)),
+        ms(at(0.99))
+    );
 }
 
 fn report(workload: &str, per_request: usize, records: u64, took: Duration, disk_bw: f64) {
@@ -64,13 +96,16 @@ fn topic_name() -> TopicName {
     TopicName(StrBytes::from_static_str(TOPIC))
 }
 
-async fn produce_run(port: u16, per_request: usize, length: Duration) -> u64 {
+/// Produces from every connection for `length`; answers the records
+/// produced and each request's latency.
+async fn produce_run(port: u16, per_request: usize, length: Duration) -> (u64, Vec<Duration>) {
     let produced = Arc::new(AtomicU64::new(0));
     let start = Instant::now();
     let tasks: Vec<_> = (0..CONNECTIONS)
         .map(|c| {
             let produced = produced.clone();
             tokio::spawn(async move {
+                let mut latencies = Vec::new();
                 let mut conn = KafkaConn::connect(port).await;
                 let partition = c as i32 % PARTITIONS;
                 let mut seed = (c as u64) << 32;
@@ -85,20 +120,24 @@ async fn produce_run(port: u16, per_request: usize, length: Duration) -> u64 {
                     let topic = TopicProduceData::default().with_name(topic_name()).with_partition_data(vec![data]);
                     let request =
                         ProduceRequest::default().with_acks(-1).with_timeout_ms(30_000).with_topic_data(vec![topic]);
+                    let sent = Instant::now();
                     let ResponseKind::Produce(r) = conn.call(ApiKey::Produce, 9, RequestKind::Produce(request)).await
                     else {
                         panic!("not a produce answer")
                     };
+                    latencies.push(sent.elapsed());
                     assert_eq!(r.responses[0].partition_responses[0].error_code, 0);
                     produced.fetch_add(per_request as u64, Ordering::Relaxed);
                 }
+                latencies
             })
         })
         .collect();
+    let mut latencies = Vec::new();
     for t in tasks {
-        t.await.unwrap();
+        latencies.extend(t.await.unwrap());
     }
-    produced.load(Ordering::Relaxed)
+    (produced.load(Ordering::Relaxed), latencies)
 }
 
 /// Reads every partition from offset 0 to its end; answers the record count.

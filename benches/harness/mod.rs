@@ -126,3 +126,50 @@ pub fn setup(default: &str) -> (PathBuf, Duration) {
     std::fs::create_dir_all(&root).unwrap();
     (root, Duration::from_secs(seconds))
 }
+
+/// A cluster of `n` release `queen` processes on loopback (ids 1..=n), each
+/// with its own directory under `root`; answers each node's child, HTTP
+/// port and Kafka port once every node names the same leader, and the
+/// leader's position in the list.
+pub fn spawn_cluster(root: &Path, n: usize, env: &[(&str, &str)]) -> (Vec<(std::process::Child, u16, u16)>, usize) {
+    let raft: Vec<u16> = (0..n).map(|_| free_port()).collect();
+    let peers: Vec<String> = raft.iter().enumerate().map(|(i, p)| format!("{}=127.0.0.1:{p}", i + 1)).collect();
+    let peers = peers.join(",");
+    let mut nodes = Vec::new();
+    for (i, raft_port) in raft.iter().enumerate() {
+        let id = (i + 1).to_string();
+        let addr = format!("127.0.0.1:{raft_port}");
+        let mut all = env.to_vec();
+        all.extend([
+            ("QUEEN_RAFT_NODE_ID", id.as_str()),
+            ("QUEEN_RAFT_PEERS", peers.as_str()),
+            ("QUEEN_RAFT_ADDR", addr.as_str()),
+            ("QUEEN_RAFT_TOKEN", "bench"),
+        ]);
+        let (child, port, kafka_port, _) = spawn_queen_with_kafka(&root.join(format!("node-{}", i + 1)), &all);
+        nodes.push((child, port, kafka_port));
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let leaders: Vec<Option<u64>> = nodes.iter().map(|(_, port, _)| leader_of(*port)).collect();
+        if let Some(Some(l)) = leaders.first() {
+            if leaders.iter().all(|x| *x == Some(*l)) {
+                return (nodes, *l as usize - 1);
+            }
+        }
+        assert!(Instant::now() < deadline, "the bench cluster did not agree on a leader: {leaders:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The leader a node's `/health` names, asked over a plain socket.
+fn leader_of(port: u16) -> Option<u64> {
+    use std::io::Read;
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.write_all(b"GET /health HTTP/1.1\r\nhost: bench\r\nconnection: close\r\n\r\n").ok()?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).ok()?;
+    let body = text.split("\r\n\r\n").nth(1)?;
+    let health: serde_json::Value = serde_json::from_str(body).ok()?;
+    health["raft"]["leader"].as_u64()
+}

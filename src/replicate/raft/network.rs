@@ -66,9 +66,20 @@ impl RaftNetworkFactory<Queen> for Peers {
 #[error("{0}")]
 struct Remote(String);
 
+/// The least time an append is given. openraft gives every append the
+/// heartbeat interval (100 ms here), which a follower fdatasyncing a large
+/// batch on a busy machine overruns: the append then failed, was sent
+/// again, and throughput fell (the three-node bench's first run). A slow
+/// append is not a lost peer; heartbeats and elections judge that.
+const APPEND_TIMEOUT_FLOOR: Duration = Duration::from_secs(5);
+
 impl PeerClient {
     async fn call(&self, request: Request, option: &RPCOption) -> Result<Response, RPCError<Queen>> {
-        let timeout = option.hard_ttl().max(Duration::from_millis(50));
+        let floor = match request {
+            Request::Append(_) => APPEND_TIMEOUT_FLOOR,
+            _ => Duration::from_millis(50),
+        };
+        let timeout = option.hard_ttl().max(floor);
         self.link.call(request, timeout).await.map_err(|e| {
             if let LinkError::Refused { .. } = &e {
                 let mut logged = self.peers.refused_logged.lock().expect("refused log lock");
