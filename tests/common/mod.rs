@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 pub mod cluster;
 pub mod crash;
 pub mod kafka;
+pub mod netns;
 pub mod tls;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_queen");
