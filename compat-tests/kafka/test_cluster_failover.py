@@ -150,3 +150,78 @@ def test_an_idempotent_producer_and_a_group_carry_on_through_a_leader_killed(clu
         later.append(m.value())
     c.close()
     assert sorted(later) == sorted(f"v{i}".encode() for i in range(400, 410)), later
+
+
+HERE = __import__("pathlib").Path(__file__).resolve().parent.parent
+
+
+def test_the_java_client_produces_and_consumes_through_a_leader_killed(cluster):
+    import subprocess
+
+    nodes = cluster
+    cwd = HERE / "java"
+    classpath_file = cwd / "classpath.txt"
+    if not classpath_file.exists():
+        pytest.fail(f"{classpath_file} is missing: run `mvn dependency:build-classpath -Dmdep.outputFile=classpath.txt`")
+    first = leader(nodes, [0, 1, 2])
+    env = dict(__import__("os").environ, BOOTSTRAP=",".join(n.bootstrap for n in nodes))
+    java = subprocess.Popen(
+        ["java", "-cp", classpath_file.read_text().strip(), "Failover.java"],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert java.stdout.readline().strip() == "half", java.stderr.read()
+    nodes[first].kill9()
+    java.stdin.write("go\n")
+    java.stdin.flush()
+    out, err = java.communicate(timeout=240)
+    assert java.returncode == 0, f"{out}\n{err}"
+    assert "all checks passed" in out
+
+
+def test_kcat_produces_and_consumes_through_a_leader_killed(cluster):
+    import shutil
+    import subprocess
+
+    kcat = shutil.which("kcat") or shutil.which("kafkacat")
+    if kcat is None:
+        pytest.fail("kcat is not installed (scripts/test installs it)")
+    nodes = cluster
+    brokers = ",".join(n.bootstrap for n in nodes)
+    t = f"kcat-failover-{uuid.uuid4().hex[:8]}"
+
+    def produce(lines):
+        done = subprocess.run(
+            [kcat, "-b", brokers, "-P", "-t", t, "-X", "acks=all", "-X", "enable.idempotence=true", "-X", "message.timeout.ms=60000"],
+            input="".join(f"{v}\n" for v in lines),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+
+    first = leader(nodes, [0, 1, 2])
+    produce([f"a{i}" for i in range(100)])
+    nodes[first].kill9()
+    alive = [i for i in range(3) if i != first]
+    produce([f"b{i}" for i in range(100)])
+    survivors = ",".join(nodes[i].bootstrap for i in alive)
+    done = subprocess.run(
+        [kcat, "-b", survivors, "-C", "-t", t, "-o", "beginning", "-e", "-f", "%p|%o|%s\n"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    rows = [line.split("|") for line in done.stdout.splitlines() if line]
+    values = sorted(v for _, _, v in rows)
+    assert values == sorted([f"a{i}" for i in range(100)] + [f"b{i}" for i in range(100)]), done.stdout[-2000:]
+    per_partition = {}
+    for p, o, _ in rows:
+        per_partition.setdefault(p, []).append(int(o))
+    for p, offsets in per_partition.items():
+        assert offsets == list(range(len(offsets))), f"partition {p} offsets {offsets}"

@@ -15,7 +15,7 @@ use super::membership::{self, ChangeRefusal, MembershipChange, MembershipView};
 use super::network::Peers;
 use super::proposer::{Msg, Proposer};
 use super::rpc::{Request, Response};
-use super::server::{Changed, Forwarded, Leader, Server};
+use super::server::{Changed, Forwarded, ForwardedAt, Leader, Server};
 use super::state_machine::RaftMachine;
 use super::types::Queen;
 use crate::apply_watch::ApplyWatch;
@@ -231,6 +231,21 @@ impl Inner {
         }
     }
 
+    /// Waits, until `deadline` at most, until this node has applied through
+    /// `index`; answers whether it has.
+    async fn applied_through(&self, index: u64, deadline: Instant) -> bool {
+        loop {
+            let applied = self.apply_watch.applied();
+            if self.store.read().expect("store lock").applied.index >= index {
+                return true;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() || tokio::time::timeout(left, applied).await.is_err() {
+                return false;
+            }
+        }
+    }
+
     /// Waits, until `deadline`, for the cluster to have a leader.
     async fn await_leader(&self, deadline: Instant) -> Option<(u64, Member)> {
         loop {
@@ -281,8 +296,14 @@ impl Inner {
 }
 
 impl Leader for Inner {
-    fn forwarded(&self, command: Command) -> Forwarded {
-        self.propose_here(command)
+    fn forwarded(&self, command: Command) -> ForwardedAt {
+        let answer = self.propose_here(command);
+        let store = self.store.clone();
+        Box::pin(async move {
+            let answer = answer.await?;
+            let applied = store.read().expect("store lock").applied.index;
+            Ok((answer, applied))
+        })
     }
 
     fn view_here(&self) -> MembershipView {
@@ -324,10 +345,16 @@ impl Replicator for RaftReplicator {
                 return inner.propose_here(command).await;
             }
             let timeout = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(100));
-            match inner.to_leader(Request::Forward(command), leader, timeout).await? {
-                Response::Forwarded(answer) => answer,
-                _ => Err(ProposeError::Timeout),
-            }
+            let (answer, applied) = match inner.to_leader(Request::Forward(command), leader, timeout).await? {
+                Response::Forwarded(answer) => answer?,
+                _ => return Err(ProposeError::Timeout),
+            };
+            // The write is committed; the client may next read what it made
+            // here (a topic it created, a row it wrote), so this node applies
+            // that far before it answers (or until the deadline: the answer
+            // stands either way).
+            inner.applied_through(applied, deadline).await;
+            Ok(answer)
         })
     }
 
@@ -352,15 +379,10 @@ impl Replicator for RaftReplicator {
                 Response::ReadIndex(Ok(index)) => index,
                 _ => return Err(ProposeError::NotLeader { leader: Some(leader.0) }),
             };
-            loop {
-                let applied = inner.apply_watch.applied();
-                if inner.store.read().expect("store lock").applied.index >= index {
-                    return Ok(());
-                }
-                let left = deadline.saturating_duration_since(Instant::now());
-                if left.is_zero() || tokio::time::timeout(left, applied).await.is_err() {
-                    return Err(ProposeError::Timeout);
-                }
+            if inner.applied_through(index, deadline).await {
+                Ok(())
+            } else {
+                Err(ProposeError::Timeout)
             }
         })
     }

@@ -54,7 +54,10 @@ pub enum Response {
     Append(Result<AppendEntriesResponse<Queen>, String>),
     Vote(Result<VoteResponse<Queen>, String>),
     TransferLeader(Result<TransferLeaderResponse<Queen>, String>),
-    Forwarded(Result<Answer, ProposeError>),
+    /// The answer, with the leader's applied index once it was given: the
+    /// follower answers its client only once it has applied that far too,
+    /// so the client reads its own write through the node it wrote through.
+    Forwarded(Result<(Answer, u64), ProposeError>),
     ReadIndex(Result<u64, String>),
     Membership(MembershipView),
     MembershipChanged(Result<MembershipView, ChangeRefusal>),

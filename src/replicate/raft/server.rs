@@ -21,11 +21,13 @@ use tokio::net::{TcpListener, TcpStream};
 const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
 
 pub type Forwarded = Pin<Box<dyn Future<Output = Result<Answer, ProposeError>> + Send>>;
+/// A forwarded command's answer, with the leader's applied index after it.
+pub type ForwardedAt = Pin<Box<dyn Future<Output = Result<(Answer, u64), ProposeError>> + Send>>;
 
 /// What the leader does with a command a follower forwards, and with a
 /// membership change.
 pub trait Leader: Send + Sync + 'static {
-    fn forwarded(&self, command: Command) -> Forwarded;
+    fn forwarded(&self, command: Command) -> ForwardedAt;
     fn change_here(&self, change: MembershipChange) -> Changed;
     fn view_here(&self) -> MembershipView;
 }
