@@ -4,6 +4,7 @@ The binary is `QUEEN_BIN` (default: target/debug/queen, built by the Rust
 test run that precedes this suite in scripts/test).
 """
 
+import json
 import os
 import socket
 import ssl
@@ -128,3 +129,48 @@ async def client(node):
     q = Queen(node.url)
     yield q
     await q.close()
+
+
+def health(node):
+    with urllib.request.urlopen(node.url + "/health", timeout=2) as r:
+        return json.load(r)
+
+
+@pytest.fixture
+def cluster():
+    """Three nodes of one cluster, each at its own ports on loopback."""
+    raft = [free_port() for _ in range(3)]
+    peers = ",".join(f"{i + 1}=127.0.0.1:{p}" for i, p in enumerate(raft))
+    nodes = []
+    for i in range(3):
+        env = {
+            "QUEEN_RAFT_NODE_ID": str(i + 1),
+            "QUEEN_RAFT_PEERS": peers,
+            "QUEEN_RAFT_ADDR": f"127.0.0.1:{raft[i]}",
+            "QUEEN_RAFT_TOKEN": "compat-cluster",
+            "QUEEN_RAFT_WRITE_TIMEOUT_MS": "5000",
+        }
+        nodes.append(Node(env))
+    yield nodes
+    for n in nodes:
+        n.stop()
+
+
+def leader(nodes, alive):
+    """The index of the node every live node names as leader."""
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        named = set()
+        for i in alive:
+            try:
+                named.add(health(nodes[i])["raft"]["leader"])
+            except OSError:
+                named.add(None)
+        if len(named) == 1 and None not in named:
+            found = named.pop() - 1
+            if found in alive:
+                return found
+        time.sleep(0.1)
+    raise AssertionError("the nodes did not agree on a leader")
+
+
