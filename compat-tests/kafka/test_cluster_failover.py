@@ -13,6 +13,18 @@ from confluent_kafka import Consumer, Producer
 from conftest import leader
 
 
+def group_member(nodes, alive, group):
+    """A consumer of `group` that commits by hand, bootstrapped with the live nodes."""
+    return Consumer(
+        {
+            "bootstrap.servers": ",".join(nodes[i].bootstrap for i in alive),
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+
+
 def test_an_idempotent_producer_and_a_group_carry_on_through_a_leader_killed(cluster):
     nodes = cluster
     alive = [0, 1, 2]
@@ -56,14 +68,7 @@ def test_an_idempotent_producer_and_a_group_carry_on_through_a_leader_killed(clu
 
     # Every acknowledged record, read back through the survivors, at its
     # offset and once.
-    c = Consumer(
-        {
-            "bootstrap.servers": ",".join(nodes[i].bootstrap for i in alive),
-            "group.id": f"g-{t}",
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-        }
-    )
+    c = group_member(nodes, alive, f"g-{t}")
     c.subscribe([t])
     seen = {}
     deadline = time.time() + 60
@@ -88,14 +93,7 @@ def test_an_idempotent_producer_and_a_group_carry_on_through_a_leader_killed(clu
     for i in range(400, 410):
         p.produce(t, value=f"v{i}".encode(), key=f"k{i % 7}".encode(), on_delivery=on_delivery)
     assert p.flush(60) == 0 and errors == [], errors
-    c = Consumer(
-        {
-            "bootstrap.servers": ",".join(nodes[i].bootstrap for i in alive),
-            "group.id": f"g-{t}",
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-        }
-    )
+    c = group_member(nodes, alive, f"g-{t}")
     c.subscribe([t])
     later = []
     deadline = time.time() + 60

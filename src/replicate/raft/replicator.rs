@@ -246,6 +246,16 @@ impl Inner {
         }
     }
 
+    /// A call's deadline (the write timeout from now) and the leader, once
+    /// the cluster has one before it.
+    async fn leader_within_timeout(&self) -> Result<(Instant, (u64, Member)), ProposeError> {
+        let deadline = Instant::now() + self.write_timeout;
+        match self.await_leader(deadline).await {
+            Some(leader) => Ok((deadline, leader)),
+            None => Err(ProposeError::NotLeader { leader: None }),
+        }
+    }
+
     /// Waits, until `deadline`, for the cluster to have a leader.
     async fn await_leader(&self, deadline: Instant) -> Option<(u64, Member)> {
         loop {
@@ -258,6 +268,12 @@ impl Inner {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
+}
+
+/// What is left of a call's time until `deadline`, at least enough for one
+/// round trip.
+fn left_of(deadline: Instant) -> Duration {
+    deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(100))
 }
 
 /// How long a stopping leader waits for another voter to take over.
@@ -337,14 +353,11 @@ impl Replicator for RaftReplicator {
     fn propose(&self, command: Command) -> Proposal<'_> {
         let inner = &self.inner;
         Box::pin(async move {
-            let deadline = Instant::now() + inner.write_timeout;
-            let Some(leader) = inner.await_leader(deadline).await else {
-                return Err(ProposeError::NotLeader { leader: None });
-            };
+            let (deadline, leader) = inner.leader_within_timeout().await?;
             if leader.0 == inner.me {
                 return inner.propose_here(command).await;
             }
-            let timeout = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(100));
+            let timeout = left_of(deadline);
             let (answer, applied) = match inner.to_leader(Request::Forward(command), leader, timeout).await? {
                 Response::Forwarded(answer) => answer?,
                 _ => return Err(ProposeError::Timeout),
@@ -361,10 +374,7 @@ impl Replicator for RaftReplicator {
     fn read_gate(&self) -> ReadGate<'_> {
         let inner = &self.inner;
         Box::pin(async move {
-            let deadline = Instant::now() + inner.write_timeout;
-            let Some(leader) = inner.await_leader(deadline).await else {
-                return Err(ProposeError::NotLeader { leader: None });
-            };
+            let (deadline, leader) = inner.leader_within_timeout().await?;
             if leader.0 == inner.me {
                 let raft = inner.raft.clone();
                 let read = inner.handle.spawn(async move { raft.ensure_linearizable(ReadPolicy::ReadIndex).await });
@@ -374,7 +384,7 @@ impl Replicator for RaftReplicator {
                     Err(_) => Err(ProposeError::ShuttingDown),
                 };
             }
-            let timeout = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(100));
+            let timeout = left_of(deadline);
             let index = match inner.to_leader(Request::ReadIndex, leader.clone(), timeout).await? {
                 Response::ReadIndex(Ok(index)) => index,
                 _ => return Err(ProposeError::NotLeader { leader: Some(leader.0) }),
