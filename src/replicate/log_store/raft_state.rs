@@ -35,6 +35,7 @@ pub enum RaftStateError {
     Damaged { path: PathBuf, what: &'static str },
 }
 
+#[derive(Clone)]
 pub struct RaftState {
     dir: PathBuf,
     storage: Arc<dyn Storage>,

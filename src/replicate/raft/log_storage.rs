@@ -10,6 +10,7 @@
 //! in a file: the entries appended are kept in memory until they are both
 //! durable and applied, and read from the qlog after that.
 
+use super::committed::Committed;
 use super::types::{to_qlog, to_qlog_entry, to_raft, to_raft_entry, Queen, RaftEntry, RaftLogId};
 use crate::log_id::LogId;
 use crate::metrics::Metrics;
@@ -63,6 +64,7 @@ struct Shared {
     /// The last purged log id (qlog numbering) and its leader.
     purged: Mutex<Option<(LogId, u64)>>,
     syncer: Mutex<Option<JoinHandle<()>>>,
+    committed: Committed,
 }
 
 /// The entries appended and not yet both durable and applied, by qlog
@@ -100,6 +102,7 @@ impl RaftLog {
         ledger: Option<Arc<SyncLedger>>,
     ) -> io::Result<Self> {
         let purged = state.purged().map_err(io_error)?;
+        let committed = Committed::start(state.clone(), state.committed().map_err(io_error)?);
         // openraft purges this log itself: nothing else moves its watermark.
         let open = Arc::new(OpenBatch::new(writer, Arc::new(AtomicU64::new(0))));
         let shared = Arc::new_cyclic(|weak: &std::sync::Weak<Shared>| {
@@ -127,6 +130,7 @@ impl RaftLog {
                 recent: Mutex::default(),
                 purged: Mutex::new(purged),
                 syncer: Mutex::new(Some(spawn("raft syncer", move || syncer.run()))),
+                committed,
             }
         });
         Ok(Self { shared })
@@ -153,6 +157,7 @@ impl RaftLog {
         if let Some(t) = self.shared.syncer.lock().expect("syncer lock").take() {
             let _ = t.join();
         }
+        self.shared.committed.stop();
     }
 
     fn purged_index(&self) -> u64 {
@@ -258,12 +263,12 @@ impl RaftLogStorage<Queen> for RaftLog {
     async fn save_committed(&mut self, committed: Option<RaftLogId>) -> Result<(), io::Error> {
         let Some(c) = committed else { return Ok(()) };
         let (id, leader) = to_qlog(&c);
-        self.shared.state.save_committed(id, leader).map_err(io_error)
+        self.shared.committed.set(id, leader);
+        Ok(())
     }
 
     async fn read_committed(&mut self) -> Result<Option<RaftLogId>, io::Error> {
-        let committed = self.shared.state.committed().map_err(io_error)?;
-        Ok(committed.and_then(|(id, leader)| to_raft(id, leader)))
+        Ok(self.shared.committed.get().and_then(|(id, leader)| to_raft(id, leader)))
     }
 
     async fn append<I>(&mut self, entries: I, callback: IOFlushed<Queen>) -> Result<(), io::Error>

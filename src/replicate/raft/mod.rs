@@ -2,6 +2,7 @@
 //! machine over the state machine, and the types they share. openraft
 //! decides what is committed; the qlog stays the log and the message store.
 
+mod committed;
 pub mod founding;
 mod link;
 pub mod log_storage;
