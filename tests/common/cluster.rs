@@ -62,19 +62,8 @@ impl Cluster {
                     }
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 };
-                let stored: HashMap<&str, u64> = read.records.iter().map(|(o, t, _)| (t.as_str(), *o)).collect();
-                assert_eq!(
-                    stored.len(),
-                    read.records.len(),
-                    "node {} holds a transactionId of {partition} twice",
-                    i + 1
-                );
-                for (at, (offset, _, _)) in read.records.iter().enumerate() {
-                    assert_eq!(*offset, at as u64, "offsets of {partition} on node {} have a gap", i + 1);
-                }
-                for (txid, (_, offset)) in ledger.iter().filter(|(_, (p, _))| p == partition) {
-                    assert_eq!(stored.get(txid.as_str()), Some(offset), "node {} lost acknowledged {txid}", i + 1);
-                }
+                let read: Vec<(u64, String)> = read.records.into_iter().map(|(o, t, _)| (o, t)).collect();
+                assert_ledger(i + 1, &read, ledger, partition);
             }
         }
     }
@@ -136,4 +125,17 @@ pub async fn writer(url: String, ledger: Ledger, writer: usize, stop: Arc<std::s
         }
     }
     refused
+}
+
+/// Node `node`'s `read` of `partition` holds every write of `ledger` in it
+/// at the offset it was acknowledged with, gapless, and each once.
+pub fn assert_ledger(node: usize, read: &[(u64, String)], ledger: &HashMap<String, (String, u64)>, partition: &str) {
+    for (at, (offset, _)) in read.iter().enumerate() {
+        assert_eq!(*offset, at as u64, "offsets of {partition} on node {node} have a gap");
+    }
+    let stored: HashMap<&str, u64> = read.iter().map(|(o, t)| (t.as_str(), *o)).collect();
+    assert_eq!(stored.len(), read.len(), "node {node} holds a transactionId of {partition} twice");
+    for (txid, (_, offset)) in ledger.iter().filter(|(_, (p, _))| p == partition) {
+        assert_eq!(stored.get(txid.as_str()), Some(offset), "node {node} lost acknowledged {txid}");
+    }
 }

@@ -220,25 +220,17 @@ impl NsCluster {
         queue: &str,
         partition: &str,
     ) {
-        let acked: Vec<(&String, u64)> =
-            ledger.iter().filter(|(_, (p, _))| p == partition).map(|(t, (_, o))| (t, *o)).collect();
+        let acked = ledger.values().filter(|(p, _)| p == partition).count();
         for &i in nodes {
             let deadline = Instant::now() + Duration::from_secs(20);
             let read = loop {
                 let read = self.read_all(i, queue, partition).await;
-                if read.len() >= acked.len() || Instant::now() > deadline {
+                if read.len() >= acked || Instant::now() > deadline {
                     break read;
                 }
                 tokio::time::sleep(Duration::from_millis(100)).await;
             };
-            for (at, (offset, _)) in read.iter().enumerate() {
-                assert_eq!(*offset, at as u64, "offsets of {partition} on node {i} have a gap");
-            }
-            let stored: std::collections::HashMap<&str, u64> = read.iter().map(|(o, t)| (t.as_str(), *o)).collect();
-            assert_eq!(stored.len(), read.len(), "node {i} holds a transactionId of {partition} twice");
-            for (txid, offset) in &acked {
-                assert_eq!(stored.get(txid.as_str()), Some(offset), "node {i} lost acknowledged {txid}");
-            }
+            super::cluster::assert_ledger(i, &read, ledger, partition);
         }
     }
 }

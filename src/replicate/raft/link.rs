@@ -45,10 +45,6 @@ impl Link {
         Self { addr, token, from, conn: tokio::sync::Mutex::new(None), next_id: AtomicU64::new(1) }
     }
 
-    pub fn addr(&self) -> &str {
-        &self.addr
-    }
-
     fn unreachable(&self, why: impl ToString) -> LinkError {
         LinkError::Unreachable { addr: self.addr.clone(), why: why.to_string() }
     }

@@ -159,11 +159,6 @@ impl RaftReplicator {
         let thread = spawn("raft proposer", move || proposer.run(rx));
         Ok(Self { inner, log, thread: Mutex::new(Some(thread)), runtime: Mutex::new(Some(runtime)) })
     }
-
-    /// openraft's handle, for the health and membership routes.
-    pub fn raft(&self) -> &Raft<Queen, RaftMachine> {
-        &self.inner.raft
-    }
 }
 
 impl Inner {
@@ -171,7 +166,8 @@ impl Inner {
     /// membership, or, before this node has received the membership, from
     /// the peers it was started with.
     fn leader(&self) -> Option<(u64, Member)> {
-        let m = self.raft.metrics().borrow_watched().clone();
+        let metrics = self.raft.metrics();
+        let m = metrics.borrow_watched();
         let leader = m.current_leader?;
         let member = m.membership_config.membership().get_node(&leader).cloned();
         let member = member.or_else(|| self.founders.get(&leader).cloned())?;
@@ -323,7 +319,7 @@ impl Leader for Inner {
     }
 
     fn view_here(&self) -> MembershipView {
-        membership::view(&self.raft.metrics().borrow_watched().clone(), None)
+        membership::view(&self.raft.metrics().borrow_watched(), None)
     }
 
     fn change_here(&self, change: MembershipChange) -> Changed {
@@ -331,7 +327,7 @@ impl Leader for Inner {
         let me = self.me;
         let handle = self.handle.clone();
         Box::pin(async move {
-            let view = membership::view(&raft.metrics().borrow_watched().clone(), None);
+            let view = membership::view(&raft.metrics().borrow_watched(), None);
             if view.leader != Some(me) {
                 return Err(ChangeRefusal::new("no_leader", "this node no longer leads: ask again"));
             }
@@ -341,7 +337,7 @@ impl Leader for Inner {
                 (done, raft)
             });
             match call.await {
-                Ok((Ok(_), raft)) => Ok(membership::view(&raft.metrics().borrow_watched().clone(), None)),
+                Ok((Ok(_), raft)) => Ok(membership::view(&raft.metrics().borrow_watched(), None)),
                 Ok((Err(e), _)) => Err(ChangeRefusal::new("failed", e.to_string())),
                 Err(e) => Err(ChangeRefusal::new("failed", e.to_string())),
             }
@@ -421,7 +417,7 @@ impl Replicator for RaftReplicator {
         Some(Box::pin(async move {
             let local = || {
                 let age = inner.last_leader_view.lock().expect("view age lock").elapsed();
-                membership::view(&inner.raft.metrics().borrow_watched().clone(), Some(age))
+                membership::view(&inner.raft.metrics().borrow_watched(), Some(age))
             };
             match inner.leader() {
                 Some((id, _)) if id == inner.me => inner.view_here(),
