@@ -40,6 +40,14 @@ pub struct Settings {
     #[arg(long, env = "QUEEN_RAFT_WRITE_TIMEOUT_MS", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(100..))]
     pub raft_write_timeout_ms: u64,
 
+    /// UNSAFE: on the one survivor of a cluster that lost a majority of its disks for good, names this node; it makes itself the only voter (recovery.md).
+    #[arg(long, env = "QUEEN_RAFT_FORCE_RECOVER", value_parser = clap::value_parser!(u64).range(1..))]
+    pub raft_force_recover: Option<u64>,
+
+    /// Committed entries to apply as no-ops, `INDEX:DIGEST`, comma-separated, as a poisoned entry's APPLY FAILED line and /health name them.
+    #[arg(long, env = "QUEEN_RAFT_APPLY_SKIP")]
+    pub raft_apply_skip: Option<String>,
+
     /// Where the HTTP API listens.
     #[arg(long, env = "QUEEN_HTTP_ADDR", default_value = "0.0.0.0:6632")]
     pub http_addr: SocketAddr,
@@ -262,6 +270,10 @@ pub struct Settings {
     /// Test only: append `<file> <length>` here after every fsync, for power-loss tests.
     #[arg(long, env = "QUEEN_TEST_SYNC_LEDGER")]
     pub test_sync_ledger: Option<PathBuf>,
+
+    /// Test only: in a cluster, apply refuses a KV write to this key (`NAMESPACE/KEY`), as a bug would, to rehearse QUEEN_RAFT_APPLY_SKIP.
+    #[arg(long, env = "QUEEN_TEST_APPLY_REFUSE_KV_KEY", hide = true)]
+    pub test_apply_refuse_kv_key: Option<String>,
 }
 
 /// A number of days: finite and not negative.

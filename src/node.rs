@@ -13,16 +13,19 @@ use crate::fd_limit;
 use crate::internal_kv::EPHEMERAL_DECLARATIONS;
 use crate::jwt::{Auth, AuthConfigError};
 use crate::metrics::Metrics;
+use crate::planner::effect::Entry;
 use crate::planner::Planner;
-use crate::qlog::files::FileTable;
+use crate::qlog::files::{FileTable, Location};
 use crate::qlog::layout::{Layout, LayoutError, FORMAT};
 use crate::qlog::retired::RetiredLogs;
 use crate::qlog::sync_ledger::SyncLedger;
 use crate::qlog::writer::QlogWriter;
 use crate::reader::MessageReader;
-use crate::recovery::{recover, RecoveryError, Replay};
+use crate::recovery::{recover, RecoveryError, Replay, ReplayApply};
 use crate::replicate::local::{LocalReplicator, Pipeline};
 use crate::replicate::log_store::raft_state::{RaftState, RaftStateError};
+use crate::replicate::raft::apply_guard::{ApplyGuard, ApplyGuardError};
+use crate::replicate::raft::force_recover::{force_recover, ForceRecoverError};
 use crate::replicate::raft::founding::{self, FoundingError};
 use crate::replicate::raft::log_storage::RaftLog;
 use crate::replicate::raft::replicator::{ClusterError, RaftReplicator};
@@ -72,6 +75,10 @@ pub enum BootError {
     RaftState(#[from] RaftStateError),
     #[error(transparent)]
     Cluster(#[from] ClusterError),
+    #[error(transparent)]
+    ApplyGuard(#[from] ApplyGuardError),
+    #[error(transparent)]
+    ForceRecover(#[from] ForceRecoverError),
 }
 
 /// What the front ends share.
@@ -173,11 +180,27 @@ impl Node {
             Some(_) => Some(RaftState::open(OsStorage::shared(), &dir.join("raft"))?),
             None => None,
         };
+        // A cluster's apply is guarded: an entry apply refuses stops the
+        // node's apply, at boot too, and is reported (`apply_guard.rs`).
+        let guard = match &raft_state {
+            Some(_) => {
+                let refuse = settings.test_apply_refuse_kv_key.as_deref().map(|k| k.replacen('/', "\0", 1));
+                Some(Arc::new(ApplyGuard::open(
+                    OsStorage::shared(),
+                    &dir.join("raft"),
+                    settings.raft_apply_skip.as_deref(),
+                    refuse,
+                )?))
+            }
+            None => None,
+        };
+        let guarded = guard.clone().map(|g| move |s: &mut Store, e: &Entry, at: &[Location]| g.apply(s, e, at).is_ok());
         // and the log holds every entry openraft has not purged.
         let replay = match &raft_state {
             Some(state) => Replay {
                 committed: Some(state.committed()?.map_or(0, |(id, _)| id.index)),
                 hold_from: Some(state.purged()?.map_or(1, |(id, _)| id.index + 1)),
+                apply: guarded.as_ref().map(|g| g as ReplayApply),
             },
             None => Replay::default(),
         };
@@ -215,13 +238,20 @@ impl Node {
         let durable_every = Duration::from_millis(settings.durable_every_ms);
         let (replicator, checkpointed): (Arc<dyn Replicator>, _) = match (cluster, raft_state) {
             (Some(cluster), Some(raft_state)) => {
-                let log = RaftLog::start(writer, files.clone(), raft_state, metrics.clone(), ledger.clone())
-                    .map_err(|source| BootError::Io { path: dir.join("raft"), source })?;
+                let raft_dir = dir.join("raft");
+                let log = RaftLog::start(writer, files.clone(), raft_state.clone(), metrics.clone(), ledger.clone())
+                    .map_err(|source| BootError::Io { path: raft_dir.clone(), source })?;
+                if let Some(named) = settings.raft_force_recover {
+                    let me = (named, cluster.me, cluster.peers[&cluster.me].clone());
+                    let done = force_recover(me, &*OsStorage::shared(), &raft_dir, &raft_state, &log)?;
+                    tracing::warn!(term = done.term, index = done.index, "QUEEN_RAFT_FORCE_RECOVER: this node is now the only voter");
+                }
                 let done = state.read().expect("store lock").applied;
                 let machine = RaftMachine {
                     store: state.clone(),
                     log: log.clone(),
                     apply_watch: apply_watch.clone(),
+                    guard: guard.expect("a cluster's apply is guarded"),
                     checkpoints: Some(Checkpoints {
                         checkpointer: Checkpointer::start(checkpoint.clone(), checkpointed.clone()),
                         every: durable_every,

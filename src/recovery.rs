@@ -65,15 +65,23 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> RecoveryError {
     move |source| RecoveryError::Io { path, source }
 }
 
+/// How a boot applies an entry in its replay: false when apply refuses it,
+/// and the replay stops before it (a cluster's guarded apply: openraft
+/// meets the entry again, and the node reports it).
+pub type ReplayApply<'a> = &'a dyn Fn(&mut Store, &Entry, &[Location]) -> bool;
+
 /// How far a boot replays, and which entries the log holds after it.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Replay {
+#[derive(Clone, Copy, Default)]
+pub struct Replay<'a> {
     /// Replay through it (`None`: every complete entry, as on one node).
     pub committed: Option<u64>,
     /// Hold the entries from it on as entries, the checkpointed ones too
     /// (`None`: only those after the checkpoint). A raft log holds every
     /// entry openraft has not purged: a follower behind is sent them.
     pub hold_from: Option<u64>,
+    /// How to apply (`None`: the planner's apply, which panics on a broken
+    /// invariant).
+    pub apply: Option<ReplayApply<'a>>,
 }
 
 /// Recovers the logs under `root` into `store`, replaying and holding
@@ -173,6 +181,7 @@ pub fn recover(
     let replay_through = committed.map_or(keep, |c| c.min(keep));
     let mut index = EntryIndex::after(hold_from - 1);
     let mut last = store.applied;
+    let mut refused = false;
     for i in hold_from..=keep {
         // An entry through the checkpoint whose records are gone (reclaim
         // freed them) ends what the log can hold before it.
@@ -182,8 +191,13 @@ pub fn recover(
         }
         let at = &found[&i];
         let (entry, messages) = rebuild(&copies[&i], at, files, root)?;
-        if i <= replay_through {
-            apply(store, &entry, &messages);
+        if i <= replay_through && !refused {
+            match replay.apply {
+                Some(guarded) => refused = !guarded(store, &entry, &messages),
+                None => {
+                    apply(store, &entry, &messages);
+                }
+            }
         }
         let entry_at = at.entry.expect("judge found the entry record");
         last = entry.id;
@@ -205,7 +219,7 @@ pub fn recover(
     let logs =
         scans.into_iter().map(|scan| cut_and_resume(scan, keep, files, ledger)).collect::<Result<Vec<_>, _>>()?;
     files.storage().sync_dir(root).map_err(io(root))?;
-    Ok(Recovered { logs, index, last, replayed: replay_through.saturating_sub(durable), cut })
+    Ok(Recovered { logs, index, last, replayed: store.applied.index.saturating_sub(durable), cut })
 }
 
 fn undecodable(path: &Path, pos: u64, e: impl std::fmt::Display) -> RecoveryError {

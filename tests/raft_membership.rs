@@ -13,17 +13,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-async fn call(cluster: &Cluster, via: usize, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
-    let node = cluster.node(via);
-    let mut request = node.http.request(method, node.url(path));
-    if let Some(body) = body {
-        request = request.json(&body);
-    }
-    let r = request.send().await.unwrap();
-    let status = r.status().as_u16();
-    (status, r.json().await.unwrap_or(Value::Null))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_follower_is_replaced_through_the_membership_api_under_load_and_serves_every_write() {
     let mut cluster = Cluster::start(3).await;
@@ -33,7 +22,7 @@ async fn a_follower_is_replaced_through_the_membership_api_under_load_and_serves
     let id = gone as u64 + 1;
 
     // The view through a follower is the leader's own.
-    let (status, view) = call(&cluster, healthy, reqwest::Method::GET, "/api/v1/system/raft/membership", None).await;
+    let (status, view) = cluster.call(healthy, reqwest::Method::GET, "/api/v1/system/raft/membership", None).await;
     assert_eq!(status, 200, "{view}");
     let m = &view["membership"];
     assert_eq!(m["source"], "leader", "{view}");
@@ -48,7 +37,7 @@ async fn a_follower_is_replaced_through_the_membership_api_under_load_and_serves
 
     // 1. Remove it, through a healthy node.
     let path = format!("/api/v1/system/raft/membership/members/{id}");
-    let (status, answer) = call(&cluster, healthy, reqwest::Method::DELETE, &path, None).await;
+    let (status, answer) = cluster.call(healthy, reqwest::Method::DELETE, &path, None).await;
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer["ok"], true, "{answer}");
     assert!(!answer["membership"]["voters"].as_array().unwrap().contains(&json!(id)), "{answer}");
@@ -64,25 +53,8 @@ async fn a_follower_is_replaced_through_the_membership_api_under_load_and_serves
     assert!(cluster.node(gone).log_text().contains("this fresh node joins an existing cluster"));
 
     // 4. Add it as a learner, then promote it (again while it still copies).
-    let raft = env.iter().find(|(k, _)| k == "QUEEN_RAFT_ADDR").unwrap().1.clone();
-    let learner = json!({"id": id, "raft": raft, "http": ""});
-    let (status, answer) =
-        call(&cluster, healthy, reqwest::Method::POST, "/api/v1/system/raft/membership/learners", Some(learner)).await;
-    assert_eq!(status, 200, "{answer}");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let promote = json!({"ids": [id]});
-        let (status, answer) =
-            call(&cluster, healthy, reqwest::Method::POST, "/api/v1/system/raft/membership/promote", Some(promote))
-                .await;
-        if status == 200 {
-            assert_eq!(answer["membership"]["voters"].as_array().unwrap().len(), 3, "{answer}");
-            break;
-        }
-        assert_eq!(answer["code"], "learner_behind", "{answer}");
-        assert!(Instant::now() < deadline, "the learner did not catch up: {answer}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    let membership = cluster.add_voter(healthy, id, &cluster.raft_addr(gone)).await;
+    assert_eq!(membership["voters"].as_array().unwrap().len(), 3, "{membership}");
     tokio::time::sleep(Duration::from_millis(500)).await;
     stop.store(true, Ordering::Release);
     let retried = load.await.unwrap();
@@ -108,7 +80,7 @@ async fn a_removal_that_leaves_too_few_live_voters_is_refused_no_quorum() {
     // Wait until the leader sees it gone.
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let (_, view) = call(&cluster, leader, reqwest::Method::GET, "/api/v1/system/raft/membership", None).await;
+        let (_, view) = cluster.call(leader, reqwest::Method::GET, "/api/v1/system/raft/membership", None).await;
         let members = view["membership"]["members"].as_array().cloned().unwrap_or_default();
         if members.iter().any(|m| m["nodeId"] == json!(down as u64 + 1) && m["live"] == false) {
             break;
@@ -117,7 +89,7 @@ async fn a_removal_that_leaves_too_few_live_voters_is_refused_no_quorum() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let path = format!("/api/v1/system/raft/membership/members/{}", other + 1);
-    let (status, answer) = call(&cluster, leader, reqwest::Method::DELETE, &path, None).await;
+    let (status, answer) = cluster.call(leader, reqwest::Method::DELETE, &path, None).await;
     assert_eq!(status, 409, "{answer}");
     assert_eq!(answer["code"], "no_quorum", "{answer}");
     assert_eq!(answer["ok"], false, "{answer}");

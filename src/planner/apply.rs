@@ -13,6 +13,21 @@ use crate::store::{CursorKey, Store, MEMBERSHIP_ROW};
 /// Applies `entry`, whose message records sit at `locations` (one per
 /// message record). Answers false when the entry was already applied.
 pub fn apply(store: &mut Store, entry: &Entry, locations: &[Location]) -> bool {
+    if !begin(store, entry, locations) {
+        return false;
+    }
+    for effect in &entry.body.effects {
+        apply_effect(store, entry, effect, locations);
+    }
+    finish(store, entry);
+    true
+}
+
+/// Checks that `entry` is the next to apply; false when it was already
+/// applied. Apply is `begin`, `apply_effect` for each effect in order, and
+/// `finish`: a cluster's guarded apply (`replicate/raft/apply_guard.rs`)
+/// runs the steps itself, to name the effect that failed.
+pub fn begin(store: &Store, entry: &Entry, locations: &[Location]) -> bool {
     if entry.id.index <= store.applied.index {
         return false;
     }
@@ -31,145 +46,152 @@ pub fn apply(store: &mut Store, entry: &Entry, locations: &[Location]) -> bool {
         locations.len(),
         entry.messages.len()
     );
+    true
+}
+
+/// Executes one effect of `entry`.
+pub fn apply_effect(store: &mut Store, entry: &Entry, effect: &Effect, locations: &[Location]) {
     let ts = entry.body.timestamp_us;
-    for effect in &entry.body.effects {
-        match effect {
-            Effect::CreateQueue { id, name } => store.insert_queue(
-                name.clone(),
-                QueueRow {
-                    id: *id,
-                    created_us: ts,
-                    namespace: None,
-                    task: None,
-                    options: serde_json::Value::Object(queue_options::defaults()).to_string(),
-                },
-            ),
-            Effect::ConfigureQueue { id, name, namespace, task, options } => {
-                let created_us = store.queues.get(name).map_or(ts, |r| r.created_us);
-                let row = QueueRow {
-                    id: *id,
-                    created_us,
-                    namespace: namespace.clone(),
-                    task: task.clone(),
-                    options: options.clone(),
-                };
-                store.insert_queue(name.clone(), row);
-            }
-            Effect::DeleteQueue { id } => store.remove_queue(*id),
-            Effect::Subscribe { queue, group, from_us, conflate } => {
-                let row = GroupRow { from_us: *from_us, created_us: ts, conflate: *conflate };
-                store.groups.insert((*queue, group.clone()), row)
-            }
-            Effect::Deliver { queue, partition, group, start, .. } => {
-                let key: CursorKey = (*queue, *partition, group.clone());
-                let mut row =
-                    store.cursors.get(&key).cloned().unwrap_or(CursorRow { committed: *start, ..Default::default() });
-                cursor::apply(&mut row, effect);
-                store.set_cursor(key, row);
-            }
-            Effect::DeadLetter { queue, partition, group, offset, error, failures } => {
-                let key: CursorKey = (*queue, *partition, group.clone());
-                let mut row = store.cursors.get(&key).cloned().unwrap_or_default();
-                let failures = *failures;
-                cursor::apply(&mut row, effect);
-                store.set_cursor(key, row);
-                let dlq = DlqRow { error: error.clone(), failures, moved_us: ts };
-                store.dlq.insert((*queue, *partition, group.clone(), *offset), dlq);
-            }
-            Effect::Redeliver { queue, partition, group, offset } => {
-                let key: CursorKey = (*queue, *partition, group.clone());
-                let mut row = store.cursors.get(&key).cloned().unwrap_or_default();
-                cursor::apply(&mut row, effect);
-                store.set_cursor(key, row);
-                store.dlq.remove(&(*queue, *partition, group.clone(), *offset));
-            }
-            Effect::Seek { queue, partition, group, offset } => {
-                store.set_cursor(
-                    (*queue, *partition, group.clone()),
-                    CursorRow { committed: *offset, ..Default::default() },
-                );
-            }
-            Effect::CommitMetadata { queue, partition, group, metadata } => {
-                store.set_commit_metadata((*queue, *partition, group.clone()), metadata)
-            }
-            Effect::DeleteGroup { queue, group, metadata } => store.remove_group(*queue, group, *metadata),
-            Effect::KvPut { key, row } => {
-                store.next_kv_version = store.next_kv_version.max(row.version + 1);
-                store.put_kv(key.clone(), row.clone());
-            }
-            Effect::KvDelete { key } => store.remove_kv(key),
-            Effect::Membership(membership) => {
-                let row = MembershipRow { log_id: entry.id, leader: entry.leader, membership: membership.clone() };
-                store.membership.insert(MEMBERSHIP_ROW.to_string(), row);
-            }
-            Effect::TimerSet { key, row } => store.set_timer(key.clone(), row.clone()),
-            Effect::TimerDelete { key } => store.remove_timer(key),
-            Effect::Ack { queue, partition, group, .. }
-            | Effect::Fail { queue, partition, group, .. }
-            | Effect::ExtendLease { queue, partition, group, .. }
-            | Effect::LeaseExpired { queue, partition, group } => {
-                let key: CursorKey = (*queue, *partition, group.clone());
-                let mut row = store.cursors.get(&key).cloned().unwrap_or_default();
-                cursor::apply(&mut row, effect);
-                store.set_cursor(key, row);
-            }
-            Effect::CreatePartition { queue, id, name } => store.insert_partition(
-                *queue,
-                *id,
-                PartitionRow {
-                    name: name.clone(),
-                    next_offset: 0,
-                    log_start: 0,
-                    txns_start: 0,
-                    created_us: ts,
-                    last_write_us: ts,
-                },
-            ),
-            Effect::Append { queue, partition, first_offset, count } => {
-                let end = first_offset + *count as u64;
-                let found = store.partitions.update(&(*queue, *partition), |p| {
-                    assert_eq!(p.next_offset, *first_offset, "an append lands exactly at the partition's end");
-                    p.next_offset = end;
-                    p.last_write_us = ts;
-                });
-                assert!(found, "an append names a partition its entry or an earlier one created");
-                let (i, record) = entry
-                    .messages
-                    .iter()
-                    .enumerate()
-                    .find(|(_, m)| {
-                        m.span.queue == *queue && m.span.partition == *partition && m.span.first_offset == *first_offset
-                    })
-                    .expect("every append has its message record");
-                for (k, hash) in record.hashes.iter().enumerate() {
-                    store.dedup.insert(*queue, *partition, *hash, first_offset + k as u64);
-                }
-                store.locator.insert(
-                    *queue,
-                    *partition,
-                    Span { first_offset: *first_offset, count: *count, timestamp_us: ts, at: locations[i] },
-                );
-            }
-            Effect::Retain { queue, partition, log_start, txns_start } => {
-                store.retain(*queue, *partition, *log_start, *txns_start);
-                let behind: Vec<CursorKey> = store
-                    .partition_cursors(*queue, *partition)
-                    .filter(|(_, c)| c.committed < *log_start)
-                    .map(|(k, _)| k.clone())
-                    .collect();
-                for key in behind {
-                    let mut row = store.cursors.get(&key).cloned().expect("listed above");
-                    cursor::apply(&mut row, effect);
-                    store.set_cursor(key, row);
-                }
-            }
-            Effect::DeletePartition { queue, partition } => store.remove_partition(*queue, *partition),
+    match effect {
+        Effect::CreateQueue { id, name } => store.insert_queue(
+            name.clone(),
+            QueueRow {
+                id: *id,
+                created_us: ts,
+                namespace: None,
+                task: None,
+                options: serde_json::Value::Object(queue_options::defaults()).to_string(),
+            },
+        ),
+        Effect::ConfigureQueue { id, name, namespace, task, options } => {
+            let created_us = store.queues.get(name).map_or(ts, |r| r.created_us);
+            let row = QueueRow {
+                id: *id,
+                created_us,
+                namespace: namespace.clone(),
+                task: task.clone(),
+                options: options.clone(),
+            };
+            store.insert_queue(name.clone(), row);
         }
+        Effect::DeleteQueue { id } => store.remove_queue(*id),
+        Effect::Subscribe { queue, group, from_us, conflate } => {
+            let row = GroupRow { from_us: *from_us, created_us: ts, conflate: *conflate };
+            store.groups.insert((*queue, group.clone()), row)
+        }
+        Effect::Deliver { queue, partition, group, start, .. } => {
+            let key: CursorKey = (*queue, *partition, group.clone());
+            let mut row =
+                store.cursors.get(&key).cloned().unwrap_or(CursorRow { committed: *start, ..Default::default() });
+            cursor::apply(&mut row, effect);
+            store.set_cursor(key, row);
+        }
+        Effect::DeadLetter { queue, partition, group, offset, error, failures } => {
+            let key: CursorKey = (*queue, *partition, group.clone());
+            let mut row = store.cursors.get(&key).cloned().unwrap_or_default();
+            let failures = *failures;
+            cursor::apply(&mut row, effect);
+            store.set_cursor(key, row);
+            let dlq = DlqRow { error: error.clone(), failures, moved_us: ts };
+            store.dlq.insert((*queue, *partition, group.clone(), *offset), dlq);
+        }
+        Effect::Redeliver { queue, partition, group, offset } => {
+            let key: CursorKey = (*queue, *partition, group.clone());
+            let mut row = store.cursors.get(&key).cloned().unwrap_or_default();
+            cursor::apply(&mut row, effect);
+            store.set_cursor(key, row);
+            store.dlq.remove(&(*queue, *partition, group.clone(), *offset));
+        }
+        Effect::Seek { queue, partition, group, offset } => {
+            store.set_cursor(
+                (*queue, *partition, group.clone()),
+                CursorRow { committed: *offset, ..Default::default() },
+            );
+        }
+        Effect::CommitMetadata { queue, partition, group, metadata } => {
+            store.set_commit_metadata((*queue, *partition, group.clone()), metadata)
+        }
+        Effect::DeleteGroup { queue, group, metadata } => store.remove_group(*queue, group, *metadata),
+        Effect::KvPut { key, row } => {
+            store.next_kv_version = store.next_kv_version.max(row.version + 1);
+            store.put_kv(key.clone(), row.clone());
+        }
+        Effect::KvDelete { key } => store.remove_kv(key),
+        Effect::Membership(membership) => {
+            let row = MembershipRow { log_id: entry.id, leader: entry.leader, membership: membership.clone() };
+            store.membership.insert(MEMBERSHIP_ROW.to_string(), row);
+        }
+        Effect::TimerSet { key, row } => store.set_timer(key.clone(), row.clone()),
+        Effect::TimerDelete { key } => store.remove_timer(key),
+        Effect::Ack { queue, partition, group, .. }
+        | Effect::Fail { queue, partition, group, .. }
+        | Effect::ExtendLease { queue, partition, group, .. }
+        | Effect::LeaseExpired { queue, partition, group } => {
+            let key: CursorKey = (*queue, *partition, group.clone());
+            let mut row = store.cursors.get(&key).cloned().unwrap_or_default();
+            cursor::apply(&mut row, effect);
+            store.set_cursor(key, row);
+        }
+        Effect::CreatePartition { queue, id, name } => store.insert_partition(
+            *queue,
+            *id,
+            PartitionRow {
+                name: name.clone(),
+                next_offset: 0,
+                log_start: 0,
+                txns_start: 0,
+                created_us: ts,
+                last_write_us: ts,
+            },
+        ),
+        Effect::Append { queue, partition, first_offset, count } => {
+            let end = first_offset + *count as u64;
+            let found = store.partitions.update(&(*queue, *partition), |p| {
+                assert_eq!(p.next_offset, *first_offset, "an append lands exactly at the partition's end");
+                p.next_offset = end;
+                p.last_write_us = ts;
+            });
+            assert!(found, "an append names a partition its entry or an earlier one created");
+            let (i, record) = entry
+                .messages
+                .iter()
+                .enumerate()
+                .find(|(_, m)| {
+                    m.span.queue == *queue && m.span.partition == *partition && m.span.first_offset == *first_offset
+                })
+                .expect("every append has its message record");
+            for (k, hash) in record.hashes.iter().enumerate() {
+                store.dedup.insert(*queue, *partition, *hash, first_offset + k as u64);
+            }
+            store.locator.insert(
+                *queue,
+                *partition,
+                Span { first_offset: *first_offset, count: *count, timestamp_us: ts, at: locations[i] },
+            );
+        }
+        Effect::Retain { queue, partition, log_start, txns_start } => {
+            store.retain(*queue, *partition, *log_start, *txns_start);
+            let behind: Vec<CursorKey> = store
+                .partition_cursors(*queue, *partition)
+                .filter(|(_, c)| c.committed < *log_start)
+                .map(|(k, _)| k.clone())
+                .collect();
+            for key in behind {
+                let mut row = store.cursors.get(&key).cloned().expect("listed above");
+                cursor::apply(&mut row, effect);
+                store.set_cursor(key, row);
+            }
+        }
+        Effect::DeletePartition { queue, partition } => store.remove_partition(*queue, *partition),
     }
+}
+
+/// Records `entry` as applied, once its effects are.
+pub fn finish(store: &mut Store, entry: &Entry) {
+    let ts = entry.body.timestamp_us;
     store.applied = entry.id;
     store.applied_leader = entry.leader;
     // Blank and membership entries carry no time of their own (raft
     // writes them): time as the store knows it never goes back.
     store.applied_us = store.applied_us.max(ts);
-    true
 }

@@ -157,6 +157,35 @@ pub enum Effect {
 }
 
 impl Effect {
+
+    /// The effect's kind, as logs and `/health` name it (`kv_put`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Effect::CreateQueue { .. } => "create_queue",
+            Effect::CreatePartition { .. } => "create_partition",
+            Effect::Append { .. } => "append",
+            Effect::ConfigureQueue { .. } => "configure_queue",
+            Effect::DeleteQueue { .. } => "delete_queue",
+            Effect::Subscribe { .. } => "subscribe",
+            Effect::Deliver { .. } => "deliver",
+            Effect::Ack { .. } => "ack",
+            Effect::Fail { .. } => "fail",
+            Effect::DeadLetter { .. } => "dead_letter",
+            Effect::ExtendLease { .. } => "extend_lease",
+            Effect::LeaseExpired { .. } => "lease_expired",
+            Effect::Seek { .. } => "seek",
+            Effect::Redeliver { .. } => "redeliver",
+            Effect::DeleteGroup { .. } => "delete_group",
+            Effect::KvPut { .. } => "kv_put",
+            Effect::KvDelete { .. } => "kv_delete",
+            Effect::TimerSet { .. } => "timer_set",
+            Effect::TimerDelete { .. } => "timer_delete",
+            Effect::Retain { .. } => "retain",
+            Effect::DeletePartition { .. } => "delete_partition",
+            Effect::CommitMetadata { .. } => "commit_metadata",
+            Effect::Membership(_) => "membership",
+        }
+    }
     /// The queue whose log holds the effect's entry record; 0, the system
     /// log's, for KV, timer, retention and cleanup effects.
     pub fn queue(&self) -> u64 {

@@ -77,7 +77,8 @@ pub type Admin<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct RaftStatus {
     pub node: u64,
-    /// `leader`, `follower`, `candidate` or `learner`.
+    /// `leader`, `follower`, `candidate` or `learner`; `stopped` once
+    /// apply refused an entry.
     pub role: &'static str,
     pub term: u64,
     pub leader: Option<u64>,
@@ -85,4 +86,6 @@ pub struct RaftStatus {
     pub applied: u64,
     pub commit: u64,
     pub voters: Vec<u64>,
+    /// An entry apply refused, and the entries applied as no-ops.
+    pub apply: raft::apply_guard::ApplyReport,
 }

@@ -21,6 +21,11 @@ impl Cluster {
     /// Starts `size` nodes with ids 1..=size on loopback, each with its
     /// own raft port, founding one cluster.
     pub async fn start(size: u64) -> Cluster {
+        Cluster::start_with(size, &[]).await
+    }
+
+    /// As [`Cluster::start`], each node with `extra` in its environment too.
+    pub async fn start_with(size: u64, extra: &[(&str, &str)]) -> Cluster {
         let tmp = tempfile::tempdir().unwrap();
         let raft: Vec<u16> = (0..size).map(|_| free_port()).collect();
         let peers: Vec<String> = raft.iter().enumerate().map(|(i, p)| format!("{}=127.0.0.1:{p}", i + 1)).collect();
@@ -35,10 +40,62 @@ impl Cluster {
                 ("QUEEN_RAFT_TOKEN".to_string(), "cluster-test-token".to_string()),
                 ("QUEEN_RAFT_WRITE_TIMEOUT_MS".to_string(), "5000".to_string()),
             ];
+            let env = with(&env, extra);
             nodes.push(Some(start(&tmp.path().join(format!("node-{}", i + 1)), &env).await));
             envs.push(env);
         }
         Cluster { nodes, env: envs, tmp }
+    }
+
+    /// Node `i`'s data directory.
+    pub fn dir(&self, i: usize) -> std::path::PathBuf {
+        self.tmp.path().join(format!("node-{}", i + 1))
+    }
+
+    /// Starts node `i` again, after it stopped, with its environment and
+    /// `extra` (which replaces a variable of the same name).
+    pub async fn start_node_with(&mut self, i: usize, extra: &[(&str, &str)]) {
+        let env = with(&self.env[i], extra);
+        self.nodes[i] = Some(start(&self.dir(i), &env).await);
+    }
+
+    /// An HTTP call through node `via`: its status and JSON answer.
+    pub async fn call(&self, via: usize, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
+        let node = self.node(via);
+        let mut request = node.http.request(method, node.url(path));
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let r = request.send().await.unwrap();
+        let status = r.status().as_u16();
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+
+    /// Adds node `id`, listening for raft on `raft`, as a learner through
+    /// node `via`, then promotes it, again while it answers
+    /// `learner_behind` (it still copies); answers the membership after.
+    pub async fn add_voter(&self, via: usize, id: u64, raft: &str) -> Value {
+        let learner = json!({"id": id, "raft": raft, "http": ""});
+        let path = "/api/v1/system/raft/membership/learners";
+        let (status, answer) = self.call(via, reqwest::Method::POST, path, Some(learner)).await;
+        assert_eq!(status, 200, "{answer}");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let promote = json!({"ids": [id]});
+            let path = "/api/v1/system/raft/membership/promote";
+            let (status, answer) = self.call(via, reqwest::Method::POST, path, Some(promote)).await;
+            if status == 200 {
+                return answer["membership"].clone();
+            }
+            assert_eq!(answer["code"], "learner_behind", "{answer}");
+            assert!(Instant::now() < deadline, "the learner did not catch up: {answer}");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// Node `i`'s raft address.
+    pub fn raft_addr(&self, i: usize) -> String {
+        self.env[i].iter().find(|(k, _)| k == "QUEEN_RAFT_ADDR").expect("every node has a raft address").1.clone()
     }
 
     pub fn node(&self, i: usize) -> &Node {
@@ -85,6 +142,14 @@ impl Cluster {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
+}
+
+/// `env` with `extra` set, each replacing a variable of the same name.
+pub fn with(env: &[(String, String)], extra: &[(&str, &str)]) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> =
+        env.iter().filter(|(k, _)| !extra.iter().any(|(e, _)| e == k)).cloned().collect();
+    env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    env
 }
 
 pub async fn start(dir: &Path, env: &[(String, String)]) -> Node {

@@ -10,6 +10,7 @@ use queen::qlog::layout::Layout;
 use queen::qlog::retired::RetiredLogs;
 use queen::qlog::writer::QlogWriter;
 use queen::replicate::log_store::raft_state::RaftState;
+use queen::replicate::raft::apply_guard::ApplyGuard;
 use queen::replicate::raft::log_storage::RaftLog;
 use queen::replicate::raft::state_machine::RaftMachine;
 use queen::storage::os::OsStorage;
@@ -50,6 +51,7 @@ pub fn open() -> (Dir, RaftMachine) {
         store: Arc::new(RwLock::new(Store::default())),
         log: log.clone(),
         apply_watch: Arc::new(ApplyWatch::default()),
+        guard: Arc::new(ApplyGuard::open(OsStorage::shared(), &tmp.path().join("raft"), None, None).unwrap()),
         checkpoints: None,
     };
     (Dir { _tmp: tmp, log }, machine)

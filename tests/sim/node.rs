@@ -92,7 +92,7 @@ impl SimNode {
         let raft = RaftState::open(Arc::new(storage.clone()), Path::new(RAFT_DIR)).map_err(|e| e.to_string())?;
         let term = raft.vote().map_err(|e| e.to_string())?.map_or(1, |v| v.term);
         let committed = raft.committed().map_err(|e| e.to_string())?.map(|(c, _)| c.index);
-        let replay = Replay { committed, hold_from: None };
+        let replay = Replay { committed, hold_from: None, apply: None };
         let recovered = recover(&mut store, &root, &layout, &files, (None, replay)).map_err(|e| e.to_string())?;
         let checkpointed = recovered.index.purged();
         let clock = Arc::new(SimClock::default());

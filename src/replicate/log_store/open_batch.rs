@@ -131,6 +131,16 @@ impl<T: Ticket> OpenBatch<T> {
     /// (a chunk was added, or idle logs were sealed); `None` once closed
     /// with nothing left.
     pub fn take(&self) -> Option<Batch<T>> {
+        self.take_when(true)
+    }
+
+    /// As `take`, without waiting for a batch: `None` when nothing is
+    /// gathered (the syncer's step, where the caller drives it).
+    pub fn try_take(&self) -> Option<Batch<T>> {
+        self.take_when(false)
+    }
+
+    fn take_when(&self, wait: bool) -> Option<Batch<T>> {
         let mut open = self.open.lock().expect("open batch lock");
         // The syncer comes back only once it has finished what it took.
         open.batches_synced = open.batches_taken;
@@ -145,7 +155,7 @@ impl<T: Ticket> OpenBatch<T> {
                 self.taken.notify_one();
                 return Some(batch);
             }
-            if open.closed {
+            if open.closed || !wait {
                 return None;
             }
             open = self.added.wait(open).expect("open batch lock");

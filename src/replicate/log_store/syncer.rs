@@ -26,17 +26,31 @@ pub(crate) struct Syncer<T> {
 
 impl<T: Ticket> Syncer<T> {
     pub fn run(mut self) {
-        while let Some(mut batch) = self.open.take() {
-            let started = Instant::now();
-            let pending = std::mem::take(&mut batch.pending);
-            pending.run(&self.files, self.ledger.as_deref()).unwrap_or_else(|e| {
-                fatal::exit(&format!("qlog write or fsync failed, so no write of this batch can be answered: {e}"))
-            });
-            batch.bytes = pending.bytes();
-            self.metrics.qlog_sync_seconds.inc_by(started.elapsed().as_secs_f64());
-            if !(self.on_durable)(batch) {
-                return;
+        while let Some(batch) = self.open.take() {
+            match self.sync(batch, false) {
+                Ok(true) => {}
+                Ok(false) => return,
+                Err(e) => fatal::exit(&format!(
+                    "qlog write or fsync failed, so no write of this batch can be answered: {e}"
+                )),
             }
         }
+    }
+
+    /// Writes and fdatasyncs `batch` (its logs side by side, or `in_turn`
+    /// on this thread, in a fixed order), then hands it on: `false` once
+    /// nobody takes batches any more. A failed write or fdatasync is
+    /// answered, and no callback of the batch is called.
+    pub fn sync(&mut self, mut batch: Batch<T>, in_turn: bool) -> std::io::Result<bool> {
+        let started = Instant::now();
+        let pending = std::mem::take(&mut batch.pending);
+        if in_turn {
+            pending.run_in_turn(&self.files, self.ledger.as_deref())?;
+        } else {
+            pending.run(&self.files, self.ledger.as_deref())?;
+        }
+        batch.bytes = pending.bytes();
+        self.metrics.qlog_sync_seconds.inc_by(started.elapsed().as_secs_f64());
+        Ok((self.on_durable)(batch))
     }
 }

@@ -7,7 +7,7 @@
 //! newest one at most every `EVERY`, and once more when the log stops.
 
 use crate::log_id::LogId;
-use crate::replicate::log_store::raft_state::RaftState;
+use crate::replicate::log_store::raft_state::{RaftState, RaftStateError};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -26,39 +26,49 @@ struct Latest {
 
 pub struct Committed {
     latest: Arc<(Mutex<Latest>, Condvar)>,
+    state: RaftState,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl Committed {
     /// Starts from `saved`, the id the file holds, writing to `state`.
     pub fn start(state: RaftState, saved: Option<Led>) -> Self {
-        let latest = Arc::new((Mutex::new(Latest { id: saved, saved, stop: false }), Condvar::new()));
-        let shared = latest.clone();
-        let thread = crate::replicate::local::spawn("raft committed", move || {
-            let (lock, changed) = &*shared;
-            loop {
-                let (due, stop) = {
-                    let mut latest = lock.lock().expect("committed lock");
-                    while latest.id == latest.saved && !latest.stop {
-                        latest = changed.wait(latest).expect("committed lock");
-                    }
-                    (latest.id.filter(|id| Some(*id) != latest.saved), latest.stop)
-                };
-                if let Some((id, leader)) = due {
-                    if let Err(e) = state.save_committed(id, leader) {
-                        // A lagging committed id is safe; a failing disk is
-                        // the syncer's to stop the node for.
-                        tracing::warn!(error = %e, "the committed index could not be saved; a restart replays less");
-                    }
-                    lock.lock().expect("committed lock").saved = Some((id, leader));
+        let committed = Self::stepped(state, saved);
+        let (shared, state) = (committed.latest.clone(), committed.state.clone());
+        let thread = crate::replicate::local::spawn("raft committed", move || loop {
+            let stop = {
+                let (lock, changed) = &*shared;
+                let mut latest = lock.lock().expect("committed lock");
+                while latest.id == latest.saved && !latest.stop {
+                    latest = changed.wait(latest).expect("committed lock");
                 }
-                if stop {
-                    return;
-                }
-                std::thread::sleep(EVERY);
+                latest.stop
+            };
+            if let Err(e) = save_newest(&shared.0, &state) {
+                // A lagging committed id is safe; a failing disk is the
+                // syncer's to stop the node for.
+                tracing::warn!(error = %e, "the committed index could not be saved; a restart replays less");
             }
+            if stop {
+                return;
+            }
+            std::thread::sleep(EVERY);
         });
-        Self { latest, thread: Mutex::new(Some(thread)) }
+        *committed.thread.lock().expect("committed lock") = Some(thread);
+        committed
+    }
+
+    /// As `start`, with no thread: the caller writes the newest id with
+    /// `save_newest` when it chooses (the cluster simulator, which runs a
+    /// node on one thread in the order its seed decides).
+    pub fn stepped(state: RaftState, saved: Option<Led>) -> Self {
+        let latest = Arc::new((Mutex::new(Latest { id: saved, saved, stop: false }), Condvar::new()));
+        Self { latest, state, thread: Mutex::new(None) }
+    }
+
+    /// Writes the newest id, unless it is the one written last.
+    pub fn save_newest(&self) -> Result<(), RaftStateError> {
+        save_newest(&self.latest.0, &self.state)
     }
 
     /// Records the newest committed id; it is written soon after.
@@ -87,6 +97,18 @@ impl Committed {
             let _ = t.join();
         }
     }
+}
+
+fn save_newest(latest: &Mutex<Latest>, state: &RaftState) -> Result<(), RaftStateError> {
+    let due = {
+        let latest = latest.lock().expect("committed lock");
+        latest.id.filter(|id| Some(*id) != latest.saved)
+    };
+    if let Some((id, leader)) = due {
+        state.save_committed(id, leader)?;
+        latest.lock().expect("committed lock").saved = Some((id, leader));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -37,11 +37,18 @@ use std::thread::JoinHandle;
 
 type RaftVote = openraft::impls::Vote<openraft::impls::leader_id_adv::LeaderId<u64, u64>>;
 
-/// One `append` on its way through the log store: its entries, and the
-/// callback that tells openraft they are durable.
+/// One `append` on its way through the log store: its entries, and who
+/// hears that they are durable.
 pub struct Appended {
     entries: Vec<Entry>,
-    flushed: Option<IOFlushed<Queen>>,
+    flushed: Flushed,
+}
+
+/// Who hears that an append is durable: openraft, through its callback, or
+/// a boot that writes before openraft starts.
+enum Flushed {
+    Raft(IOFlushed<Queen>),
+    Boot(std::sync::mpsc::Sender<()>),
 }
 
 impl Ticket for Appended {
@@ -63,8 +70,15 @@ struct Shared {
     recent: Mutex<Recent>,
     /// The last purged log id (qlog numbering) and its leader.
     purged: Mutex<Option<(LogId, u64)>>,
-    syncer: Mutex<Option<JoinHandle<()>>>,
+    syncer: Mutex<Background>,
     committed: Committed,
+}
+
+/// How the log's syncer runs: on a thread of its own, or stepped by the
+/// caller (`RaftLog::stepped`).
+enum Background {
+    Thread(Option<JoinHandle<()>>),
+    Stepped(Syncer<Appended>),
 }
 
 /// The entries appended and not yet both durable and applied, by qlog
@@ -101,8 +115,29 @@ impl RaftLog {
         metrics: Arc<Metrics>,
         ledger: Option<Arc<SyncLedger>>,
     ) -> io::Result<Self> {
+        Self::open(writer, files, state, metrics, ledger, false)
+    }
+
+    /// As `start`, with no threads: the caller makes what is staged durable
+    /// (`sync_staged`) and writes the committed id (`save_committed_now`)
+    /// when it chooses. The cluster simulator runs every node on one thread
+    /// this way, in the order its seed decides.
+    pub fn stepped(writer: QlogWriter, files: Arc<FileTable>, state: RaftState) -> io::Result<Self> {
+        Self::open(writer, files, state, Arc::new(Metrics::default()), None, true)
+    }
+
+    fn open(
+        writer: QlogWriter,
+        files: Arc<FileTable>,
+        state: RaftState,
+        metrics: Arc<Metrics>,
+        ledger: Option<Arc<SyncLedger>>,
+        stepped: bool,
+    ) -> io::Result<Self> {
         let purged = state.purged().map_err(io_error)?;
-        let committed = Committed::start(state.clone(), state.committed().map_err(io_error)?);
+        let saved = state.committed().map_err(io_error)?;
+        let committed =
+            if stepped { Committed::stepped(state.clone(), saved) } else { Committed::start(state.clone(), saved) };
         // openraft purges this log itself: nothing else moves its watermark.
         let open = Arc::new(OpenBatch::new(writer, Arc::new(AtomicU64::new(0))));
         let shared = Arc::new_cyclic(|weak: &std::sync::Weak<Shared>| {
@@ -116,20 +151,28 @@ impl RaftLog {
                     recent.forget_settled();
                 }
                 for appended in batch.items {
-                    if let Some(flushed) = appended.flushed {
-                        flushed.io_completed(Ok(()));
+                    match appended.flushed {
+                        Flushed::Raft(flushed) => flushed.io_completed(Ok(())),
+                        Flushed::Boot(done) => {
+                            let _ = done.send(());
+                        }
                     }
                 }
                 true
             });
             let syncer = Syncer { files: files.clone(), metrics, ledger, open: open.clone(), on_durable };
+            let syncer = if stepped {
+                Background::Stepped(syncer)
+            } else {
+                Background::Thread(Some(spawn("raft syncer", move || syncer.run())))
+            };
             Shared {
                 open,
                 files,
                 state,
                 recent: Mutex::default(),
                 purged: Mutex::new(purged),
-                syncer: Mutex::new(Some(spawn("raft syncer", move || syncer.run()))),
+                syncer: Mutex::new(syncer),
                 committed,
             }
         });
@@ -151,13 +194,51 @@ impl RaftLog {
         recent.voided.remove(&index)
     }
 
+    /// The last entry the log holds (or its purge watermark), and its leader.
+    pub fn last(&self) -> Option<(LogId, u64)> {
+        self.last_log_id().map(|id| to_qlog(&id))
+    }
+
+    /// Appends `entry`, the next after `last`, and waits until it is
+    /// durable: for what a boot writes before openraft starts (a forced
+    /// recovery's membership, `force_recover.rs`).
+    pub fn append_before_start(&self, entry: Entry) -> io::Result<()> {
+        let (done, durable) = std::sync::mpsc::channel();
+        self.shared.open.start_after(entry.id.index - 1);
+        self.shared.open.add(vec![Appended { entries: vec![entry], flushed: Flushed::Boot(done) }]);
+        durable.recv().map_err(|_| io::Error::other("the log stopped before the entry was durable"))
+    }
+
     /// Drains what is staged, then stops the syncer.
     pub fn stop(&self) {
         self.shared.open.close();
-        if let Some(t) = self.shared.syncer.lock().expect("syncer lock").take() {
-            let _ = t.join();
+        if let Background::Thread(t) = &mut *self.shared.syncer.lock().expect("syncer lock") {
+            if let Some(t) = t.take() {
+                let _ = t.join();
+            }
         }
         self.shared.committed.stop();
+    }
+
+    /// A stepped log's syncer step: writes and fdatasyncs what is staged,
+    /// log after log on this thread, then tells openraft; answers whether
+    /// anything was. A failed write or fdatasync is answered (where the
+    /// syncer's thread ends the process).
+    pub fn sync_staged(&self) -> io::Result<bool> {
+        let mut syncer = self.shared.syncer.lock().expect("syncer lock");
+        let Background::Stepped(syncer) = &mut *syncer else {
+            panic!("invariant broken: sync_staged on a log whose syncer runs on its own thread")
+        };
+        match self.shared.open.try_take() {
+            Some(batch) => syncer.sync(batch, true).map(|_| true),
+            None => Ok(false),
+        }
+    }
+
+    /// A stepped log's committed id step: writes the newest one, as the
+    /// committed thread does every 100 ms.
+    pub fn save_committed_now(&self) -> io::Result<()> {
+        self.shared.committed.save_newest().map_err(io_error)
     }
 
     fn purged_index(&self) -> u64 {
@@ -296,7 +377,7 @@ impl RaftLogStorage<Queen> for RaftLog {
         // openraft starts a log after a snapshot, or after a purge past its
         // end, at the index that follows: nothing lies between.
         self.shared.open.start_after(first.id.index - 1);
-        self.shared.open.add(vec![Appended { entries: stored, flushed: Some(callback) }]);
+        self.shared.open.add(vec![Appended { entries: stored, flushed: Flushed::Raft(callback) }]);
         Ok(())
     }
 
@@ -307,6 +388,11 @@ impl RaftLogStorage<Queen> for RaftLog {
             recent.entries.split_off(&(keep + 1));
             recent.durable = recent.durable.min(keep);
             recent.voided.retain(|i| *i <= keep);
+        }
+        // The cut waits until nothing staged is unsynced: a stepped log
+        // syncs it here, as no other thread will.
+        if matches!(*self.shared.syncer.lock().expect("syncer lock"), Background::Stepped(_)) {
+            while self.sync_staged()? {}
         }
         self.shared.open.truncate_after(keep, &self.shared.files)?;
         Ok(())

@@ -2,7 +2,9 @@
 //! machine over the state machine, and the types they share. openraft
 //! decides what is committed; the qlog stays the log and the message store.
 
+pub mod apply_guard;
 mod committed;
+pub mod force_recover;
 pub mod founding;
 mod link;
 pub mod log_storage;
@@ -11,6 +13,7 @@ pub mod network;
 mod proposer;
 pub mod replicator;
 mod rpc;
+pub mod runtime;
 mod server;
 pub mod state_machine;
 pub mod types;

@@ -10,6 +10,7 @@
 //! ends' runtime never carries consensus traffic, and a busy front end
 //! never delays a heartbeat.
 
+use super::apply_guard::ApplyGuard;
 use super::log_storage::RaftLog;
 use super::membership::{self, ChangeRefusal, MembershipChange, MembershipView};
 use super::network::Peers;
@@ -75,6 +76,7 @@ struct Inner {
     last_leader_view: Mutex<Instant>,
     /// The voters of QUEEN_RAFT_PEERS.
     founders: BTreeMap<u64, Member>,
+    guard: Arc<ApplyGuard>,
 }
 
 pub struct RaftReplicator {
@@ -109,7 +111,7 @@ impl RaftReplicator {
             .build()
             .map_err(ClusterError::Runtime)?;
         let handle = runtime.handle().clone();
-        let (store, apply_watch) = (machine.store.clone(), machine.apply_watch.clone());
+        let (store, apply_watch, guard) = (machine.store.clone(), machine.apply_watch.clone(), machine.guard.clone());
         let peers = Peers::new(cluster.me, cluster.token.clone());
         let config = Arc::new(config().validate().map_err(|e| ClusterError::Start(e.to_string()))?);
         let raft = handle
@@ -130,6 +132,7 @@ impl RaftReplicator {
             handle: handle.clone(),
             last_leader_view: Mutex::new(Instant::now()),
             founders: cluster.peers.clone(),
+            guard,
         });
         let server = Arc::new(Server { raft: raft.clone(), token: cluster.token, leader: inner.clone() });
         handle.spawn(server.serve(listener));
@@ -453,7 +456,9 @@ impl Replicator for RaftReplicator {
 
     fn raft_status(&self) -> Option<RaftStatus> {
         let m = self.inner.raft.metrics().borrow_watched().clone();
+        let apply = self.inner.guard.report();
         let role = match m.state {
+            _ if apply.failure.is_some() => "stopped",
             ServerState::Leader => "leader",
             ServerState::Candidate => "candidate",
             ServerState::Learner => "learner",
@@ -467,6 +472,7 @@ impl Replicator for RaftReplicator {
             applied: m.last_applied.map_or(0, |id| id.index + 1),
             commit: m.local_committed.map_or(0, |id| id.index + 1),
             voters: m.membership_config.membership().voter_ids().collect(),
+            apply,
         })
     }
 }

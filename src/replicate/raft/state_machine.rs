@@ -8,11 +8,11 @@
 //! (`SnapshotPolicy::Never`) until `snapshot.rs`'s build and staged install
 //! are wired in here.
 
+use super::apply_guard::ApplyGuard;
 use super::log_storage::RaftLog;
 use super::types::{raft_membership, to_qlog_entry, to_raft, Applied, Queen, RaftLogId};
 use crate::apply_watch::ApplyWatch;
 use crate::log_id::LogId;
-use crate::planner::apply::apply;
 use crate::store::checkpointer::Checkpointer;
 use crate::store::{Store, MEMBERSHIP_ROW};
 use futures_util::StreamExt;
@@ -32,6 +32,9 @@ pub struct RaftMachine {
     pub log: RaftLog,
     /// Wakes readers after every apply.
     pub apply_watch: Arc<ApplyWatch>,
+    /// Applies, skips what QUEEN_RAFT_APPLY_SKIP names, and stops at an
+    /// entry apply refuses.
+    pub guard: Arc<ApplyGuard>,
     /// Checkpoints the store every `QUEEN_RAFT_DURABLE_EVERY_MS`, as on one
     /// node; none in tests that run the parts alone.
     pub checkpoints: Option<Checkpoints>,
@@ -93,7 +96,16 @@ impl RaftStateMachine<Queen> for RaftMachine {
                 }
             };
             queues.extend(entry.messages.iter().map(|m| m.span.queue));
-            apply(&mut self.store.write().expect("store lock"), &entry, &locations);
+            let applied = self.guard.apply(&mut self.store.write().expect("store lock"), &entry, &locations);
+            if let Err(failure) = applied {
+                // openraft stops on a state machine error: this node
+                // applies nothing more until the entry is skipped.
+                self.apply_watch.batch_applied(queues);
+                return Err(io::Error::other(format!(
+                    "apply refused committed entry {} (digest {}): {}",
+                    failure.index, failure.digest, failure.error
+                )));
+            }
             let voided = self.log.applied(entry.id.index);
             if let Some(responder) = responder {
                 responder.send(if voided { Applied::Voided } else { Applied::Applied });

@@ -94,6 +94,7 @@ openraft::declare_raft_types!(
         R = Applied,
         NodeId = u64,
         Node = Member,
+        AsyncRuntime = super::runtime::Runtime,
 );
 
 pub type RaftLogId = openraft::LogId<openraft::impls::leader_id_adv::LeaderId<u64, u64>>;
