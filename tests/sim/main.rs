@@ -7,6 +7,7 @@
 //! bit for bit as it ran before. `scripts/simulate --seeds N` is the long run.
 //! A failing seed prints the line that reproduces it.
 
+mod digest;
 mod log_store;
 mod node;
 mod regressions;

@@ -5,6 +5,7 @@
 //! puts them; after every recovery, the invariants are checked against a
 //! model of what was answered.
 
+use super::digest::digest;
 use super::node::{nowhere, SimNode, Stopped};
 use super::storage::{Crash, FaultCounts, Faults, SimStorage};
 use queen::log_id::LogId;
@@ -635,23 +636,4 @@ fn trace(line: impl FnOnce() -> String) {
     if std::env::var_os("QUEEN_SIM_TRACE").is_some() {
         eprintln!("{}", line());
     }
-}
-
-/// The store's rows as text, keyspace by keyspace, for comparing two stores.
-fn digest(store: &Store) -> Vec<String> {
-    let mut out = vec![format!(
-        "applied {} led by {} next queue {} next partition {} next kv {}",
-        store.applied, store.applied_leader, store.next_queue_id, store.next_partition_id, store.next_kv_version
-    )];
-    out.extend(store.membership.iter().map(|(k, v)| format!("membership {k:?} {v:?}")));
-    out.extend(store.queues.iter().map(|(k, v)| format!("queue {k:?} {v:?}")));
-    out.extend(store.partitions.iter().map(|(k, v)| format!("partition {k:?} {v:?}")));
-    out.extend(store.cursors.iter().map(|(k, v)| format!("cursor {k:?} {v:?}")));
-    out.extend(store.groups.iter().map(|(k, v)| format!("group {k:?} {v:?}")));
-    out.extend(store.dlq.iter().map(|(k, v)| format!("dlq {k:?} {v:?}")));
-    out.extend(store.kv.iter().map(|(k, v)| format!("kv {k:?} {v:?}")));
-    out.extend(store.commit_metadata.iter().map(|(k, v)| format!("commit metadata {k:?} {v:?}")));
-    out.extend(store.timers_from("", None).map(|(k, v)| format!("timer {k:?} {v:?}")));
-    out.extend(store.dedup.rows().into_iter().map(|(p, offset, hash)| format!("dedup {p:?}@{offset} {hash:?}")));
-    out
 }

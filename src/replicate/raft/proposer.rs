@@ -161,7 +161,10 @@ impl Proposer {
         let (in_flight, derailed) = (self.in_flight.clone(), self.derailed.clone());
         self.handle.spawn(async move {
             match stream {
-                Some(Ok(mut results)) => {
+                Some(Ok(results)) => {
+                    // The stream may end before every entry is answered (the
+                    // core stopped); polled again after its end it panics.
+                    let mut results = results.fuse();
                     for (answer, reply) in with_entry {
                         let outcome = match results.next().await {
                             Some(Ok(Ok(written))) if written.response == Applied::Applied => Ok(answer),

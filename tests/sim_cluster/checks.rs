@@ -1,0 +1,128 @@
+//! The checks of a settled cluster, node by node: every committed entry is
+//! in its log at its index, its store applied through the same index as
+//! every other node's and equal to theirs, every answered push reads back at
+//! its offset, every partition's offsets run without a gap and hold no
+//! transactionId twice, and every KV key holds what its writes allow.
+
+use super::digest::digest;
+use super::node::Up;
+use super::workload::{Model, KV_NS};
+use openraft::RaftLogReader;
+use queen::message::Message;
+use queen::planner::kv::row_key;
+use queen::qlog::files::FileTable;
+use queen::qlog::message_record::MessageRecord;
+use queen::replicate::raft::types::RaftLogId;
+use queen::store::Store;
+use std::collections::{BTreeMap, HashMap};
+
+/// The transactionId and value at an offset, read through the locator and
+/// the qlog as a reader does; or why it cannot be read.
+fn read(store: &Store, files: &FileTable, q: u64, p: u64, offset: u64) -> Result<(String, Vec<u8>), String> {
+    let span =
+        *store.locator.from_offset(q, p, offset).first().ok_or_else(|| format!("no span from offset {offset}"))?;
+    if span.first_offset > offset || span.end() <= offset {
+        return Err(format!("the span from {offset} is {span:?}"));
+    }
+    let body = files.read_body(span.at).map_err(|e| format!("{span:?}: {e}"))?;
+    let record = MessageRecord::decode(&body).map_err(|e| e.to_string())?;
+    let payload = record.payloads.get((offset - span.first_offset) as usize).ok_or("no such payload")?;
+    let message = Message::decode(&payload.to_raw().map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
+    Ok((message.transaction_id.clone(), message.value_bytes().to_vec()))
+}
+
+/// The log ids node `up`'s log holds through `last`.
+pub async fn held(up: &Up, last: Option<u64>) -> Result<BTreeMap<u64, RaftLogId>, String> {
+    let Some(last) = last else { return Ok(BTreeMap::new()) };
+    let held = up.log.clone().try_get_log_entries(0..=last).await.map_err(|e| e.to_string())?;
+    Ok(held.iter().map(|e| (e.log_id.index, e.log_id)).collect())
+}
+
+/// Checks node `id`, whose log holds `held`; answers what broke.
+pub fn node(
+    id: u64,
+    up: &Up,
+    held: Result<BTreeMap<u64, RaftLogId>, String>,
+    committed: &BTreeMap<u64, RaftLogId>,
+    model: &Model,
+) -> Vec<String> {
+    let mut broke = Vec::new();
+    match held {
+        Ok(held) => {
+            for (index, id_there) in committed {
+                if held.get(index) != Some(id_there) {
+                    broke.push(format!(
+                        "node {id}: committed entry {id_there} is lost: its log holds {:?} at index {index}",
+                        held.get(index).map(ToString::to_string)
+                    ));
+                    break;
+                }
+            }
+        }
+        Err(e) => broke.push(format!("node {id}: its log does not read back: {e}")),
+    }
+    let store = up.store.read().expect("store lock");
+    for ((queue, partition, txn), (offset, value)) in &model.acked {
+        let at = store.queue_id(queue).and_then(|q| Some((q, store.partition_id(q, partition)?)));
+        let Some((q, p)) = at else {
+            broke.push(format!("node {id}: partition {queue}/{partition} of an answered push is gone"));
+            continue;
+        };
+        match read(&store, &up.files, q, p, *offset) {
+            Ok((t, v)) if t == *txn && v == *value => {}
+            found => broke.push(format!(
+                "node {id}: the push {txn} answered at {queue}/{partition}@{offset} reads back as {found:?}"
+            )),
+        }
+    }
+    for ((q, p), row) in store.partitions.iter() {
+        let mut seen = HashMap::new();
+        for offset in 0..row.next_offset {
+            match read(&store, &up.files, *q, *p, offset) {
+                Ok((txn, _)) => {
+                    if let Some(first) = seen.insert(txn.clone(), offset) {
+                        broke.push(format!(
+                            "node {id}: transactionId {txn} is stored twice in {q}/{p}: offsets {first} and {offset}"
+                        ));
+                    }
+                }
+                Err(why) => broke.push(format!("node {id}: partition {q}/{p} has a gap at offset {offset}: {why}")),
+            }
+        }
+    }
+    for key in model.kv_keys() {
+        let Some((allowed, none_allowed)) = model.kv_allowed(&key) else { continue };
+        let holds = store.kv.get(&row_key(KV_NS, &key)).map(|r| r.value.clone());
+        if !(allowed.contains(&holds) || none_allowed && holds.is_none()) {
+            broke.push(format!("node {id}: KV {key} holds {holds:?}; its writes allow {allowed:?}"));
+        }
+    }
+    broke
+}
+
+/// The stores of nodes at the same applied index are equal: answers what
+/// differs, naming the first row.
+pub fn equal_stores(ups: &BTreeMap<u64, &Up>) -> Vec<String> {
+    let mut by_index: BTreeMap<u64, (u64, Vec<String>)> = BTreeMap::new();
+    let mut broke = Vec::new();
+    for (id, up) in ups {
+        let store = up.store.read().expect("store lock");
+        let rows = digest(&store);
+        match by_index.get(&store.applied.index) {
+            Some((first, want)) if *want != rows => {
+                let at = rows.iter().zip(want).position(|(a, b)| a != b).unwrap_or(rows.len().min(want.len()));
+                broke.push(format!(
+                    "nodes {first} and {id} applied through {} and their stores differ: {:?} against {:?}",
+                    store.applied,
+                    want.get(at),
+                    rows.get(at)
+                ));
+            }
+            Some(_) => {}
+            None => {
+                by_index.insert(store.applied.index, (*id, rows));
+            }
+        }
+    }
+    broke
+}

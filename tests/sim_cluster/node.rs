@@ -1,0 +1,254 @@
+//! One cluster node's process: booted through the real boot path on its
+//! simulated storage (layout, recovery through the saved committed index,
+//! every unpurged entry held), with openraft over Queen's log storage and
+//! state machine. The log's syncer and committed-id writer are stepped by
+//! tasks of this runtime (`RaftLog::stepped`), each fdatasync taking the
+//! time the seed gives it; a crash kills the process's storage at once
+//! (`Fenced`) and then shuts its openraft down.
+
+use super::fenced::Fenced;
+use super::ledger::Ledger;
+use super::network::Net;
+use super::proposer::{Ask, Proposer};
+use super::storage::SimStorage;
+use futures_util::StreamExt;
+use openraft::storage::{EntryResponder, RaftStateMachine};
+use openraft::{OptionalSend, Raft};
+use queen::apply_watch::ApplyWatch;
+use queen::clock::Clock;
+use queen::planner::effect::Entry;
+use queen::qlog::files::{FileTable, Location};
+use queen::qlog::layout::Layout;
+use queen::qlog::retired::RetiredLogs;
+use queen::qlog::writer::QlogWriter;
+use queen::recovery::{recover, Replay, ReplayApply};
+use queen::replicate::log_store::raft_state::RaftState;
+use queen::replicate::raft::apply_guard::ApplyGuard;
+use queen::replicate::raft::log_storage::RaftLog;
+use queen::replicate::raft::replicator::config;
+use queen::replicate::raft::state_machine::RaftMachine;
+use queen::replicate::raft::types::{Queen, RaftLogId};
+use queen::storage::Storage;
+use queen::store::Store;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+pub type SimRaft = Raft<Queen, Recorded>;
+type SnapshotData = <RaftMachine as RaftStateMachine<Queen>>::SnapshotData;
+type SnapshotBuilder = <RaftMachine as RaftStateMachine<Queen>>::SnapshotBuilder;
+
+const QLOG_ROOT: &str = "/node/qlog";
+const RAFT_DIR: &str = "/node/raft";
+const SEGMENT_BYTES: u64 = 16 * 1024;
+const SEAL_AGE: Duration = Duration::from_secs(30);
+/// How often the committed id is written, as `committed.rs`'s thread does.
+const COMMITTED_EVERY: Duration = Duration::from_millis(100);
+
+/// The qlog writer's clock: the simulation's time since the boot.
+struct SimClock(Instant);
+
+impl Clock for SimClock {
+    fn monotonic_us(&self) -> u64 {
+        self.0.elapsed().as_micros() as u64
+    }
+}
+
+/// The state machine, with every entry it applies also entered in the
+/// cluster's ledger (which checks that every node applies the same entry at
+/// each index).
+pub struct Recorded {
+    inner: RaftMachine,
+    node: u64,
+    ledger: Ledger,
+}
+
+impl RaftStateMachine<Queen> for Recorded {
+    type SnapshotData = SnapshotData;
+    type SnapshotBuilder = SnapshotBuilder;
+
+    async fn applied_state(
+        &mut self,
+    ) -> Result<(Option<RaftLogId>, openraft::type_config::alias::StoredMembershipOf<Queen>), io::Error> {
+        self.inner.applied_state().await
+    }
+
+    async fn apply<Strm>(&mut self, entries: Strm) -> Result<(), io::Error>
+    where
+        Strm: futures_util::Stream<Item = Result<EntryResponder<Queen>, io::Error>> + Unpin + OptionalSend,
+    {
+        let (ledger, node) = (self.ledger.clone(), self.node);
+        let entries = entries.inspect(move |e| {
+            if let Ok((entry, _)) = e {
+                ledger.applied(node, entry);
+            }
+        });
+        self.inner.apply(entries).await
+    }
+
+    async fn get_snapshot_builder(&mut self) -> SnapshotBuilder {
+        self.inner.get_snapshot_builder().await
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        meta: &openraft::type_config::alias::SnapshotMetaOf<Queen>,
+        snapshot: SnapshotData,
+    ) -> Result<(), io::Error> {
+        self.inner.install_snapshot(meta, snapshot).await
+    }
+
+    async fn get_current_snapshot(
+        &mut self,
+    ) -> Result<Option<openraft::type_config::alias::SnapshotOf<Queen, SnapshotData>>, io::Error> {
+        self.inner.get_current_snapshot().await
+    }
+}
+
+/// A node's running process.
+pub struct Up {
+    pub raft: SimRaft,
+    pub log: RaftLog,
+    pub store: Arc<RwLock<Store>>,
+    pub files: Arc<FileTable>,
+    pub asks: mpsc::UnboundedSender<Ask>,
+    fenced: Fenced,
+    /// Set when a write or fdatasync failed: the process has stopped, as
+    /// the syncer's FATAL line stops a real one.
+    pub stopped: Arc<AtomicBool>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+/// Boots node `id` on `storage` and starts its openraft; `rng` draws its
+/// fdatasync times, and its planner's clock runs from `epoch`.
+pub async fn boot(
+    id: u64,
+    storage: &SimStorage,
+    net: Net,
+    ledger: Ledger,
+    mut rng: StdRng,
+    epoch: Instant,
+) -> Result<Up, String> {
+    let fenced = Fenced::new(storage.clone());
+    let shared: Arc<dyn Storage> = Arc::new(fenced.clone());
+    let root = PathBuf::from(QLOG_ROOT);
+    let wanted = Layout { lanes: 1, shards: 0, replicator: "openraft".into() };
+    let (layout, _) = Layout::open_or_create(&*shared, &root, &wanted).map_err(|e| e.to_string())?;
+    let files = Arc::new(FileTable::new(root.clone(), 64, shared.clone()));
+    let state = RaftState::open(shared.clone(), Path::new(RAFT_DIR)).map_err(|e| e.to_string())?;
+    let guard = Arc::new(ApplyGuard::open(shared.clone(), Path::new(RAFT_DIR), None, None).map_err(|e| e.to_string())?);
+    let guarded = |s: &mut Store, e: &Entry, at: &[Location]| guard.apply(s, e, at).is_ok();
+    let replay = Replay {
+        committed: Some(state.committed().map_err(|e| e.to_string())?.map_or(0, |(id, _)| id.index)),
+        hold_from: Some(state.purged().map_err(|e| e.to_string())?.map_or(1, |(id, _)| id.index + 1)),
+        apply: Some(&guarded as ReplayApply),
+    };
+    let mut store = Store::default();
+    let recovered = recover(&mut store, &root, &layout, &files, (None, replay)).map_err(|e| e.to_string())?;
+    let writer = QlogWriter::new(
+        root,
+        layout,
+        (recovered.logs, recovered.index),
+        (SEGMENT_BYTES, SEAL_AGE, Arc::new(SimClock(Instant::now()))),
+        Arc::new(RetiredLogs::default()),
+    );
+    let log = RaftLog::stepped(writer, files.clone(), state).map_err(|e| e.to_string())?;
+    let store = Arc::new(RwLock::new(store));
+    let machine = RaftMachine {
+        store: store.clone(),
+        log: log.clone(),
+        apply_watch: Arc::new(ApplyWatch::default()),
+        guard,
+        checkpoints: None,
+    };
+    let recorded = Recorded { inner: machine, node: id, ledger: ledger.clone() };
+    let factory = net.factory(id);
+    let config = Arc::new(config().validate().map_err(|e| e.to_string())?);
+    let raft = Raft::new(id, config, factory, log.clone(), recorded).await.map_err(|e| e.to_string())?;
+    net.up(id, raft.clone());
+
+    let stopped = Arc::new(AtomicBool::new(false));
+    let syncer = {
+        let (log, stopped) = (log.clone(), stopped.clone());
+        let mut rng = StdRng::from_rng(&mut rng).expect("a seeded rng");
+        tokio::spawn(async move {
+            loop {
+                // An fdatasync takes 0.2 to 3 ms, now and then 40.
+                let us = if rng.gen_ratio(1, 50) { 40_000 } else { rng.gen_range(200..3_000) };
+                tokio::time::sleep(Duration::from_micros(us)).await;
+                if let Err(e) = log.sync_staged() {
+                    trace(|| format!("node {id}: a write or fdatasync failed, the process stops: {e}"));
+                    stopped.store(true, Ordering::Release);
+                    return;
+                }
+            }
+        })
+    };
+    let committed = {
+        let log = log.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(COMMITTED_EVERY).await;
+                // A lagging committed id is safe, as in committed.rs.
+                let _ = log.save_committed_now();
+            }
+        })
+    };
+    let (asks, rx) = mpsc::unbounded_channel();
+    let proposer = tokio::spawn(Proposer::new(raft.clone(), id, store.clone(), ledger.clone(), epoch).run(rx));
+    let leaders = tokio::spawn(watch_leadership(raft.clone(), id, ledger));
+    Ok(Up { raft, log, store, files, asks, fenced, stopped, tasks: vec![syncer, committed, proposer, leaders] })
+}
+
+/// Enters every leadership this node takes in the ledger.
+async fn watch_leadership(raft: SimRaft, id: u64, ledger: Ledger) {
+    use openraft::async_runtime::watch::WatchReceiver;
+    let mut metrics = raft.metrics();
+    loop {
+        {
+            let m = metrics.borrow_watched();
+            if m.state == openraft::ServerState::Leader {
+                ledger.leads(id, m.current_term);
+            }
+        }
+        if metrics.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+impl Up {
+    /// The process dies: its storage refuses everything from this instant,
+    /// its tasks end, and its openraft is shut down.
+    pub fn kill(self) {
+        self.fenced.kill();
+        self.files.abandon();
+        for t in &self.tasks {
+            t.abort();
+        }
+        tokio::spawn(async move {
+            let _ = self.raft.shutdown().await;
+        });
+    }
+}
+
+thread_local! {
+    /// The simulation's start, which trace lines count from.
+    pub static EPOCH: std::cell::Cell<Option<Instant>> = const { std::cell::Cell::new(None) };
+}
+
+/// With `QUEEN_SIM_TRACE` set, what happens goes to stderr, at the
+/// simulation's time.
+pub fn trace(line: impl FnOnce() -> String) {
+    if std::env::var_os("QUEEN_SIM_TRACE").is_some() {
+        let at = EPOCH.with(|e| e.get()).map_or(0, |e| e.elapsed().as_micros());
+        eprintln!("[{:>6}.{:03}] {}", at / 1000, at % 1000, line());
+    }
+}
