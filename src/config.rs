@@ -40,6 +40,10 @@ pub struct Settings {
     #[arg(long, env = "QUEEN_RAFT_WRITE_TIMEOUT_MS", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(100..))]
     pub raft_write_timeout_ms: u64,
 
+    /// How long a cluster node keeps log entries it applied before it may purge them: a node away longer receives a snapshot instead.
+    #[arg(long, env = "QUEEN_RAFT_PURGE_HOLD_S", default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
+    pub raft_purge_hold_s: u64,
+
     /// UNSAFE: on the one survivor of a cluster that lost a majority of its disks for good, names this node; it makes itself the only voter (recovery.md).
     #[arg(long, env = "QUEEN_RAFT_FORCE_RECOVER", value_parser = clap::value_parser!(u64).range(1..))]
     pub raft_force_recover: Option<u64>,

@@ -29,7 +29,9 @@ use crate::replicate::raft::force_recover::{force_recover, ForceRecoverError};
 use crate::replicate::raft::founding::{self, FoundingError};
 use crate::replicate::raft::log_storage::RaftLog;
 use crate::replicate::raft::replicator::{ClusterError, RaftReplicator};
-use crate::replicate::raft::state_machine::{Checkpoints, RaftMachine};
+use crate::replicate::raft::snapshot_transfer::{staged_point, ReceiveError};
+use crate::replicate::raft::state_machine::{Checkpoints, RaftMachine, SnapshotFiles};
+use crate::replicate::raft::types::to_qlog;
 use crate::replicate::state_machine::snapshot::{self, Manifest, SnapshotError};
 use crate::replicate::Replicator;
 use crate::state_view::StateView;
@@ -79,6 +81,8 @@ pub enum BootError {
     ApplyGuard(#[from] ApplyGuardError),
     #[error(transparent)]
     ForceRecover(#[from] ForceRecoverError),
+    #[error(transparent)]
+    StagedSnapshot(#[from] ReceiveError),
 }
 
 /// What the front ends share.
@@ -141,6 +145,14 @@ impl Node {
         let dir_lock = DataDirLock::acquire(dir)?;
         // A snapshot staged for this boot replaces the store and the qlog
         // before either is opened.
+        // One sent over raft holds the log through a point: the log takes
+        // up after it, as committed and purged.
+        if let (Some(point), Some(_)) = (staged_point(dir)?, &cluster) {
+            let (id, leader) = to_qlog(&point.last);
+            let state = RaftState::open(OsStorage::shared(), &dir.join("raft"))?;
+            state.save_purged(id, leader)?;
+            state.save_committed(id, leader)?;
+        }
         if let Some(installed) = snapshot::install_staged(dir)? {
             tracing::info!(applied = %installed.applied, files = installed.files, bytes = installed.bytes, "installed the staged snapshot");
         }
@@ -236,6 +248,7 @@ impl Node {
         let apply_watch = Arc::new(ApplyWatch::default());
         scrub::start(checkpoint.clone(), Duration::from_secs(settings.scrub_every_s), settings.scrub_rows_per_s);
         let durable_every = Duration::from_millis(settings.durable_every_ms);
+        let reclaim: Arc<Mutex<()>> = Arc::default();
         let (replicator, checkpointed): (Arc<dyn Replicator>, _) = match (cluster, raft_state) {
             (Some(cluster), Some(raft_state)) => {
                 let raft_dir = dir.join("raft");
@@ -244,7 +257,11 @@ impl Node {
                 if let Some(named) = settings.raft_force_recover {
                     let me = (named, cluster.me, cluster.peers[&cluster.me].clone());
                     let done = force_recover(me, &*OsStorage::shared(), &raft_dir, &raft_state, &log)?;
-                    tracing::warn!(term = done.term, index = done.index, "QUEEN_RAFT_FORCE_RECOVER: this node is now the only voter");
+                    tracing::warn!(
+                        term = done.term,
+                        index = done.index,
+                        "QUEEN_RAFT_FORCE_RECOVER: this node is now the only voter"
+                    );
                 }
                 let done = state.read().expect("store lock").applied;
                 let machine = RaftMachine {
@@ -252,6 +269,12 @@ impl Node {
                     log: log.clone(),
                     apply_watch: apply_watch.clone(),
                     guard: guard.expect("a cluster's apply is guarded"),
+                    snapshots: Some(SnapshotFiles {
+                        data_dir: dir.clone(),
+                        checkpoint: checkpoint.clone(),
+                        reclaim: reclaim.clone(),
+                        built: Arc::default(),
+                    }),
                     checkpoints: Some(Checkpoints {
                         checkpointer: Checkpointer::start(checkpoint.clone(), checkpointed.clone()),
                         every: durable_every,
@@ -304,7 +327,7 @@ impl Node {
             retired,
             checkpoint,
             clock,
-            reclaim: Arc::default(),
+            reclaim,
             _dir_lock: dir_lock,
         })
     }

@@ -37,7 +37,8 @@ async fn the_one_survivor_of_two_lost_disks_leads_alone_after_a_forced_recovery_
     load(&cluster, survivor, &ledger, 0, 1500).await;
     // The survivor holds everything committed before the disaster (it is
     // current, as in the rehearsal; a survivor behind would lose the rest).
-    cluster.check_ledger(&ledger.lock().unwrap().clone(), "cluster", &["p0".into()]).await;
+    let acked = ledger.lock().unwrap().clone();
+    cluster.check_ledger(&acked, "cluster", &["p0".into()]).await;
 
     // The disaster: every node stops, two disks are gone for good.
     for i in 0..3 {
@@ -67,7 +68,8 @@ async fn the_one_survivor_of_two_lost_disks_leads_alone_after_a_forced_recovery_
     };
     assert_eq!(view["membership"]["voters"], json!([survivor + 1]), "{view}");
     load(&cluster, survivor, &ledger, 0, 500).await;
-    cluster.check_ledger(&ledger.lock().unwrap().clone(), "cluster", &["p0".into()]).await;
+    let acked = ledger.lock().unwrap().clone();
+    cluster.check_ledger(&acked, "cluster", &["p0".into()]).await;
 
     // 2. Started again with the variable still set, it refuses; without it, it boots.
     cluster.nodes[survivor].as_mut().unwrap().terminate();

@@ -8,7 +8,7 @@
 mod common;
 
 use common::cluster::{start, writer, Cluster, Ledger};
-use serde_json::{json, Value};
+use serde_json::json;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

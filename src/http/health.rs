@@ -15,15 +15,18 @@ pub async fn health(State(node): State<Arc<Node>>) -> (StatusCode, Json<Value>) 
     let raft = node.replicator.raft_status();
     let stopped = raft.as_ref().is_some_and(|r| r.apply.failure.is_some());
     let code = if stopped { StatusCode::SERVICE_UNAVAILABLE } else { StatusCode::OK };
-    (code, Json(json!({
-        "status": if stopped { "stopped" } else { "healthy" },
-        "version": env!("CARGO_PKG_VERSION"),
-        "replicator": node.replicator_name,
-        "role": raft.as_ref().map_or("leader", |r| r.role),
-        "applied": applied.index,
-        "term": raft.as_ref().map_or(applied.term, |r| r.term),
-        "raft": raft,
-    })))
+    (
+        code,
+        Json(json!({
+            "status": if stopped { "stopped" } else { "healthy" },
+            "version": env!("CARGO_PKG_VERSION"),
+            "replicator": node.replicator_name,
+            "role": raft.as_ref().map_or("leader", |r| r.role),
+            "applied": applied.index,
+            "term": raft.as_ref().map_or(applied.term, |r| r.term),
+            "raft": raft,
+        })),
+    )
 }
 
 pub async fn metrics(State(node): State<Arc<Node>>) -> impl IntoResponse {

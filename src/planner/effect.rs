@@ -157,7 +157,6 @@ pub enum Effect {
 }
 
 impl Effect {
-
     /// The effect's kind, as logs and `/health` name it (`kv_put`).
     pub fn name(&self) -> &'static str {
         match self {

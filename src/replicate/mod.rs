@@ -85,6 +85,8 @@ pub struct RaftStatus {
     /// The last qlog index this node applied, and the last it knows committed.
     pub applied: u64,
     pub commit: u64,
+    /// The last qlog index purged from the log (`QUEEN_RAFT_PURGE_HOLD_S`).
+    pub purged: u64,
     pub voters: Vec<u64>,
     /// An entry apply refused, and the entries applied as no-ops.
     pub apply: raft::apply_guard::ApplyReport,

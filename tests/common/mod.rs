@@ -224,25 +224,31 @@ pub struct PartitionRead {
 
 /// Runs the binary on `dir` expecting it to refuse to boot; answers its stderr.
 pub fn expect_refusal(dir: &Path, env: &[(&str, &str)]) -> String {
+    let (code, text) = run_until_exit(dir, env, Duration::from_secs(30));
+    assert_eq!(code, Some(70), "expected the FATAL exit code; log:\n{text}");
+    text
+}
+
+/// Runs a node on `dir` until it exits by itself (at most `within`):
+/// answers its exit code and its log.
+pub fn run_until_exit(dir: &Path, env: &[(&str, &str)], within: Duration) -> (Option<i32>, String) {
     let env: Vec<(String, String)> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
     let port = free_port();
-    let log = dir.with_extension("refusal.log");
+    let log = dir.with_extension("exit.log");
     let _ = std::fs::remove_file(&log);
     let mut child = command(dir, port, &env, &log).0.spawn().expect("spawn queen");
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let deadline = Instant::now() + within;
     let status = loop {
         if let Some(s) = child.try_wait().unwrap() {
             break s;
         }
         if Instant::now() > deadline {
             let _ = child.kill();
-            panic!("node booted instead of refusing; log:\n{}", std::fs::read_to_string(&log).unwrap_or_default());
+            panic!("node did not exit within {within:?}; log:\n{}", std::fs::read_to_string(&log).unwrap_or_default());
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    let text = std::fs::read_to_string(&log).unwrap_or_default();
-    assert_eq!(status.code(), Some(70), "expected the FATAL exit code; log:\n{text}");
-    text
+    (status.code(), std::fs::read_to_string(&log).unwrap_or_default())
 }
 
 /// A push of `items` (each `(queue, partition, transactionId, payload)`).

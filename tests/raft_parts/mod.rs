@@ -53,6 +53,7 @@ pub fn open() -> (Dir, RaftMachine) {
         apply_watch: Arc::new(ApplyWatch::default()),
         guard: Arc::new(ApplyGuard::open(OsStorage::shared(), &tmp.path().join("raft"), None, None).unwrap()),
         checkpoints: None,
+        snapshots: None,
     };
     (Dir { _tmp: tmp, log }, machine)
 }

@@ -167,6 +167,9 @@ pub async fn boot(
         apply_watch: Arc::new(ApplyWatch::default()),
         guard,
         checkpoints: None,
+        // Snapshots over raft are not simulated yet: the nodes keep their
+        // whole log.
+        snapshots: None,
     };
     let recorded = Recorded { inner: machine, node: id, ledger: ledger.clone() };
     let factory = net.factory(id);

@@ -166,8 +166,8 @@ async fn ask(directory: &Directory, mut to: u64, command: Command) -> Result<Ans
             .lock()
             .expect("directory lock")
             .get(&to)
-            .map(|tx| tx.send(Ask { command: command.clone(), reply }));
-        if !matches!(sent, Some(Ok(()))) {
+            .is_some_and(|tx| tx.send(Ask { command: command.clone(), reply }).is_ok());
+        if !sent {
             return Err(ProposeError::NotLeader { leader: None });
         }
         outcome = match tokio::time::timeout(WRITE_TIMEOUT, answer).await {

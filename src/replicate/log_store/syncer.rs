@@ -30,9 +30,9 @@ impl<T: Ticket> Syncer<T> {
             match self.sync(batch, false) {
                 Ok(true) => {}
                 Ok(false) => return,
-                Err(e) => fatal::exit(&format!(
-                    "qlog write or fsync failed, so no write of this batch can be answered: {e}"
-                )),
+                Err(e) => {
+                    fatal::exit(&format!("qlog write or fsync failed, so no write of this batch can be answered: {e}"))
+                }
             }
         }
     }

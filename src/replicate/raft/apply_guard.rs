@@ -152,9 +152,9 @@ impl ApplyGuard {
     /// Applies `entry` (false when it was applied before), as a no-op when
     /// it is to be skipped; `Err` when apply refuses it, and for every
     /// entry after that one.
-    pub fn apply(&self, store: &mut Store, entry: &Entry, locations: &[Location]) -> Result<bool, ApplyFailure> {
+    pub fn apply(&self, store: &mut Store, entry: &Entry, locations: &[Location]) -> Result<bool, Box<ApplyFailure>> {
         if let Some(failure) = &self.report.lock().expect("apply report lock").failure {
-            return Err(failure.clone());
+            return Err(Box::new(failure.clone()));
         }
         if !begin(store, entry, locations) {
             return Ok(false);
@@ -194,7 +194,7 @@ impl ApplyGuard {
                     failure.digest
                 );
                 self.report.lock().expect("apply report lock").failure = Some(failure.clone());
-                return Err(failure);
+                return Err(Box::new(failure));
             }
         }
         finish(store, entry);

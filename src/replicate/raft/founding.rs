@@ -62,6 +62,8 @@ pub fn cluster(settings: &Settings) -> Result<Option<Cluster>, FoundingError> {
         listen: settings.raft_addr,
         join: settings.raft_join,
         write_timeout: Duration::from_millis(settings.raft_write_timeout_ms),
+        data_dir: settings.data_dir.clone(),
+        purge_hold: Duration::from_secs(settings.raft_purge_hold_s),
     }))
 }
 

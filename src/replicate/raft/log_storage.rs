@@ -71,6 +71,8 @@ struct Shared {
     /// The last purged log id (qlog numbering) and its leader.
     purged: Mutex<Option<(LogId, u64)>>,
     syncer: Mutex<Background>,
+    /// The last qlog index fdatasynced here.
+    durable: tokio::sync::watch::Sender<u64>,
     committed: Committed,
 }
 
@@ -140,6 +142,8 @@ impl RaftLog {
             if stepped { Committed::stepped(state.clone(), saved) } else { Committed::start(state.clone(), saved) };
         // openraft purges this log itself: nothing else moves its watermark.
         let open = Arc::new(OpenBatch::new(writer, Arc::new(AtomicU64::new(0))));
+        // What recovery left in the log is durable.
+        let (durable, _) = tokio::sync::watch::channel(open.bounds().0);
         let shared = Arc::new_cyclic(|weak: &std::sync::Weak<Shared>| {
             let weak = weak.clone();
             let on_durable = Box::new(move |batch: crate::replicate::batch::Batch<Appended>| {
@@ -149,6 +153,7 @@ impl RaftLog {
                     let mut recent = shared.recent.lock().expect("recent entries lock");
                     recent.durable = recent.durable.max(last);
                     recent.forget_settled();
+                    shared.durable.send_if_modified(|d| std::mem::replace(d, (*d).max(last)) < last);
                 }
                 for appended in batch.items {
                     match appended.flushed {
@@ -174,6 +179,7 @@ impl RaftLog {
                 purged: Mutex::new(purged),
                 syncer: Mutex::new(syncer),
                 committed,
+                durable,
             }
         });
         Ok(Self { shared })
@@ -182,6 +188,22 @@ impl RaftLog {
     /// Where the records of qlog entry `index` sit, while the log holds it.
     pub fn locations(&self, index: u64) -> Option<EntryLocations> {
         self.shared.open.locations(index)
+    }
+
+    /// Resolves once qlog entry `index` is fdatasynced here. openraft
+    /// commits an entry once a quorum holds it, which the leader may not be
+    /// part of yet: its records are then still staged, and a read of what
+    /// applying it indexes would find nothing at its position (found by the
+    /// cluster simulator, seed 1). So apply waits for this first.
+    pub async fn durable_through(&self, index: u64) {
+        if self.shared.open.locations(index).is_none() {
+            // Not an entry of this log (openraft's storage suite applies
+            // entries it never appended): nothing to wait for.
+            return;
+        }
+        let mut durable = self.shared.durable.subscribe();
+        // The sender lives as long as the log; a stop ends the wait.
+        let _ = durable.wait_for(|d| *d >= index).await;
     }
 
     /// The state machine applied through qlog index `index`: the entries up
@@ -387,6 +409,7 @@ impl RaftLogStorage<Queen> for RaftLog {
             let mut recent = self.shared.recent.lock().expect("recent entries lock");
             recent.entries.split_off(&(keep + 1));
             recent.durable = recent.durable.min(keep);
+            self.shared.durable.send_if_modified(|d| std::mem::replace(d, (*d).min(keep)) > keep);
             recent.voided.retain(|i| *i <= keep);
         }
         // The cut waits until nothing staged is unsynced: a stepped log

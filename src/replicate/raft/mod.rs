@@ -15,5 +15,6 @@ pub mod replicator;
 mod rpc;
 pub mod runtime;
 mod server;
+pub mod snapshot_transfer;
 pub mod state_machine;
 pub mod types;

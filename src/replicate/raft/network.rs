@@ -3,6 +3,7 @@
 
 use super::link::{Link, LinkError};
 use super::rpc::{Request, Response};
+use super::snapshot_transfer;
 use super::types::Queen;
 use crate::store::rows::Member;
 use openraft::error::{NetworkError, RPCError, ReplicationClosed, StreamingError, Unreachable};
@@ -76,7 +77,7 @@ const APPEND_TIMEOUT_FLOOR: Duration = Duration::from_secs(5);
 impl PeerClient {
     async fn call(&self, request: Request, option: &RPCOption) -> Result<Response, RPCError<Queen>> {
         let floor = match request {
-            Request::Append(_) => APPEND_TIMEOUT_FLOOR,
+            Request::Append(_) | Request::SnapshotChunk { .. } | Request::SnapshotDone { .. } => APPEND_TIMEOUT_FLOOR,
             _ => Duration::from_millis(50),
         };
         let timeout = option.hard_ttl().max(floor);
@@ -128,13 +129,28 @@ impl RaftNetworkV2<Queen> for PeerClient {
 
     async fn full_snapshot(
         &mut self,
-        _vote: RaftVote,
-        _snapshot: openraft::type_config::alias::SnapshotOf<Queen, PathBuf>,
+        vote: RaftVote,
+        snapshot: openraft::type_config::alias::SnapshotOf<Queen, PathBuf>,
         _cancel: impl std::future::Future<Output = ReplicationClosed> + Send + 'static,
-        _option: RPCOption,
+        option: RPCOption,
     ) -> Result<SnapshotResponse<Queen>, StreamingError<Queen>> {
-        let why = Remote("snapshots are not sent over raft yet".into());
-        Err(StreamingError::Unreachable(Unreachable::new(&why)))
+        let unreachable = |why: String| StreamingError::Unreachable(Unreachable::new(&Remote(why)));
+        let last = snapshot.meta.last_log_id.ok_or_else(|| unreachable("a snapshot of nothing".into()))?;
+        let dir = snapshot.snapshot;
+        // The copy's directory is named for it (`state_machine.rs`).
+        let transfer = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let chunks = snapshot_transfer::chunks(&dir, &transfer).map_err(|e| unreachable(e.to_string()))?;
+        for chunk in chunks {
+            let chunk = chunk.map_err(|e| unreachable(format!("{}: {e}", dir.display())))?;
+            let answer = self.call(chunk, &option).await.map_err(|e| unreachable(e.to_string()))?;
+            snapshot_transfer::chunk_taken(answer).map_err(unreachable)?;
+        }
+        tracing::info!(snapshot = %transfer, through = %last, "sent a snapshot");
+        match self.call(Request::SnapshotDone { transfer, vote, last }, &option).await {
+            Ok(Response::SnapshotDone(r)) => r.map_err(unreachable),
+            Ok(_) => Err(unreachable("the peer answered another kind of call".into())),
+            Err(e) => Err(unreachable(e.to_string())),
+        }
     }
 
     async fn transfer_leader(

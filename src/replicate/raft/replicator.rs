@@ -17,6 +17,7 @@ use super::network::Peers;
 use super::proposer::{Msg, Proposer};
 use super::rpc::{Request, Response};
 use super::server::{Changed, Forwarded, ForwardedAt, Leader, Server};
+use super::snapshot_transfer::Inbox;
 use super::state_machine::RaftMachine;
 use super::types::Queen;
 use crate::apply_watch::ApplyWatch;
@@ -31,6 +32,7 @@ use openraft::raft::ReadPolicy;
 use openraft::{Config, Raft, ServerState, SnapshotPolicy};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, RwLock};
@@ -51,6 +53,10 @@ pub struct Cluster {
     pub join: bool,
     /// How long a write may take before it answers `Timeout`.
     pub write_timeout: Duration,
+    /// Where a snapshot sent to this node arrives.
+    pub data_dir: PathBuf,
+    /// How long applied entries stay in the log (`QUEEN_RAFT_PURGE_HOLD_S`).
+    pub purge_hold: Duration,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -100,8 +106,11 @@ pub fn config() -> Config {
         heartbeat_interval: 100,
         election_timeout_min: 500,
         election_timeout_max: 1000,
-        // Snapshots are not served over raft yet (`state_machine.rs`).
+        // The purge hold asks for snapshots and purges (`hold_purges`):
+        // openraft neither builds nor purges by itself.
         snapshot_policy: SnapshotPolicy::Never,
+        max_in_snapshot_log_to_keep: u64::MAX,
+        install_snapshot_timeout: 10_000,
         max_payload_entries: 256,
         // A restarted leader campaigns in a new term: openraft's leader
         // restore let it lead on in its old term, and a leader sends
@@ -150,8 +159,12 @@ impl RaftReplicator {
             guard,
             derailed: derailed.clone(),
         });
-        let server = Arc::new(Server { raft: raft.clone(), token: cluster.token, leader: inner.clone() });
+        let inbox = Inbox { data_dir: cluster.data_dir.clone() };
+        let staged = Default::default();
+        let server =
+            Arc::new(Server { raft: raft.clone(), token: cluster.token, leader: inner.clone(), inbox, staged });
         handle.spawn(server.serve(listener));
+        handle.spawn(hold_purges(raft.clone(), cluster.purge_hold));
         let founder = cluster.peers.keys().next() == Some(&cluster.me);
         if founder && !cluster.join {
             let initialized = handle.block_on(raft.is_initialized()).map_err(|e| ClusterError::Start(e.to_string()))?;
@@ -177,6 +190,36 @@ impl RaftReplicator {
         };
         let thread = spawn("raft proposer", move || proposer.run(rx));
         Ok(Self { inner, log, thread: Mutex::new(Some(thread)), runtime: Mutex::new(Some(runtime)) })
+    }
+}
+
+/// Purges the log through what was applied `hold` ago, no further: a node
+/// away for less catches up from the log, one away longer receives a
+/// snapshot. Samples the applied index a few times per hold, and asks
+/// openraft for a snapshot (the checkpoint's meta, `state_machine.rs`)
+/// before each purge, since it purges nothing a snapshot does not cover.
+async fn hold_purges(raft: Raft<Queen, RaftMachine>, hold: Duration) {
+    let every = (hold / 4).clamp(Duration::from_millis(100), Duration::from_secs(5));
+    let mut samples: std::collections::VecDeque<(Instant, u64)> = Default::default();
+    loop {
+        tokio::time::sleep(every).await;
+        let (applied, purged) = {
+            let m = raft.metrics();
+            let m = m.borrow_watched();
+            (m.last_applied.as_ref().map(|id| id.index), m.purged.as_ref().map(|id| id.index))
+        };
+        let Some(applied) = applied else { continue };
+        samples.push_back((Instant::now(), applied));
+        while samples.len() > 1 && samples[1].0.elapsed() >= hold {
+            samples.pop_front();
+        }
+        let (at, upto) = samples[0];
+        if at.elapsed() < hold || purged.is_some_and(|p| p >= upto) {
+            continue;
+        }
+        if raft.trigger().snapshot().await.is_err() || raft.trigger().purge_log(upto).await.is_err() {
+            return;
+        }
     }
 }
 
@@ -405,6 +448,10 @@ impl Replicator for RaftReplicator {
             let timeout = left_of(deadline);
             let index = match inner.to_leader(Request::ReadIndex, leader.clone(), timeout).await? {
                 Response::ReadIndex(Ok(index)) => index,
+                Response::ReadIndex(Err(e)) => {
+                    tracing::info!(leader = leader.0, error = %e, "the leader could not confirm a read index");
+                    return Err(ProposeError::NotLeader { leader: Some(leader.0) });
+                }
                 _ => return Err(ProposeError::NotLeader { leader: Some(leader.0) }),
             };
             if inner.applied_through(index, deadline).await {
@@ -490,6 +537,7 @@ impl Replicator for RaftReplicator {
             leader: m.current_leader,
             applied: m.last_applied.map_or(0, |id| id.index + 1),
             commit: m.local_committed.map_or(0, |id| id.index + 1),
+            purged: m.purged.map_or(0, |id| id.index + 1),
             voters: m.membership_config.membership().voter_ids().collect(),
             apply,
         })

@@ -7,12 +7,12 @@
 //! the one it keeps to the leader).
 
 use super::membership::{ChangeRefusal, MembershipChange, MembershipView};
-use super::types::Queen;
+use super::types::{Queen, RaftLogId};
 use crate::planner::command::{Answer, Command};
 use crate::replicate::ProposeError;
 use openraft::raft::{
-    AppendEntriesRequest, AppendEntriesResponse, TransferLeaderRequest, TransferLeaderResponse, VoteRequest,
-    VoteResponse,
+    AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, TransferLeaderRequest, TransferLeaderResponse,
+    VoteRequest, VoteResponse,
 };
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -20,6 +20,8 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 /// The largest frame either side reads: an append carries at most
 /// openraft's `max_payload_entries` entries, each a group of messages.
 pub const MAX_FRAME: u32 = 256 << 20;
+
+pub type RaftVote = openraft::impls::Vote<openraft::impls::leader_id_adv::LeaderId<u64, u64>>;
 
 /// The first frame on a connection.
 #[derive(Debug, Serialize, Deserialize)]
@@ -45,6 +47,21 @@ pub enum Request {
     /// The leader's view of the membership.
     Membership,
     ChangeMembership(MembershipChange),
+    /// A piece of a snapshot's file (`snapshot_transfer.rs`).
+    SnapshotChunk {
+        transfer: String,
+        path: String,
+        offset: u64,
+        #[serde(with = "serde_bytes")]
+        data: Vec<u8>,
+    },
+    /// The snapshot is whole: stage it, holding the log through `last`,
+    /// when `vote` is the receiver's leader's.
+    SnapshotDone {
+        transfer: String,
+        vote: RaftVote,
+        last: RaftLogId,
+    },
 }
 
 /// Each answer, or the remote side's error as text (the caller treats it
@@ -61,6 +78,11 @@ pub enum Response {
     ReadIndex(Result<u64, String>),
     Membership(MembershipView),
     MembershipChanged(Result<MembershipView, ChangeRefusal>),
+    SnapshotChunk(Result<(), String>),
+    SnapshotDone(Result<SnapshotResponse<Queen>, String>),
+    /// No call is answered any more (a snapshot is staged, and the node
+    /// stops to install it): the caller treats it as the peer failing.
+    Refused(String),
 }
 
 #[derive(Debug, thiserror::Error)]

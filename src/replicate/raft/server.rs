@@ -4,17 +4,21 @@
 //! heartbeats behind it.
 
 use super::membership::{ChangeRefusal, MembershipChange, MembershipView};
-use super::rpc::{read_frame, same_token, write_frame, Hello, Request, Response, Welcome};
+use super::rpc::{read_frame, same_token, write_frame, Hello, RaftVote, Request, Response, Welcome};
+use super::snapshot_transfer::{Inbox, RaftPoint, SNAPSHOT_EXIT_CODE};
 use super::state_machine::RaftMachine;
-use super::types::Queen;
+use super::types::{Queen, RaftLogId};
 use crate::planner::command::{Answer, Command};
 use crate::replicate::ProposeError;
-use openraft::raft::ReadPolicy;
+use openraft::async_runtime::watch::WatchReceiver;
+use openraft::raft::{ReadPolicy, SnapshotResponse};
 use openraft::Raft;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 
 /// How long a new connection may take to introduce itself.
@@ -38,6 +42,11 @@ pub struct Server {
     pub raft: Raft<Queen, RaftMachine>,
     pub token: String,
     pub leader: Arc<dyn Leader>,
+    /// Where a snapshot sent to this node arrives.
+    pub inbox: Inbox,
+    /// Set once a snapshot is staged: this process's log is the one the
+    /// snapshot replaces, so it answers nothing more and exits.
+    pub staged: AtomicBool,
 }
 
 impl Server {
@@ -85,11 +94,41 @@ impl Server {
                 let response = server.answer(request).await;
                 let mut writer = writer.lock().await;
                 let _ = write_frame(&mut *writer, &(id, response)).await;
+                if server.staged.load(Ordering::Acquire) {
+                    // The snapshot's sender has its answer: the next boot
+                    // installs the snapshot (`snapshot_transfer.rs`).
+                    let _ = writer.flush().await;
+                    std::process::exit(SNAPSHOT_EXIT_CODE);
+                }
             });
         }
     }
 
+    /// Stages a snapshot that arrived whole from this node's leader, then
+    /// exits with code 75 once the answer is on its way: the next boot
+    /// installs it (`snapshot_transfer.rs`). A snapshot from a leader this
+    /// node has seen superseded is refused.
+    fn stage(&self, transfer: &str, vote: RaftVote, last: RaftLogId) -> Result<SnapshotResponse<Queen>, String> {
+        let mine = self.raft.metrics().borrow_watched().vote;
+        if vote < mine {
+            return Ok(SnapshotResponse::new(mine));
+        }
+        let staged = self.inbox.done(transfer, RaftPoint { last }).map_err(|e| e.to_string())?;
+        tracing::warn!(
+            through = %last,
+            staged = %staged.display(),
+            "received a snapshot from the leader: this node's log ended before the leader's begins; exiting with code {SNAPSHOT_EXIT_CODE} to install it at the next boot"
+        );
+        // The answer goes out first (`connection`), so the leader counts
+        // the snapshot as delivered and replicates from its end.
+        self.staged.store(true, Ordering::Release);
+        Ok(SnapshotResponse::new(mine))
+    }
+
     async fn answer(&self, request: Request) -> Response {
+        if self.staged.load(Ordering::Acquire) {
+            return Response::Refused("this node staged a snapshot and is stopping to install it".into());
+        }
         match request {
             Request::Append(rpc) => Response::Append(self.raft.append_entries(rpc).await.map_err(|e| e.to_string())),
             Request::Vote(rpc) => Response::Vote(self.raft.vote(rpc).await.map_err(|e| e.to_string())),
@@ -99,6 +138,11 @@ impl Server {
             Request::Forward(command) => Response::Forwarded(self.leader.forwarded(command).await),
             Request::Membership => Response::Membership(self.leader.view_here()),
             Request::ChangeMembership(change) => Response::MembershipChanged(self.leader.change_here(change).await),
+            Request::SnapshotChunk { transfer, path, offset, data } => {
+                let taken = self.inbox.chunk(&transfer, &path, offset, &data);
+                Response::SnapshotChunk(taken.map_err(|e| e.to_string()))
+            }
+            Request::SnapshotDone { transfer, vote, last } => Response::SnapshotDone(self.stage(&transfer, vote, last)),
             Request::ReadIndex => {
                 let read = self.raft.ensure_linearizable(ReadPolicy::ReadIndex).await;
                 Response::ReadIndex(read.map(|id| id.index() + 1).map_err(|e| e.to_string()))

@@ -3,16 +3,21 @@
 //! locations of its message records from the log, and answers the leader's
 //! waiting client whether it applied or was voided.
 //!
-//! Snapshots are not served over raft yet: a build or an install answers
-//! `Unsupported`, and the cluster's openraft config never asks for one
-//! (`SnapshotPolicy::Never`) until `snapshot.rs`'s build and staged install
-//! are wired in here.
+//! Snapshots are the store checkpoint and the queue log files
+//! (`state_machine/snapshot.rs`), so building one is not a copy: openraft's
+//! build (which only lets it purge the log through it) names the last
+//! durable checkpoint, and the copy is made when a node behind needs it
+//! (`get_current_snapshot`), through the checkpoint standing then. The
+//! receiver stages it and installs it at its next boot
+//! (`snapshot_transfer.rs`); `install_snapshot` is never called.
 
 use super::apply_guard::ApplyGuard;
 use super::log_storage::RaftLog;
 use super::types::{raft_membership, to_qlog_entry, to_raft, Applied, Queen, RaftLogId};
 use crate::apply_watch::ApplyWatch;
 use crate::log_id::LogId;
+use crate::replicate::state_machine::snapshot::{self, Manifest};
+use crate::store::checkpoint::CheckpointFile;
 use crate::store::checkpointer::Checkpointer;
 use crate::store::{Store, MEMBERSHIP_ROW};
 use futures_util::StreamExt;
@@ -20,7 +25,8 @@ use openraft::storage::{EntryResponder, RaftSnapshotBuilder, RaftStateMachine};
 use openraft::OptionalSend;
 use std::io;
 use std::path::PathBuf;
-use std::sync::{Arc, RwLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 type Snapshot = openraft::type_config::alias::SnapshotOf<Queen, PathBuf>;
@@ -35,6 +41,9 @@ pub struct RaftMachine {
     /// Applies, skips what QUEEN_RAFT_APPLY_SKIP names, and stops at an
     /// entry apply refuses.
     pub guard: Arc<ApplyGuard>,
+    /// What snapshots are built from; none in tests that run the parts
+    /// alone, which serve none.
+    pub snapshots: Option<SnapshotFiles>,
     /// Checkpoints the store every `QUEEN_RAFT_DURABLE_EVERY_MS`, as on one
     /// node; none in tests that run the parts alone.
     pub checkpoints: Option<Checkpoints>,
@@ -48,18 +57,62 @@ pub struct Checkpoints {
     pub done: LogId,
 }
 
-fn unsupported(what: &str) -> io::Error {
-    io::Error::new(io::ErrorKind::Unsupported, format!("{what}: snapshots are not served over raft yet"))
+/// What a snapshot is built from, on a node that serves them.
+#[derive(Clone)]
+pub struct SnapshotFiles {
+    pub data_dir: PathBuf,
+    pub checkpoint: Arc<CheckpointFile>,
+    /// Held by reclaim, and by a copy for its whole length.
+    pub reclaim: Arc<Mutex<()>>,
+    /// Whether openraft built a snapshot since this boot: until then it has
+    /// none to send (and a boot must not copy the whole log to learn so).
+    pub built: Arc<AtomicBool>,
 }
 
-/// Builds no snapshot yet (see the module's comment).
-pub struct SnapshotBuilder;
+/// Where copies made for sending go; the newest two are kept.
+const OUT: &str = "snapshots/out";
+
+impl SnapshotFiles {
+    /// The meta of a snapshot through the checkpoint at `at` (led by
+    /// `leader`); none while the membership changed after it (the
+    /// checkpoint then holds an older one, which the store no longer does).
+    fn meta(&self, store: &Store, at: LogId, leader: u64) -> Option<SnapshotMeta> {
+        let last_log_id = to_raft(at, leader)?;
+        let membership = match store.membership.get(&MEMBERSHIP_ROW.to_string()) {
+            Some(row) if row.log_id.index > at.index => return None,
+            Some(row) => Membership::new(to_raft(row.log_id, row.leader), raft_membership(&row.membership)),
+            None => Membership::default(),
+        };
+        Some(SnapshotMeta { last_log_id: Some(last_log_id), last_membership: membership })
+    }
+
+    /// Copies the node's state into a new directory under `snapshots/out`.
+    fn copy(&self) -> io::Result<(PathBuf, Manifest)> {
+        let out = self.data_dir.join(OUT);
+        std::fs::create_dir_all(&out)?;
+        let mut old: Vec<PathBuf> = std::fs::read_dir(&out)?.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        old.sort();
+        for dir in old.iter().rev().skip(1) {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+        let into = out.join(format!("{:020}", chrono::Utc::now().timestamp_nanos_opt().unwrap_or_default()));
+        let source =
+            snapshot::Source { data_dir: &self.data_dir, checkpoint: &self.checkpoint, reclaim: &self.reclaim };
+        let manifest = snapshot::build(&source, &into).map_err(|e| io::Error::other(e.to_string()))?;
+        Ok((into, manifest))
+    }
+}
+
+/// openraft's build: the meta of the last durable checkpoint.
+pub struct SnapshotBuilder {
+    snapshot: Option<Snapshot>,
+}
 
 impl RaftSnapshotBuilder<Queen> for SnapshotBuilder {
     type SnapshotData = PathBuf;
 
     async fn build_snapshot(&mut self) -> Result<Snapshot, io::Error> {
-        Err(unsupported("building a snapshot"))
+        self.snapshot.take().ok_or_else(|| io::Error::other("a snapshot builder builds once"))
     }
 }
 
@@ -85,6 +138,7 @@ impl RaftStateMachine<Queen> for RaftMachine {
         while let Some(next) = entries.next().await {
             let (raft_entry, responder) = next?;
             let (entry, _) = to_qlog_entry(&raft_entry);
+            self.log.durable_through(entry.id.index).await;
             let locations = match self.log.locations(entry.id.index) {
                 Some(at) if at.id == entry.id => at.messages,
                 _ if entry.messages.is_empty() => vec![],
@@ -121,15 +175,41 @@ impl RaftStateMachine<Queen> for RaftMachine {
         Ok(())
     }
 
+    async fn try_create_snapshot_builder(&mut self, _force: bool) -> Option<Self::SnapshotBuilder> {
+        let files = self.snapshots.as_ref()?;
+        let (at, leader) = match files.checkpoint.applied() {
+            Ok(applied) => applied,
+            Err(e) => {
+                tracing::warn!(error = %e, "the checkpoint's applied id could not be read: no snapshot now");
+                return None;
+            }
+        };
+        let meta = files.meta(&self.store.read().expect("store lock"), at, leader)?;
+        files.built.store(true, Ordering::Release);
+        Some(SnapshotBuilder { snapshot: Some(Snapshot { meta, snapshot: PathBuf::new() }) })
+    }
+
     async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
-        SnapshotBuilder
+        SnapshotBuilder { snapshot: None }
     }
 
     async fn install_snapshot(&mut self, _meta: &SnapshotMeta, _snapshot: PathBuf) -> Result<(), io::Error> {
-        Err(unsupported("installing a snapshot"))
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "a snapshot is installed at the next boot (snapshot_transfer.rs), never by openraft",
+        ))
     }
 
     async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot>, io::Error> {
-        Ok(None)
+        let Some(files) = self.snapshots.clone().filter(|f| f.built.load(Ordering::Acquire)) else { return Ok(None) };
+        // A copy of the whole log: off the runtime's cooperative path.
+        let (dir, manifest) = tokio::task::block_in_place(|| files.copy())?;
+        let store = self.store.read().expect("store lock");
+        let Some(meta) = files.meta(&store, manifest.applied, manifest.applied_leader) else {
+            tracing::info!("the membership changed after the last checkpoint: a snapshot is sent after the next one");
+            return Ok(None);
+        };
+        tracing::info!(through = %manifest.applied, files = manifest.files, bytes = manifest.bytes, "copied a snapshot to send");
+        Ok(Some(Snapshot { meta, snapshot: dir }))
     }
 }
