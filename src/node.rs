@@ -28,7 +28,7 @@ use crate::replicate::raft::apply_guard::{ApplyGuard, ApplyGuardError};
 use crate::replicate::raft::force_recover::{force_recover, ForceRecoverError};
 use crate::replicate::raft::founding::{self, FoundingError};
 use crate::replicate::raft::log_storage::RaftLog;
-use crate::replicate::raft::replicator::{ClusterError, RaftReplicator};
+use crate::replicate::raft::replicator::{ClusterError, RaftReplicator, ReclaimBound};
 use crate::replicate::raft::snapshot_transfer::{staged_point, ReceiveError};
 use crate::replicate::raft::state_machine::{Checkpoints, RaftMachine, SnapshotFiles};
 use crate::replicate::raft::types::to_qlog;
@@ -282,10 +282,12 @@ impl Node {
                         done,
                     }),
                 };
-                // Reclaim frees nothing in a cluster yet: a follower behind
-                // may still need any entry, and snapshots are not sent over
-                // raft yet.
-                (Arc::new(RaftReplicator::start(cluster, log, machine)?), Arc::new(AtomicU64::new(0)))
+                // Reclaim keeps every record a replay from the checkpoint
+                // or a follower the log still reaches may need: below both
+                // the checkpoint and the raft purge point (`hold_purges`).
+                let reclaim_below = Arc::new(AtomicU64::new(0));
+                let bounds = ReclaimBound { checkpointed: checkpointed.clone(), below: reclaim_below.clone() };
+                (Arc::new(RaftReplicator::start(cluster, log, machine, bounds)?), reclaim_below)
             }
             _ => {
                 let replicator = LocalReplicator::start(Pipeline {

@@ -33,7 +33,7 @@ use openraft::{Config, Raft, ServerState, SnapshotPolicy};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, RwLock};
 use std::thread::JoinHandle;
@@ -126,7 +126,12 @@ impl RaftReplicator {
     /// Starts openraft over `machine` and `log`, the raft port, and the
     /// proposer; founds the cluster when this is its lowest-numbered voter
     /// and its log is empty.
-    pub fn start(cluster: Cluster, log: RaftLog, machine: RaftMachine) -> Result<Self, ClusterError> {
+    pub fn start(
+        cluster: Cluster,
+        log: RaftLog,
+        machine: RaftMachine,
+        reclaim: ReclaimBound,
+    ) -> Result<Self, ClusterError> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("raft")
@@ -164,7 +169,7 @@ impl RaftReplicator {
         let server =
             Arc::new(Server { raft: raft.clone(), token: cluster.token, leader: inner.clone(), inbox, staged });
         handle.spawn(server.serve(listener));
-        handle.spawn(hold_purges(raft.clone(), cluster.purge_hold));
+        handle.spawn(hold_purges(raft.clone(), cluster.purge_hold, reclaim));
         let founder = cluster.peers.keys().next() == Some(&cluster.me);
         if founder && !cluster.join {
             let initialized = handle.block_on(raft.is_initialized()).map_err(|e| ClusterError::Start(e.to_string()))?;
@@ -193,12 +198,23 @@ impl RaftReplicator {
     }
 }
 
+/// Where reclaim may free records in a cluster: below both the store's
+/// last checkpoint (a replay starts after it) and the raft purge point (a
+/// follower the log still reaches is sent the entries after it).
+pub struct ReclaimBound {
+    /// The applied index of the last committed checkpoint.
+    pub checkpointed: Arc<AtomicU64>,
+    /// What reclaim reads: the qlog index below which nothing is needed.
+    pub below: Arc<AtomicU64>,
+}
+
 /// Purges the log through what was applied `hold` ago, no further: a node
 /// away for less catches up from the log, one away longer receives a
 /// snapshot. Samples the applied index a few times per hold, and asks
 /// openraft for a snapshot (the checkpoint's meta, `state_machine.rs`)
 /// before each purge, since it purges nothing a snapshot does not cover.
-async fn hold_purges(raft: Raft<Queen, RaftMachine>, hold: Duration) {
+/// Keeps reclaim's bound up to date as the purge point moves.
+async fn hold_purges(raft: Raft<Queen, RaftMachine>, hold: Duration, reclaim: ReclaimBound) {
     let every = (hold / 4).clamp(Duration::from_millis(100), Duration::from_secs(5));
     let mut samples: std::collections::VecDeque<(Instant, u64)> = Default::default();
     loop {
@@ -208,6 +224,10 @@ async fn hold_purges(raft: Raft<Queen, RaftMachine>, hold: Duration) {
             let m = m.borrow_watched();
             (m.last_applied.as_ref().map(|id| id.index), m.purged.as_ref().map(|id| id.index))
         };
+        // Raft index p is qlog index p + 1: records through it are purged.
+        let purged_qlog = purged.map_or(0, |p| p + 1);
+        let checkpointed = reclaim.checkpointed.load(Ordering::Acquire);
+        reclaim.below.store(checkpointed.min(purged_qlog + 1), Ordering::Release);
         let Some(applied) = applied else { continue };
         samples.push_back((Instant::now(), applied));
         while samples.len() > 1 && samples[1].0.elapsed() >= hold {
