@@ -4,6 +4,7 @@ pub mod ack;
 pub mod auth;
 pub mod body;
 pub mod changed;
+pub mod dashboard;
 pub mod dlq;
 pub mod ephemeral;
 pub mod error;
@@ -100,10 +101,12 @@ pub fn router(node: Arc<Node>) -> Router {
         .route("/api/v1/system/raft/membership/members/{id}", delete(membership::remove))
         .route("/health", get(health::health))
         .route("/metrics", get(health::metrics))
+        .route("/api/v1/dashboard/history", get(dashboard::history))
         .fallback(unknown_route)
         .layer(axum::middleware::from_fn_with_state(node.clone(), storage_gate::guard))
         .layer(axum::middleware::from_fn_with_state(node.clone(), auth::authenticate))
         .layer(DefaultBodyLimit::max(node.settings.max_body_bytes))
+        .merge(dashboard::assets(&node))
         .with_state(node)
 }
 
