@@ -3,6 +3,7 @@
 
 mod common;
 
+use common::volume::{incompressible, SmallVolume};
 use common::{push_body, Node};
 use serde_json::{json, Value};
 
@@ -30,64 +31,6 @@ async fn a_full_volume_refuses_growth_and_keeps_serving_the_rest() {
     let (status, answer) = node.post("/api/v1/ack", &ack).await;
     assert_eq!((status, answer[0]["success"].as_bool()), (200, Some(true)), "acks go on");
     assert_eq!(node.read_all("gate", "Default").await.records.len(), 1);
-}
-
-/// A tmpfs of `mib` MiB mounted on a fresh directory, unmounted when dropped;
-/// `None`, said loudly, where this process may not mount (not root).
-struct SmallVolume {
-    path: std::path::PathBuf,
-    _tmp: tempfile::TempDir,
-}
-
-impl SmallVolume {
-    fn mount(mib: u64) -> Option<SmallVolume> {
-        let tmp = tempfile::tempdir().unwrap();
-        let path = tmp.path().join("vol");
-        std::fs::create_dir(&path).unwrap();
-        let out = std::process::Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={mib}m"), "tmpfs"])
-            .arg(&path)
-            .output();
-        match out {
-            Ok(o) if o.status.success() => Some(SmallVolume { path, _tmp: tmp }),
-            // Root can always mount a tmpfs, so there a failure is the test's own.
-            other if unsafe { libc::geteuid() } == 0 => panic!("mounting a {mib} MiB tmpfs as root failed: {other:?}"),
-            other => {
-                eprintln!("\n\n*** SKIPPED: cannot mount a {mib} MiB tmpfs for the disk gate test ({other:?}); run as root ***\n");
-                None
-            }
-        }
-    }
-
-    /// Used share of the volume in percent, as the gate counts it.
-    fn used_pct(&self) -> f64 {
-        let c = std::ffi::CString::new(self.path.as_os_str().as_encoded_bytes()).unwrap();
-        let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-        assert_eq!(unsafe { libc::statvfs(c.as_ptr(), &mut st) }, 0);
-        let used = (st.f_blocks - st.f_bfree) as f64;
-        100.0 * used / (used + st.f_bavail as f64)
-    }
-}
-
-impl Drop for SmallVolume {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("umount").arg("-l").arg(&self.path).status();
-    }
-}
-
-/// A payload of `len` characters that zstd cannot shrink much (six random
-/// bits each, from a xorshift: quick even in a debug build).
-fn incompressible(len: usize) -> String {
-    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut x: u64 = rand::random::<u64>() | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            ALPHABET[(x >> 58) as usize] as char
-        })
-        .collect()
 }
 
 async fn push_big(node: &Node, queue: &str, id: &str, len: usize) -> (u16, Value) {

@@ -8,12 +8,13 @@ use axum::Json;
 use serde_json::{json, Value};
 use std::sync::Arc;
 
-/// 200 while the node serves; 503 once it stopped on an entry apply
-/// refused (`raft.apply.failure` names it and the way out).
+/// 200 while the node serves; 503 once a cluster node stopped: on an entry
+/// apply refused (`raft.apply.failure` names it and the way out), or on a
+/// log it could not write (a full volume; its log says so).
 pub async fn health(State(node): State<Arc<Node>>) -> (StatusCode, Json<Value>) {
     let applied = node.view.local().applied;
     let raft = node.replicator.raft_status();
-    let stopped = raft.as_ref().is_some_and(|r| r.apply.failure.is_some());
+    let stopped = raft.as_ref().is_some_and(|r| r.role == "stopped");
     let code = if stopped { StatusCode::SERVICE_UNAVAILABLE } else { StatusCode::OK };
     (
         code,

@@ -43,6 +43,15 @@ pub enum CheckpointError {
     Undecodable { path: PathBuf, keyspace: &'static str, reason: String },
 }
 
+impl CheckpointError {
+    /// Whether the volume is full: a checkpoint that could not be written
+    /// then damaged nothing (LMDB aborts the transaction), and the log
+    /// holds everything since the last one.
+    pub fn out_of_space(&self) -> bool {
+        matches!(self, CheckpointError::Lmdb { source: heed::Error::Io(e), .. } if e.raw_os_error() == Some(libc::ENOSPC))
+    }
+}
+
 pub fn row_checksum(keyspace: &str, key: &[u8], value: &[u8]) -> u64 {
     let mut h = Xxh3::new();
     h.update(keyspace.as_bytes());

@@ -26,15 +26,27 @@ impl Checkpointer {
         std::thread::Builder::new()
             .name("checkpointer".into())
             .spawn(move || {
+                // Set once a checkpoint met a full volume: each job holds
+                // only the rows changed since the one before, so none after
+                // a lost one may be written; the last committed checkpoint
+                // stands, and a restart replays the log from it.
+                let mut full = false;
                 for job in rx {
                     match job {
+                        Job::Write(_) if full => {}
                         Job::Write(job) => {
                             let mut rows = Vec::with_capacity(job.rows());
                             for c in job.changes {
                                 c.encode_into(&mut rows);
                             }
-                            if let Err(e) = file.write(&rows, &job.meta) {
-                                crate::fatal::exit(&format!("store checkpoint failed: {e}"));
+                            match file.write(&rows, &job.meta) {
+                                Ok(()) => {}
+                                Err(e) if e.out_of_space() => {
+                                    tracing::error!(error = %e, "store checkpoint failed: the volume is full; no more checkpoints until this node restarts (its log holds everything since the last one)");
+                                    full = true;
+                                    continue;
+                                }
+                                Err(e) => crate::fatal::exit(&format!("store checkpoint failed: {e}")),
                             }
                             committed.store(job.applied.index, Ordering::Release);
                             tracing::debug!(applied = %job.applied, rows = rows.len(), "checkpoint committed");

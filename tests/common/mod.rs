@@ -13,6 +13,7 @@ pub mod crash;
 pub mod kafka;
 pub mod netns;
 pub mod tls;
+pub mod volume;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_queen");
 

@@ -25,14 +25,21 @@ pub(crate) struct Syncer<T> {
 }
 
 impl<T: Ticket> Syncer<T> {
-    pub fn run(mut self) {
+    pub fn run(self) {
+        self.run_or(|e| {
+            fatal::exit(&format!("qlog write or fsync failed, so no write of this batch can be answered: {e}"))
+        })
+    }
+
+    /// As `run`, handing a failed write or fdatasync to `failed` and
+    /// stopping there: the failed batch's callbacks are never called, so
+    /// nothing of it is answered as durable.
+    pub fn run_or(mut self, failed: impl FnOnce(std::io::Error)) {
         while let Some(batch) = self.open.take() {
             match self.sync(batch, false) {
                 Ok(true) => {}
                 Ok(false) => return,
-                Err(e) => {
-                    fatal::exit(&format!("qlog write or fsync failed, so no write of this batch can be answered: {e}"))
-                }
+                Err(e) => return failed(e),
             }
         }
     }

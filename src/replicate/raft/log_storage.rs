@@ -73,6 +73,8 @@ struct Shared {
     syncer: Mutex<Background>,
     /// The last qlog index fdatasynced here.
     durable: tokio::sync::watch::Sender<u64>,
+    /// Why the log could not be written, once it could not.
+    failed: Mutex<Option<String>>,
     committed: Committed,
 }
 
@@ -145,7 +147,7 @@ impl RaftLog {
         // What recovery left in the log is durable.
         let (durable, _) = tokio::sync::watch::channel(open.bounds().0);
         let shared = Arc::new_cyclic(|weak: &std::sync::Weak<Shared>| {
-            let weak = weak.clone();
+            let (weak, failing) = (weak.clone(), weak.clone());
             let on_durable = Box::new(move |batch: crate::replicate::batch::Batch<Appended>| {
                 let Some(shared) = weak.upgrade() else { return false };
                 let last = batch.items.iter().filter_map(|a| a.entries.last()).map(|e| e.id.index).max();
@@ -169,7 +171,18 @@ impl RaftLog {
             let syncer = if stepped {
                 Background::Stepped(syncer)
             } else {
-                Background::Thread(Some(spawn("raft syncer", move || syncer.run())))
+                // A cluster node whose log cannot be written (a full
+                // volume) stops, and its process stays up: the other nodes
+                // go on, and /health says why (recovery.md, "A disk is full").
+                Background::Thread(Some(spawn("raft syncer", move || {
+                    syncer.run_or(|e| {
+                        let why = format!("raft log write failed: {e}");
+                        tracing::error!("{why}; this node stops taking part in the cluster until it restarts");
+                        if let Some(shared) = failing.upgrade() {
+                            *shared.failed.lock().expect("failure lock") = Some(why);
+                        }
+                    })
+                })))
             };
             Shared {
                 open,
@@ -180,6 +193,7 @@ impl RaftLog {
                 syncer: Mutex::new(syncer),
                 committed,
                 durable,
+                failed: Mutex::default(),
             }
         });
         Ok(Self { shared })
@@ -188,6 +202,12 @@ impl RaftLog {
     /// Where the records of qlog entry `index` sit, while the log holds it.
     pub fn locations(&self, index: u64) -> Option<EntryLocations> {
         self.shared.open.locations(index)
+    }
+
+    /// Why this log could not be written, once it could not: the node has
+    /// stopped (`replicator.rs`).
+    pub fn failure(&self) -> Option<String> {
+        self.shared.failed.lock().expect("failure lock").clone()
     }
 
     /// Resolves once qlog entry `index` is fdatasynced here. openraft

@@ -170,6 +170,7 @@ impl RaftReplicator {
             Arc::new(Server { raft: raft.clone(), token: cluster.token, leader: inner.clone(), inbox, staged });
         handle.spawn(server.serve(listener));
         handle.spawn(hold_purges(raft.clone(), cluster.purge_hold, reclaim));
+        handle.spawn(stop_when_the_log_fails(raft.clone(), log.clone()));
         let founder = cluster.peers.keys().next() == Some(&cluster.me);
         if founder && !cluster.join {
             let initialized = handle.block_on(raft.is_initialized()).map_err(|e| ClusterError::Start(e.to_string()))?;
@@ -196,6 +197,16 @@ impl RaftReplicator {
         let thread = spawn("raft proposer", move || proposer.run(rx));
         Ok(Self { inner, log, thread: Mutex::new(Some(thread)), runtime: Mutex::new(Some(runtime)) })
     }
+}
+
+/// Stops openraft once this node's log cannot be written (a full volume):
+/// the node must not vote or take appends it cannot make durable, and the
+/// others go on without it. Its process stays up, saying why in /health.
+async fn stop_when_the_log_fails(raft: Raft<Queen, RaftMachine>, log: RaftLog) {
+    while log.failure().is_none() {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let _ = raft.shutdown().await;
 }
 
 /// Where reclaim may free records in a cluster: below both the store's
@@ -544,7 +555,7 @@ impl Replicator for RaftReplicator {
         let m = self.inner.raft.metrics().borrow_watched().clone();
         let apply = self.inner.guard.report();
         let role = match m.state {
-            _ if apply.failure.is_some() => "stopped",
+            _ if apply.failure.is_some() || self.log.failure().is_some() => "stopped",
             ServerState::Leader => "leader",
             ServerState::Candidate => "candidate",
             ServerState::Learner => "learner",
