@@ -51,7 +51,7 @@ async function mount() {
   const { name, params } = parseHash();
   const view = VIEWS[name];
   for (const a of document.querySelectorAll("#nav a")) {
-    a.classList.toggle("active", a.dataset.view === (name === "queue" ? "queues" : name));
+    a.classList.toggle("active", a.dataset.nav === (name === "queue" ? "queues" : name));
   }
   document.title = `${view.title}${params.arg ? ` ${params.arg}` : ""} · Queen`;
   if (config.jwt && !token()) return askForToken();

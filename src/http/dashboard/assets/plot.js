@@ -14,7 +14,7 @@ function s(tag, attrs, ...children) {
 function niceMax(v) {
   if (v <= 0) return 1;
   const p = Math.pow(10, Math.floor(Math.log10(v)));
-  for (const m of [1, 2, 2.5, 5, 10]) if (m * p >= v) return m * p;
+  for (const m of [1, 2, 4, 6, 8, 10]) if (m * p >= v) return m * p;
   return 10 * p;
 }
 
@@ -25,7 +25,7 @@ function clock(t) {
 // points: [{t: ms, ...}]; series: [{label, value: (p) => number, color}].
 export function lineChart(title, points, series, opts = {}) {
   const W = 640, H = opts.height || 200, L = 52, R = 12, T = 12, B = 26;
-  const fmt = opts.format || ((v) => num(v, v < 10 ? 1 : 0));
+  const fmt = opts.format || ((v) => num(v, v < 1 ? 2 : v < 10 ? 1 : 0));
   const svg = s("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": title });
   const values = points.flatMap((p) => series.map((x) => x.value(p) || 0));
   const ymax = niceMax(Math.max(0, ...values));

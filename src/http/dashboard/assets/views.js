@@ -206,7 +206,21 @@ const messages = {
   },
   async load(params) {
     if (!params.queue) return { empty: true };
-    const list = await get(`/api/v1/messages${q({ queue: params.queue, partition: params.partition, consumerGroup: params.group, status: params.status, limit: 200 })}`);
+    // One list per group (the route answers for one group), merged by message.
+    const groups = params.group ? [params.group]
+      : (await get(`/api/v1/status/queues/${enc(params.queue)}`)).consumerGroups.map((g) => g.consumerGroup);
+    if (!groups.includes("__QUEUE_MODE__") && !params.group) groups.unshift("__QUEUE_MODE__");
+    const lists = await Promise.all(groups.map((g) =>
+      get(`/api/v1/messages${q({ queue: params.queue, partition: params.partition, consumerGroup: g, status: params.status, limit: 200 })}`)));
+    const byId = new Map();
+    for (const l of lists) {
+      for (const m of l.messages) {
+        const seen = byId.get(m.id);
+        if (seen) seen.consumerGroups.push(...m.consumerGroups);
+        else byId.set(m.id, { ...m, consumerGroups: [...m.consumerGroups] });
+      }
+    }
+    const list = { messages: [...byId.values()].sort((a, b) => a.partitionId.localeCompare(b.partitionId) || a.offset - b.offset) };
     const details = {};
     await Promise.all(list.messages.filter((m) => isOpen("messages", m.id)).map(async (m) => {
       const [full, traces] = await Promise.all([
@@ -255,7 +269,7 @@ function traceList(traces) {
       t.consumerGroup ? h("small.muted", `group ${t.consumerGroup}`) : null, " ",
       (t.traceNames || []).map((n) => h("a.badge", { href: `#/traces${q({ name: n })}` }, n))),
     h("div", h("small.muted", "message "), h("code", t.transactionId)),
-    h("pre", json(t.data)))));
+    h("code", JSON.stringify(t.data)))));
 }
 
 // ---- Dead letters ---------------------------------------------------------
@@ -454,7 +468,7 @@ const system = {
             h("dt", "term"), h("dd", raft.term), h("dt", "applied / commit / purged"), h("dd", `${raft.applied} / ${raft.commit} / ${raft.purged}`)),
           membership ? table("members", ["#Node", "Kind", "Raft", "HTTP", "#Matched"], membership.members.map((m) =>
             h("tr", { "data-row": String(m.nodeId) }, cell("nodeId", m.nodeId === membership.leader ? h("span", m.nodeId, " ", badge("leader")) : m.nodeId, true),
-              cell("kind", badge(m.voter ? "voter" : "learner")), cell("raft", h("code", m.raft)), cell("http", h("code", m.http)),
+              cell("kind", badge(m.voter ? "voter" : "learner")), cell("raft", h("code", m.raft)), cell("http", m.http ? h("code", m.http) : "–"),
               cell("matched", num(m.matched), true)))) : null)
         : h("p.muted", { "data-empty": "raft" }, "This node runs alone (no QUEEN_RAFT_PEERS): it has no raft membership.")),
       h("div.panel", h("h2", "Metrics (/metrics)"), table("metrics", ["Series", "#Value"],
