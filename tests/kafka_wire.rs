@@ -4,29 +4,13 @@
 
 mod common;
 
-use common::kafka::{batch, KafkaConn};
+use common::kafka::{batch, produce, produced, KafkaConn};
 use common::Node;
-use protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use protocol::messages::{
-    ApiKey, ApiVersionsRequest, EndTxnRequest, InitProducerIdRequest, ProduceRequest, ProducerId, RequestKind,
-    ResponseKind, TopicName, TransactionalId,
+    ApiKey, ApiVersionsRequest, EndTxnRequest, InitProducerIdRequest, ProducerId, RequestKind, ResponseKind, TopicName,
+    TransactionalId,
 };
 use protocol::{ResponseError, StrBytes};
-
-fn produce(topic: &str, partition: i32, records: bytes::Bytes) -> RequestKind {
-    let data = PartitionProduceData::default().with_index(partition).with_records(Some(records));
-    let topic = TopicProduceData::default()
-        .with_name(TopicName(StrBytes::from_string(topic.to_string())))
-        .with_partition_data(vec![data]);
-    RequestKind::Produce(ProduceRequest::default().with_acks(-1).with_timeout_ms(10_000).with_topic_data(vec![topic]))
-}
-
-/// (error code, base offset) of the one partition a produce answered.
-fn produced(answer: ResponseKind) -> (i16, i64) {
-    let ResponseKind::Produce(r) = answer else { panic!("not a produce answer: {answer:?}") };
-    let p = &r.responses[0].partition_responses[0];
-    (p.error_code, p.base_offset)
-}
 
 async fn api_versions_ok(port: u16) {
     let mut conn = KafkaConn::connect(port).await;

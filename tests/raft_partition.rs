@@ -7,6 +7,7 @@
 mod common;
 
 use common::cluster::{writer, Ledger};
+use common::kafka::idempotent_writer;
 use common::netns::{available, NsCluster};
 use common::push_body;
 use serde_json::json;
@@ -25,6 +26,11 @@ async fn a_partition_that_isolates_the_leader_loses_no_acknowledged_write() {
     let ledger: Ledger = Arc::default();
     let stop = Arc::new(AtomicBool::new(false));
     let load = tokio::spawn(writer(cluster.url(others[0], "/api/v1/push"), ledger.clone(), 0, stop.clone()));
+    // An idempotent Kafka producer beside it, through every node in turn
+    // from the other follower on: the isolated one times out and it moves on.
+    let kafka_ledger: Ledger = Arc::default();
+    let brokers = [others[1], old, others[0]].iter().map(|&i| (cluster.addr(i), 9092)).collect();
+    let kafka = tokio::spawn(idempotent_writer(brokers, "kcluster", kafka_ledger.clone(), stop.clone()));
     tokio::time::sleep(Duration::from_millis(1000)).await;
 
     for &o in &others {
@@ -49,9 +55,18 @@ async fn a_partition_that_isolates_the_leader_loses_no_acknowledged_write() {
     tokio::time::sleep(Duration::from_millis(1000)).await;
     stop.store(true, Ordering::Release);
     let retried = load.await.unwrap();
+    let kafka_retried = kafka.await.unwrap();
     let ledger = ledger.lock().unwrap().clone();
-    eprintln!("leader {old} isolated, {new} elected: {} pushes acknowledged, {retried} retried", ledger.len());
+    let kafka_ledger = kafka_ledger.lock().unwrap().clone();
+    eprintln!(
+        "leader {old} isolated, {new} elected: {} pushes acknowledged, {retried} retried; {} Kafka records acknowledged, {kafka_retried} retried",
+        ledger.len(),
+        kafka_ledger.len()
+    );
+    assert!(!kafka_ledger.is_empty(), "the Kafka producer wrote nothing");
     cluster.check_ledger(&[1, 2, 3], &ledger, "cluster", "p0").await;
+    // Every acknowledged Kafka record at its offset, gapless, once.
+    cluster.check_ledger(&[1, 2, 3], &kafka_ledger, "kcluster", "0").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

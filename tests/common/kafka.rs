@@ -3,8 +3,15 @@
 //! sequences) that a real client library would never send.
 
 use bytes::{Bytes, BytesMut};
-use protocol::messages::{ApiKey, RequestKind, ResponseKind};
+use protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use protocol::messages::{
+    ApiKey, InitProducerIdRequest, ProduceRequest, ProducerId, RequestKind, ResponseKind, TopicName,
+};
 use protocol::records::{encode_produced, Compression, PlainRecord, ProducedBatch};
+use protocol::StrBytes;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -46,6 +53,31 @@ impl KafkaConn {
         }
     }
 
+    /// A connection to `host:port`, or none when it cannot be made.
+    pub async fn try_connect(host: &str, port: u16) -> Option<KafkaConn> {
+        let connect = TcpStream::connect((host, port));
+        let stream = tokio::time::timeout(Duration::from_secs(2), connect).await.ok()?.ok()?;
+        Some(KafkaConn::over(stream))
+    }
+
+    /// As `call`, answering none when the connection closes, the answer
+    /// does not come within `within`, or does not decode.
+    pub async fn try_call(
+        &mut self,
+        api_key: ApiKey,
+        version: i16,
+        body: RequestKind,
+        within: Duration,
+    ) -> Option<ResponseKind> {
+        let correlation = self.next_correlation;
+        self.next_correlation += 1;
+        let bytes = protocol::request::encode(api_key, version, correlation, &body).ok()?;
+        self.stream.write_all(&bytes).await.ok()?;
+        let frame = tokio::time::timeout(within, self.read_frame()).await.ok()??;
+        let (got, answer) = protocol::response::decode(api_key, version, frame).ok()?;
+        (got == correlation).then_some(answer)
+    }
+
     pub async fn call(&mut self, api_key: ApiKey, version: i16, body: RequestKind) -> ResponseKind {
         let correlation = self.next_correlation;
         self.next_correlation += 1;
@@ -67,4 +99,78 @@ pub fn batch(producer_id: i64, epoch: i16, base_sequence: i32, values: &[String]
         .collect();
     let batch = ProducedBatch { producer_id, producer_epoch: epoch, base_sequence, transactional: false, records };
     encode_produced(&batch, Compression::None).expect("encode a batch")
+}
+
+/// A produce of `records` to one partition, acks=all.
+pub fn produce(topic: &str, partition: i32, records: Bytes) -> RequestKind {
+    let data = PartitionProduceData::default().with_index(partition).with_records(Some(records));
+    let topic = TopicProduceData::default()
+        .with_name(TopicName(StrBytes::from_string(topic.to_string())))
+        .with_partition_data(vec![data]);
+    RequestKind::Produce(ProduceRequest::default().with_acks(-1).with_timeout_ms(10_000).with_topic_data(vec![topic]))
+}
+
+/// (error code, base offset) of the one partition a produce answered.
+pub fn produced(answer: ResponseKind) -> (i16, i64) {
+    let ResponseKind::Produce(r) = answer else { panic!("not a produce answer: {answer:?}") };
+    let p = &r.responses[0].partition_responses[0];
+    (p.error_code, p.base_offset)
+}
+
+/// An idempotent producer (acks=all) that writes one record at a time to
+/// partition 0 of `topic` through the brokers `at` (host, port) until
+/// `stop`, moving to the next broker whenever one fails or answers an
+/// error, and retrying the same sequence there (the broker's dedup answers
+/// a retry of a written record with its offset). Records each acknowledged
+/// record in `ledger` under the transactionId Queen stores it by
+/// (`kafka:ID:EPOCH:SEQUENCE`), in partition "0". Answers the retries.
+pub async fn idempotent_writer(
+    at: Vec<(String, u16)>,
+    topic: &str,
+    ledger: super::cluster::Ledger,
+    stop: Arc<AtomicBool>,
+) -> u64 {
+    let within = Duration::from_secs(10);
+    let mut turn = 0;
+    let mut retried = 0;
+    let mut pid = None;
+    let mut seq = 0;
+    while !stop.load(Ordering::Acquire) {
+        let (host, port) = &at[turn % at.len()];
+        let Some(mut conn) = KafkaConn::try_connect(host, *port).await else {
+            turn += 1;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            continue;
+        };
+        if pid.is_none() {
+            let init = InitProducerIdRequest::default()
+                .with_transactional_id(None)
+                .with_producer_id(ProducerId(-1))
+                .with_producer_epoch(-1);
+            match conn.try_call(ApiKey::InitProducerId, 4, RequestKind::InitProducerId(init), within).await {
+                Some(ResponseKind::InitProducerId(r)) if r.error_code == 0 => pid = Some(r.producer_id.0),
+                _ => {
+                    turn += 1;
+                    continue;
+                }
+            }
+        }
+        let id = pid.expect("set above");
+        while !stop.load(Ordering::Acquire) {
+            let records = batch(id, 0, seq, &[format!("k{seq}")]);
+            match conn.try_call(ApiKey::Produce, 9, produce(topic, 0, records), within).await.map(produced) {
+                Some((0, offset)) => {
+                    ledger.lock().unwrap().insert(format!("kafka:{id}:0:{seq}"), ("0".into(), offset as u64));
+                    seq += 1;
+                }
+                _ => {
+                    retried += 1;
+                    turn += 1;
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    break;
+                }
+            }
+        }
+    }
+    retried
 }
