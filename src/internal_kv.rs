@@ -1,6 +1,7 @@
 //! The KV namespaces the broker keeps for itself: ephemeral queue
-//! declarations, Kafka producer ids and traces. The KV API refuses them, so
-//! no client can forge a producer id or a trace. (`queen-locks` and
+//! declarations, Kafka producer ids, traces and streams queries and state.
+//! The KV API refuses them, so no client can forge a producer id, a trace or
+//! a stream's state. (`queen-locks` and
 //! `queen-supervisor` are the client's own and stay open to it.) They live
 //! here, below the node and both front ends, so each imports them without
 //! importing the others.
@@ -12,4 +13,9 @@ pub const KAFKA_PRODUCER_IDS: &str = "queen-kafka";
 /// Message traces.
 pub const TRACES: &str = "queen-traces";
 
-pub const ALL: &[&str] = &[EPHEMERAL_DECLARATIONS, KAFKA_PRODUCER_IDS, TRACES];
+/// Streams queries, by name and by id (`planner/streams.rs`).
+pub const STREAMS_QUERIES: &str = "queen-streams-queries";
+/// Streams operator state, by query, partition and state key.
+pub const STREAMS_STATE: &str = "queen-streams-state";
+
+pub const ALL: &[&str] = &[EPHEMERAL_DECLARATIONS, KAFKA_PRODUCER_IDS, TRACES, STREAMS_QUERIES, STREAMS_STATE];

@@ -27,6 +27,7 @@ pub mod queues;
 pub mod resources;
 pub mod status;
 pub mod storage_gate;
+pub mod streams;
 pub mod timers;
 pub mod traces;
 pub mod transaction;
@@ -99,6 +100,9 @@ pub fn router(node: Arc<Node>) -> Router {
         .route("/api/v1/system/raft/membership/promote", post(membership::promote))
         .route("/api/v1/system/raft/membership/voters", put(membership::set_voters))
         .route("/api/v1/system/raft/membership/members/{id}", delete(membership::remove))
+        .route("/streams/v1/queries", post(streams::register))
+        .route("/streams/v1/cycle", post(streams::cycle))
+        .route("/streams/v1/state/get", post(streams::state_get))
         .route("/health", get(health::health))
         .route("/metrics", get(health::metrics))
         .route("/api/v1/dashboard/history", get(dashboard::history))

@@ -14,8 +14,16 @@ use std::sync::Arc;
 /// calls are judged by their handlers, which know which operations write.
 fn grows_storage(method: &Method, path: &str) -> bool {
     (*method == Method::POST
-        && ["/api/v1/push", "/api/v1/transaction", "/api/v1/configure", "/api/v1/timers", "/api/v1/traces"]
-            .contains(&path))
+        && [
+            "/api/v1/push",
+            "/api/v1/transaction",
+            "/api/v1/configure",
+            "/api/v1/timers",
+            "/api/v1/traces",
+            "/streams/v1/queries",
+            "/streams/v1/cycle",
+        ]
+        .contains(&path))
         || (*method == Method::PUT && path.starts_with("/api/v1/kv/"))
 }
 

@@ -81,6 +81,11 @@ pub enum Command {
         offset: u64,
         group: Option<String>,
     },
+    /// A streams query registered, or a streams cycle committed whole
+    /// (`planner/streams.rs`). Last of the variants, so that commands
+    /// forwarded by a node without it decode unchanged. Boxed: a cycle is
+    /// far larger than the other commands.
+    Streams(Box<super::streams::StreamsOp>),
 }
 
 /// A group's cursor on a partition, set to `offset`: the next it consumes,
@@ -262,4 +267,5 @@ pub enum Answer {
         existed: bool,
         created: usize,
     },
+    Streams(super::streams::StreamsAnswer),
 }

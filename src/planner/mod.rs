@@ -16,6 +16,7 @@ pub mod push;
 pub mod queue_options;
 pub mod queues;
 pub mod retention;
+pub mod streams;
 #[cfg(test)]
 mod testing;
 pub mod timers;
@@ -190,6 +191,10 @@ impl Planner {
                 let effects = groups::plan_redeliver(store, overlay, (queue, partition, offset), group.as_deref());
                 let partitions = effects.len();
                 (effects, vec![], Answer::GroupChanged { partitions })
+            }
+            Command::Streams(op) => {
+                let (effects, messages, answer) = streams::plan(store, overlay, id, timestamp_us, *op);
+                (effects, messages, Answer::Streams(answer))
             }
             Command::ExtendLease { lease_id } => {
                 let (effects, renewed, expires_us) = consume::plan_extend(store, overlay, timestamp_us, &lease_id);

@@ -14,6 +14,7 @@ use crate::planner::command::{
 use crate::planner::kv::{KvAnswer, KvOp};
 use crate::planner::locks::{LockOp, LockResult};
 use crate::planner::push::QueueFull;
+use crate::planner::streams::{StreamsAnswer, StreamsOp};
 use crate::planner::timers::{TimerOp, TimerResult};
 use crate::planner::transaction::{Bundle, BundleAnswer};
 
@@ -60,6 +61,15 @@ impl Typed<BundleAnswer> {
         Typed {
             command: Command::Transaction(bundle),
             answer: |a| if let Answer::Transaction(t) = a { Ok(t) } else { Err(a) },
+        }
+    }
+}
+
+impl Typed<StreamsAnswer> {
+    pub fn streams(op: StreamsOp) -> Self {
+        Typed {
+            command: Command::Streams(Box::new(op)),
+            answer: |a| if let Answer::Streams(s) = a { Ok(s) } else { Err(a) },
         }
     }
 }
