@@ -15,7 +15,7 @@ import time
 import urllib.request
 import uuid
 
-import pytest
+import httpx
 from queen import Queen, Stream, token_bucket_gate
 
 from conftest import Node
@@ -241,8 +241,11 @@ async def test_the_routes_answer_as_the_client_expects(client, node):
 
 async def test_a_kill_9_mid_run_counts_every_input_exactly_once():
     """A windowed count per customer runs while its node is killed with
-    kill -9 and restarted. Every input id ends up in exactly one window,
-    emitted to the sink or still open in state, and in no other."""
+    kill -9 twice: once right after a cycle committed, before its answer
+    reached the worker (which retries it), and once as a cycle was on its
+    way (it never arrives; its messages come back when the lease ends).
+    After each restart the run goes on, and in the end every input id is in
+    exactly one window, emitted to the sink or still open in state."""
     node = Node()
     client = Queen(node.url)
     try:
@@ -262,33 +265,25 @@ async def test_a_kill_9_mid_run_counts_every_input_exactly_once():
             .map(lambda ids, ctx: {"customer": ctx["partition"], "windowStart": ctx["windowStart"], "ids": ids})
             .to(client.queue(sink))
         )
-        query = name("exactly-once")
-        runner = await run(stream, query, node, batch_size=7, max_partitions=2)
-        # Kill once every partition has committed a cycle (its watermark is
-        # in state: the client reloads it, and drops nothing as late after
-        # the restart) and the run is under way, not done.
-        deadline = time.time() + 20
-        while time.time() < deadline:
-            parts = list(runner._recent_partitions)
-            if len(parts) == len(customers) and all(
-                "__wm__" in [r["key"] for r in state_of(node, runner._server_query_id, p)] for p in parts
-            ):
-                break
-            await asyncio.sleep(0.01)
-        assert runner.metrics()["messagesTotal"] < (per_customer + 1) * len(customers), "the run ended before the kill"
-        node.restart_after_kill()
+        runner = await run(stream, name("exactly-once"), node, batch_size=7, max_partitions=2)
+        kills = KillsDuringCycles(node, runner)
+        while len(kills.done) < 2:
+            await asyncio.wait_for(kills.down.wait(), 30)
+            kills.down.clear()
+            await asyncio.to_thread(node.start)
         expected_windows = per_customer * 100 // window_ms
         got = await drain(client, sink, expected_windows * len(customers), timeout=60)
         got += await settle(client, sink, len(got), quiet=2)
+        metrics = runner.metrics()
         await runner.stop()
+        assert kills.done == ["after the commit", "before the cycle"]
+        assert metrics["errorsTotal"] > 0, metrics
         emitted = [i for m in got for i in m["data"]["ids"]]
         open_ids = []
         for p in runner._recent_partitions:
             for row in state_of(node, runner._server_query_id, p):
                 if isinstance(row["value"], dict) and "acc" in row["value"]:
                     open_ids += row["value"]["acc"]
-        assert sorted(set(open_ids)) == sorted(open_ids)
-        open_ids = sorted(set(open_ids))
         everything = sorted(emitted + open_ids)
         want = sorted([f"{c}-{i}" for c in customers for i in range(per_customer)] + [f"{c}-last" for c in customers])
         duplicated = sorted({i for i in everything if everything.count(i) > 1})
@@ -298,3 +293,37 @@ async def test_a_kill_9_mid_run_counts_every_input_exactly_once():
     finally:
         await client.close()
         node.stop()
+
+
+class KillsDuringCycles:
+    """Wraps the worker's HTTP client: kills the node with kill -9 once
+    right after its 10th cycle committed (the answer is lost, and the worker
+    retries the cycle), and once as a later cycle of a partition that already
+    committed one is about to be sent (so the worker's last durable watermark
+    is in state). `down` is set after each kill; the test restarts the node."""
+
+    def __init__(self, node, runner):
+        self.node, self.done, self.down = node, [], asyncio.Event()
+        self.cycles, self.committed = 0, set()
+        self.real = runner.http._client.post
+        runner.http._client.post = self.post
+
+    def kill(self, when):
+        self.node.kill9()
+        self.done.append(when)
+        self.down.set()
+
+    async def post(self, url, json=None, headers=None):
+        if not url.endswith("/streams/v1/cycle"):
+            return await self.real(url, json=json, headers=headers)
+        self.cycles += 1
+        if self.done == ["after the commit"] and self.cycles >= 25 and json["partition_id"] in self.committed:
+            self.kill("before the cycle")
+            raise httpx.ConnectError("the node was killed before the cycle reached it")
+        answer = await self.real(url, json=json, headers=headers)
+        if answer.is_success and answer.json().get("success"):
+            self.committed.add(json["partition_id"])
+        if self.cycles == 10 and not self.done:
+            self.kill("after the commit")
+            raise httpx.ReadError("the node was killed before its answer arrived")
+        return answer
