@@ -10,7 +10,10 @@
 
 mod harness;
 
+// The tests' minimal client; the bench uses its connection and batches,
+// not its fault-test writer.
 #[path = "../tests/common/kafka.rs"]
+#[allow(dead_code)]
 mod kafka_conn;
 
 use harness::{disk_bandwidth, payload, setup, spawn_cluster, spawn_queen_with_kafka};

@@ -18,4 +18,8 @@ pub const STREAMS_QUERIES: &str = "queen-streams-queries";
 /// Streams operator state, by query, partition and state key.
 pub const STREAMS_STATE: &str = "queen-streams-state";
 
-pub const ALL: &[&str] = &[EPHEMERAL_DECLARATIONS, KAFKA_PRODUCER_IDS, TRACES, STREAMS_QUERIES, STREAMS_STATE];
+/// The cluster's own rows: the effect catalogue version it writes
+/// (`replicate/raft/version_gate.rs`).
+pub const CLUSTER: &str = "queen-cluster";
+
+pub const ALL: &[&str] = &[CLUSTER, EPHEMERAL_DECLARATIONS, KAFKA_PRODUCER_IDS, TRACES, STREAMS_QUERIES, STREAMS_STATE];

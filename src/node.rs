@@ -32,6 +32,7 @@ use crate::replicate::raft::replicator::{ClusterError, RaftReplicator, ReclaimBo
 use crate::replicate::raft::snapshot_transfer::{staged_point, ReceiveError};
 use crate::replicate::raft::state_machine::{Checkpoints, RaftMachine, SnapshotFiles};
 use crate::replicate::raft::types::to_qlog;
+use crate::replicate::raft::version_gate::{self, TooOld};
 use crate::replicate::state_machine::snapshot::{self, Manifest, SnapshotError};
 use crate::replicate::Replicator;
 use crate::state_view::StateView;
@@ -83,6 +84,8 @@ pub enum BootError {
     ForceRecover(#[from] ForceRecoverError),
     #[error(transparent)]
     StagedSnapshot(#[from] ReceiveError),
+    #[error(transparent)]
+    TooOld(#[from] TooOld),
 }
 
 /// What the front ends share.
@@ -217,6 +220,9 @@ impl Node {
             None => Replay::default(),
         };
         let recovered = recover(&mut store, &qlog_root, &layout, &files, (ledger.as_deref(), replay))?;
+        if let Some(cluster) = &cluster {
+            version_gate::check(cluster.catalogue, &store)?;
+        }
         tracing::info!(last = %recovered.last, replayed = recovered.replayed, cut = recovered.cut, "qlog recovered");
         if format != FORMAT {
             Layout::upgrade_format(files.storage(), &qlog_root)?;

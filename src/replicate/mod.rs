@@ -87,6 +87,8 @@ pub struct RaftStatus {
     pub commit: u64,
     /// The last qlog index purged from the log (`QUEEN_RAFT_PURGE_HOLD_S`).
     pub purged: u64,
+    /// The effect catalogue versions of the cluster version gate.
+    pub catalogue: raft::version_gate::Versions,
     pub voters: Vec<u64>,
     /// An entry apply refused, and the entries applied as no-ops.
     pub apply: raft::apply_guard::ApplyReport,

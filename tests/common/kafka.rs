@@ -127,7 +127,7 @@ pub fn produced(answer: ResponseKind) -> (i16, i64) {
 pub async fn idempotent_writer(
     at: Vec<(String, u16)>,
     topic: &str,
-    ledger: super::cluster::Ledger,
+    ledger: Arc<std::sync::Mutex<std::collections::HashMap<String, (String, u64)>>>,
     stop: Arc<AtomicBool>,
 ) -> u64 {
     let within = Duration::from_secs(10);

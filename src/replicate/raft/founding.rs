@@ -4,6 +4,7 @@
 //! FATAL line that names it.
 
 use super::replicator::Cluster;
+use super::version_gate::EFFECT_CATALOGUE;
 use crate::config::Settings;
 use crate::store::rows::Member;
 use std::collections::BTreeMap;
@@ -64,6 +65,7 @@ pub fn cluster(settings: &Settings) -> Result<Option<Cluster>, FoundingError> {
         write_timeout: Duration::from_millis(settings.raft_write_timeout_ms),
         data_dir: settings.data_dir.clone(),
         purge_hold: Duration::from_secs(settings.raft_purge_hold_s),
+        catalogue: settings.test_effect_catalogue.unwrap_or(EFFECT_CATALOGUE),
     }))
 }
 

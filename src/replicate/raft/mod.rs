@@ -18,3 +18,4 @@ mod server;
 pub mod snapshot_transfer;
 pub mod state_machine;
 pub mod types;
+pub mod version_gate;

@@ -20,6 +20,7 @@ use super::server::{Changed, Forwarded, ForwardedAt, Leader, Server};
 use super::snapshot_transfer::Inbox;
 use super::state_machine::RaftMachine;
 use super::types::Queen;
+use super::version_gate;
 use crate::apply_watch::ApplyWatch;
 use crate::planner::command::Command;
 use crate::planner::Planner;
@@ -57,6 +58,8 @@ pub struct Cluster {
     pub data_dir: PathBuf,
     /// How long applied entries stay in the log (`QUEEN_RAFT_PURGE_HOLD_S`).
     pub purge_hold: Duration,
+    /// The effect catalogue version this build reads (`version_gate.rs`).
+    pub catalogue: u32,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -83,6 +86,8 @@ struct Inner {
     /// The voters of QUEEN_RAFT_PEERS.
     founders: BTreeMap<u64, Member>,
     guard: Arc<ApplyGuard>,
+    /// The effect catalogue version this build reads.
+    catalogue: u32,
     /// The proposer's: set here before a membership change, whose entries
     /// take log slots the planner did not plan for, so that it settles and
     /// leads again after them before it plans on (tests/raft_recovery.rs
@@ -162,15 +167,18 @@ impl RaftReplicator {
             last_leader_view: Mutex::new(Instant::now()),
             founders: cluster.peers.clone(),
             guard,
+            catalogue: cluster.catalogue,
             derailed: derailed.clone(),
         });
         let inbox = Inbox { data_dir: cluster.data_dir.clone() };
         let staged = Default::default();
-        let server =
-            Arc::new(Server { raft: raft.clone(), token: cluster.token, leader: inner.clone(), inbox, staged });
+        let catalogue = cluster.catalogue;
+        let leader = inner.clone();
+        let server = Arc::new(Server { raft: raft.clone(), token: cluster.token, leader, inbox, staged, catalogue });
         handle.spawn(server.serve(listener));
         handle.spawn(hold_purges(raft.clone(), cluster.purge_hold, reclaim));
         handle.spawn(stop_when_the_log_fails(raft.clone(), log.clone()));
+        handle.spawn(raise_catalogue(inner.clone()));
         let founder = cluster.peers.keys().next() == Some(&cluster.me);
         if founder && !cluster.join {
             let initialized = handle.block_on(raft.is_initialized()).map_err(|e| ClusterError::Start(e.to_string()))?;
@@ -207,6 +215,45 @@ async fn stop_when_the_log_fails(raft: Raft<Queen, RaftMachine>, log: RaftLog) {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let _ = raft.shutdown().await;
+}
+
+/// Raises the cluster's effect catalogue version once every member reads a
+/// newer one (`version_gate.rs`): the leader asks each member what its
+/// build reads, every few seconds, and writes the lowest answer when it is
+/// above the cluster's. A member that does not answer holds it back.
+async fn raise_catalogue(inner: Arc<Inner>) {
+    loop {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let members: Vec<(u64, Member)> = {
+            let metrics = inner.raft.metrics();
+            let m = metrics.borrow_watched();
+            if m.current_leader != Some(inner.me) {
+                continue;
+            }
+            m.membership_config.membership().nodes().map(|(id, member)| (*id, member.clone())).collect()
+        };
+        let cluster = version_gate::cluster_catalogue(&inner.store.read().expect("store lock"));
+        if inner.catalogue <= cluster {
+            continue;
+        }
+        let mut reads = vec![Some(inner.catalogue)];
+        for (id, member) in members.iter().filter(|(id, _)| *id != inner.me) {
+            let answer = inner.peers.link(*id, &member.raft).call(Request::Catalogue, Duration::from_secs(1)).await;
+            reads.push(match answer {
+                Ok(Response::Catalogue(v)) => Some(v),
+                _ => None,
+            });
+        }
+        let Some(to) = version_gate::agreed(&reads).filter(|to| *to > cluster) else { continue };
+        match inner.propose_here(Command::Kv(vec![version_gate::raise(to)])).await {
+            Ok(_) => tracing::info!(
+                from = cluster,
+                to,
+                "raised the cluster's effect catalogue version: every member reads it"
+            ),
+            Err(e) => tracing::info!(error = %e, "raising the cluster's effect catalogue version waits"),
+        }
+    }
 }
 
 /// Where reclaim may free records in a cluster: below both the store's
@@ -569,6 +616,10 @@ impl Replicator for RaftReplicator {
             applied: m.last_applied.map_or(0, |id| id.index + 1),
             commit: m.local_committed.map_or(0, |id| id.index + 1),
             purged: m.purged.map_or(0, |id| id.index + 1),
+            catalogue: version_gate::Versions {
+                build: self.inner.catalogue,
+                cluster: version_gate::cluster_catalogue(&self.inner.store.read().expect("store lock")),
+            },
             voters: m.membership_config.membership().voter_ids().collect(),
             apply,
         })

@@ -62,6 +62,9 @@ pub enum Request {
         vote: RaftVote,
         last: RaftLogId,
     },
+    /// The effect catalogue version the receiver's build reads
+    /// (`version_gate.rs`).
+    Catalogue,
 }
 
 /// Each answer, or the remote side's error as text (the caller treats it
@@ -80,6 +83,7 @@ pub enum Response {
     MembershipChanged(Result<MembershipView, ChangeRefusal>),
     SnapshotChunk(Result<(), String>),
     SnapshotDone(Result<SnapshotResponse<Queen>, String>),
+    Catalogue(u32),
     /// No call is answered any more (a snapshot is staged, and the node
     /// stops to install it): the caller treats it as the peer failing.
     Refused(String),

@@ -47,6 +47,8 @@ pub struct Server {
     /// Set once a snapshot is staged: this process's log is the one the
     /// snapshot replaces, so it answers nothing more and exits.
     pub staged: AtomicBool,
+    /// The effect catalogue version this build reads.
+    pub catalogue: u32,
 }
 
 impl Server {
@@ -143,6 +145,7 @@ impl Server {
                 Response::SnapshotChunk(taken.map_err(|e| e.to_string()))
             }
             Request::SnapshotDone { transfer, vote, last } => Response::SnapshotDone(self.stage(&transfer, vote, last)),
+            Request::Catalogue => Response::Catalogue(self.catalogue),
             Request::ReadIndex => {
                 let read = self.raft.ensure_linearizable(ReadPolicy::ReadIndex).await;
                 Response::ReadIndex(read.map(|id| id.index() + 1).map_err(|e| e.to_string()))
