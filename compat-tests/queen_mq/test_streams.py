@@ -267,16 +267,15 @@ async def test_a_kill_9_mid_run_counts_every_input_exactly_once():
         )
         runner = await run(stream, name("exactly-once"), node, batch_size=7, max_partitions=2)
         kills = KillsDuringCycles(node, runner)
-        while len(kills.done) < 2:
-            await asyncio.wait_for(kills.down.wait(), 30)
-            kills.down.clear()
-            await asyncio.to_thread(node.start)
+        await asyncio.wait_for(kills.down.wait(), 30)
+        await asyncio.to_thread(node.start)
         expected_windows = per_customer * 100 // window_ms
         got = await drain(client, sink, expected_windows * len(customers), timeout=60)
         got += await settle(client, sink, len(got), quiet=2)
         metrics = runner.metrics()
         await runner.stop()
         assert kills.done == ["after the commit", "before the cycle"]
+        assert kills.retried is not None
         assert metrics["errorsTotal"] > 0, metrics
         emitted = [i for m in got for i in m["data"]["ids"]]
         open_ids = []
@@ -297,14 +296,15 @@ async def test_a_kill_9_mid_run_counts_every_input_exactly_once():
 
 class KillsDuringCycles:
     """Wraps the worker's HTTP client: kills the node with kill -9 once
-    right after its 10th cycle committed (the answer is lost, and the worker
-    retries the cycle), and once as a later cycle of a partition that already
-    committed one is about to be sent (so the worker's last durable watermark
-    is in state). `down` is set after each kill; the test restarts the node."""
+    right after a cycle that emits windows committed (the answer is lost;
+    the node is restarted before the worker's retry of the same cycle, which
+    must apply nothing), and once as a later cycle of a partition that
+    already committed one is about to be sent (so the worker's last durable
+    watermark is in state; `down` is set, and the test restarts the node)."""
 
     def __init__(self, node, runner):
         self.node, self.done, self.down = node, [], asyncio.Event()
-        self.cycles, self.committed = 0, set()
+        self.cycles, self.committed, self.retried = 0, set(), None
         self.real = runner.http._client.post
         runner.http._client.post = self.post
 
@@ -323,7 +323,10 @@ class KillsDuringCycles:
         answer = await self.real(url, json=json, headers=headers)
         if answer.is_success and answer.json().get("success"):
             self.committed.add(json["partition_id"])
-        if self.cycles == 10 and not self.done:
-            self.kill("after the commit")
+        if self.cycles >= 10 and json["push_items"] and not self.done:
+            self.node.kill9()
+            self.done.append("after the commit")
+            self.node.start()
+            self.retried = json
             raise httpx.ReadError("the node was killed before its answer arrived")
         return answer
