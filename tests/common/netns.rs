@@ -15,6 +15,8 @@ pub struct NsCluster {
     subnet: String,
     pub nodes: Vec<Option<Child>>,
     pub dirs: Vec<PathBuf>,
+    /// QUEEN_RAFT_PEERS, to start a node again.
+    peers: String,
     pub http: reqwest::Client,
     _tmp: tempfile::TempDir,
 }
@@ -52,6 +54,7 @@ impl NsCluster {
             subnet,
             nodes: Vec::new(),
             dirs: Vec::new(),
+            peers: peers.clone(),
             http: reqwest::Client::builder().timeout(Duration::from_secs(15)).build().unwrap(),
             _tmp: tmp,
         };
@@ -73,6 +76,27 @@ impl NsCluster {
             cluster.wait_healthy(i).await;
         }
         cluster
+    }
+
+    /// Kills node `i` with SIGKILL.
+    pub fn kill9(&mut self, i: usize) {
+        if let Some(mut child) = self.nodes[i - 1].take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts node `i` again on its directory, and waits until it answers.
+    pub async fn restart(&mut self, i: usize) {
+        let peers = self.peers.clone();
+        self.boot(i, &peers);
+        self.wait_healthy(i).await;
+    }
+
+    /// Sends `signal` (SIGSTOP, SIGCONT) to node `i`.
+    pub fn signal(&self, i: usize, signal: i32) {
+        let child = self.nodes[i - 1].as_ref().expect("a running node");
+        assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0, "signal {signal} to node {i}");
     }
 
     fn ns(&self, i: usize) -> String {
