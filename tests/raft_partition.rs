@@ -83,6 +83,10 @@ async fn a_bridge_keeps_the_cluster_committing_and_loses_nothing() {
     let ledger: Ledger = Arc::default();
     let stop = Arc::new(AtomicBool::new(false));
     let load = tokio::spawn(writer(cluster.url(bridge, "/api/v1/push"), ledger.clone(), 0, stop.clone()));
+    // A Kafka producer through the node cut off from the leader first.
+    let kafka_ledger: Ledger = Arc::default();
+    let brokers = [cut_off, bridge, leader].iter().map(|&i| (cluster.addr(i), 9092)).collect();
+    let kafka = tokio::spawn(idempotent_writer(brokers, "kbridge", kafka_ledger.clone(), stop.clone()));
     tokio::time::sleep(Duration::from_millis(800)).await;
     cluster.cut(leader, cut_off);
     let during = ledger.lock().unwrap().len();
@@ -92,8 +96,16 @@ async fn a_bridge_keeps_the_cluster_committing_and_loses_nothing() {
     tokio::time::sleep(Duration::from_millis(1000)).await;
     stop.store(true, Ordering::Release);
     load.await.unwrap();
+    let kafka_retried = kafka.await.unwrap();
     let ledger = ledger.lock().unwrap().clone();
-    eprintln!("nodes {leader} and {cut_off} cut apart, {bridge} bridging: {} pushes acknowledged", ledger.len());
+    let kafka_ledger = kafka_ledger.lock().unwrap().clone();
+    eprintln!(
+        "nodes {leader} and {cut_off} cut apart, {bridge} bridging: {} pushes, {} Kafka records ({kafka_retried} retried) acknowledged",
+        ledger.len(),
+        kafka_ledger.len()
+    );
+    assert!(!kafka_ledger.is_empty(), "the Kafka producer wrote nothing");
     cluster.leader_among(&[1, 2, 3]).await;
     cluster.check_ledger(&[1, 2, 3], &ledger, "cluster", "p0").await;
+    cluster.check_ledger(&[1, 2, 3], &kafka_ledger, "kbridge", "0").await;
 }
