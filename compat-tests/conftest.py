@@ -49,9 +49,11 @@ class Node:
 
     def pick_ports(self):
         self.port = free_port()
-        self.kafka_port = free_port()
+        # A cluster's nodes are given their Kafka address: their peers name it.
+        given = self.extra_env.get("QUEEN_KAFKA_ADDR")
+        self.kafka_port = int(given.rsplit(":", 1)[1]) if given else free_port()
         while self.kafka_port == self.port:
-            self.kafka_port = free_port()
+            self.port = free_port()
         # An HTTPS node's readiness is checked without trusting its CA: the
         # tests that use it check the certificate themselves.
         self.https = self.extra_env.get("QUEEN_HTTP_TLS") == "true"
@@ -140,13 +142,17 @@ def health(node):
 def cluster():
     """Three nodes of one cluster, each at its own ports on loopback."""
     raft = [free_port() for _ in range(3)]
-    peers = ",".join(f"{i + 1}=127.0.0.1:{p}" for i, p in enumerate(raft))
+    kafka = [free_port() for _ in range(3)]
+    # Each peer names its Kafka address: the raft leader coordinates every
+    # consumer group there, whichever node a member reaches first.
+    peers = ",".join(f"{i + 1}=127.0.0.1:{raft[i]}//127.0.0.1:{kafka[i]}" for i in range(3))
     nodes = []
     for i in range(3):
         env = {
             "QUEEN_RAFT_NODE_ID": str(i + 1),
             "QUEEN_RAFT_PEERS": peers,
             "QUEEN_RAFT_ADDR": f"127.0.0.1:{raft[i]}",
+            "QUEEN_KAFKA_ADDR": f"127.0.0.1:{kafka[i]}",
             "QUEEN_RAFT_TOKEN": "compat-cluster",
             "QUEEN_RAFT_WRITE_TIMEOUT_MS": "5000",
         }

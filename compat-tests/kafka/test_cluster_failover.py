@@ -106,6 +106,44 @@ def test_an_idempotent_producer_and_a_group_carry_on_through_a_leader_killed(clu
     assert sorted(later) == sorted(f"v{i}".encode() for i in range(400, 410)), later
 
 
+def test_members_of_one_group_reaching_different_nodes_meet_one_coordinator(cluster):
+    """Two members of one group, each bootstrapped with another follower,
+    are one group: the raft leader coordinates it, so they split the
+    topic's partitions between them and each record is read once."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    nodes = cluster
+    first = leader(nodes, [0, 1, 2])
+    followers = [i for i in range(3) if i != first]
+    t = f"split-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": nodes[followers[0]].bootstrap})
+    admin.create_topics([NewTopic(t, num_partitions=4, replication_factor=1)])[t].result(30)
+    p = Producer({"bootstrap.servers": nodes[first].bootstrap, "acks": "all"})
+    for i in range(200):
+        p.produce(t, value=f"v{i}".encode(), partition=i % 4)
+    assert p.flush(30) == 0
+
+    group = f"g-{t}"
+    members = [group_member(nodes, [i], group) for i in followers]
+    for c in members:
+        c.subscribe([t])
+    seen = {}
+    deadline = time.time() + 60
+    while len(seen) < 200 and time.time() < deadline:
+        for k, c in enumerate(members):
+            m = c.poll(0.2)
+            if m is None or m.error():
+                continue
+            assert m.value() not in seen, f"{m.value()} read by both members: two groups, not one"
+            seen[m.value()] = k
+    assignments = [{tp.partition for tp in c.assignment()} for c in members]
+    for c in members:
+        c.close()
+    assert len(seen) == 200, f"read {len(seen)} of 200"
+    assert assignments[0].isdisjoint(assignments[1]), assignments
+    assert assignments[0] | assignments[1] == {0, 1, 2, 3}, assignments
+
+
 HERE = __import__("pathlib").Path(__file__).resolve().parent.parent
 
 

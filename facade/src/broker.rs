@@ -141,7 +141,31 @@ impl BrokerError {
     }
 }
 
+/// Where another broker listens for Kafka clients.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokerAddress {
+    pub node_id: i32,
+    pub host: String,
+    pub port: i32,
+}
+
+/// Where a consumer group's coordinator is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GroupCoordinator {
+    Here,
+    There(BrokerAddress),
+    /// Not known now (no leader): the client asks again.
+    NotAvailable,
+}
+
 pub trait Broker: Send + Sync + 'static {
+    /// Which broker coordinates consumer groups: this one, or another (a
+    /// cluster's raft leader, so that every member of a group meets the
+    /// same coordinator), or none for now (a cluster between leaders).
+    fn group_coordinator(&self) -> GroupCoordinator {
+        GroupCoordinator::Here
+    }
+
     /// Every topic, by name.
     fn topics(&self) -> Vec<TopicView>;
 

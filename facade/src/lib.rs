@@ -21,7 +21,7 @@ pub mod tls;
 mod topic_settings;
 mod topics;
 
-pub use broker::Broker;
+pub use broker::{Broker, BrokerAddress, GroupCoordinator};
 pub use config::FacadeConfig;
 pub use decompress_budget::DecompressBudget;
 pub use listener::serve;

@@ -15,7 +15,8 @@ use crate::replicate::typed::Typed;
 use crate::replicate::ProposeError;
 use crate::store::Store;
 use facade::broker::{
-    BrokerError, Committed, ConfigEntry, Fetched, OffsetCommit, PartitionBatch, PartitionOffsets, Produced, TopicView,
+    BrokerAddress, BrokerError, Committed, ConfigEntry, Fetched, GroupCoordinator, OffsetCommit, PartitionBatch,
+    PartitionOffsets, Produced, TopicView,
 };
 use protocol::records::ProducedBatch;
 use std::sync::Arc;
@@ -106,6 +107,26 @@ fn offsets_of(store: &Store, q: u64, p: u64) -> PartitionOffsets {
 }
 
 impl facade::Broker for QueenBroker {
+    /// On a cluster, the raft leader coordinates every group, at the Kafka
+    /// address its `QUEEN_RAFT_PEERS` entry names; while no leader is known
+    /// none does. A leader whose entry names no Kafka address leaves each
+    /// node coordinating the groups of the clients it reaches.
+    fn group_coordinator(&self) -> GroupCoordinator {
+        let Some(raft) = self.node.replicator.raft_status() else { return GroupCoordinator::Here };
+        let Some((leader, member)) = self.node.replicator.leader() else { return GroupCoordinator::NotAvailable };
+        if leader == raft.node {
+            return GroupCoordinator::Here;
+        }
+        let address = member.kafka.rsplit_once(':').and_then(|(host, port)| {
+            Some(BrokerAddress {
+                node_id: i32::try_from(leader).ok()?,
+                host: host.to_string(),
+                port: port.parse().ok()?,
+            })
+        });
+        address.map_or(GroupCoordinator::Here, GroupCoordinator::There)
+    }
+
     fn topics(&self) -> Vec<TopicView> {
         let store = self.store();
         store.queues.iter().filter_map(|(name, _)| view(&store, name)).collect()

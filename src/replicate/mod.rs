@@ -58,6 +58,12 @@ pub trait Replicator: Send + Sync + 'static {
         None
     }
 
+    /// The leader this node knows of and where it is reached, once this
+    /// node knows one; none on a single node.
+    fn leader(&self) -> Option<(u64, crate::store::rows::Member)> {
+        None
+    }
+
     /// The cluster's membership as this node sees it (the leader's view
     /// when it can reach the leader); none on a single node.
     fn membership(&self) -> Option<Admin<'_, MembershipView>> {

@@ -65,7 +65,7 @@ pub fn denied(request: &RequestKind, version: i16) -> Option<ResponseKind> {
         RequestKind::SyncGroup(_) => ResponseKind::SyncGroup(SyncGroupResponse::default().with_error_code(GROUP)),
         RequestKind::Heartbeat(_) => ResponseKind::Heartbeat(HeartbeatResponse::default().with_error_code(GROUP)),
         RequestKind::LeaveGroup(_) => ResponseKind::LeaveGroup(LeaveGroupResponse::default().with_error_code(GROUP)),
-        RequestKind::OffsetCommit(r) => ResponseKind::OffsetCommit(offset_commit(r)),
+        RequestKind::OffsetCommit(r) => ResponseKind::OffsetCommit(offset_commit(r, GROUP)),
         RequestKind::OffsetDelete(_) => {
             ResponseKind::OffsetDelete(OffsetDeleteResponse::default().with_error_code(GROUP))
         }
@@ -176,7 +176,8 @@ fn produce(r: &ProduceRequest) -> ProduceResponse {
     ProduceResponse::default().with_responses(responses)
 }
 
-fn offset_commit(r: &OffsetCommitRequest) -> OffsetCommitResponse {
+/// An OffsetCommit refused with `code` on every partition it names.
+pub(super) fn offset_commit(r: &OffsetCommitRequest, code: i16) -> OffsetCommitResponse {
     let topics = r
         .topics
         .iter()
@@ -187,7 +188,7 @@ fn offset_commit(r: &OffsetCommitRequest) -> OffsetCommitResponse {
                 .map(|p| {
                     OffsetCommitResponsePartition::default()
                         .with_partition_index(p.partition_index)
-                        .with_error_code(GROUP)
+                        .with_error_code(code)
                 })
                 .collect();
             OffsetCommitResponseTopic::default().with_name(t.name.clone()).with_partitions(partitions)

@@ -1,9 +1,9 @@
-//! FindCoordinator: this node coordinates every group, singly (v0-v3) or in
-//! batches (v4). Transaction coordinators are refused: Kafka transactions are
+//! FindCoordinator: the broker that coordinates every group (this one, or a
+//! cluster's leader), singly (v0-v3) or in batches (v4). Transaction coordinators are refused: Kafka transactions are
 //! not supported yet (docs/kafka.md).
 
 use crate::names::{broker_id, str_bytes};
-use crate::{Broker, Facade};
+use crate::{Broker, Facade, GroupCoordinator};
 use protocol::messages::find_coordinator_response::Coordinator;
 use protocol::messages::{FindCoordinatorRequest, FindCoordinatorResponse};
 use protocol::ResponseError;
@@ -11,9 +11,18 @@ use protocol::ResponseError;
 const GROUP: i8 = 0;
 
 pub fn handle<B: Broker>(f: &Facade<B>, req: FindCoordinatorRequest, version: i16) -> FindCoordinatorResponse {
-    let error = if req.key_type == GROUP { 0 } else { ResponseError::UnsupportedVersion.code() };
-    let host = str_bytes(&f.config.advertised_host);
-    let node = broker_id(f.config.node_id);
+    let here = (broker_id(f.config.node_id), str_bytes(&f.config.advertised_host), f.config.advertised_port);
+    // A cluster's groups are coordinated by its leader (`not_coordinator.rs`).
+    let ((node, host, port), available) = match f.broker.group_coordinator() {
+        GroupCoordinator::Here => (here, true),
+        GroupCoordinator::There(there) => ((broker_id(there.node_id), str_bytes(&there.host), there.port), true),
+        GroupCoordinator::NotAvailable => (here, false),
+    };
+    let error = match (req.key_type == GROUP, available) {
+        (false, _) => ResponseError::UnsupportedVersion.code(),
+        (true, false) => ResponseError::CoordinatorNotAvailable.code(),
+        (true, true) => 0,
+    };
     if version >= 4 {
         let coordinators = req
             .coordinator_keys
@@ -23,15 +32,11 @@ pub fn handle<B: Broker>(f: &Facade<B>, req: FindCoordinatorRequest, version: i1
                     .with_key(key)
                     .with_node_id(node)
                     .with_host(host.clone())
-                    .with_port(f.config.advertised_port)
+                    .with_port(port)
                     .with_error_code(error)
             })
             .collect();
         return FindCoordinatorResponse::default().with_coordinators(coordinators);
     }
-    FindCoordinatorResponse::default()
-        .with_error_code(error)
-        .with_node_id(node)
-        .with_host(host)
-        .with_port(f.config.advertised_port)
+    FindCoordinatorResponse::default().with_error_code(error).with_node_id(node).with_host(host).with_port(port)
 }

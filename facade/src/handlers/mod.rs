@@ -22,6 +22,7 @@ mod leave_group;
 mod list_groups;
 mod list_offsets;
 mod metadata;
+mod not_coordinator;
 mod offset_commit;
 mod offset_delete;
 mod offset_fetch;
@@ -73,6 +74,13 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: Request, peer: SocketAddr, se
                 // acks=0 reads no answer; a Kafka broker closes the connection so the producer notices.
                 return Reply::Refuse(format!("produce with acks=0 by {principal:?}, whose role may not produce"));
             }
+            return Reply::Answer(Box::new(answer));
+        }
+    }
+    let coordinator = f.broker.group_coordinator();
+    if coordinator != crate::GroupCoordinator::Here {
+        let available = coordinator != crate::GroupCoordinator::NotAvailable;
+        if let Some(answer) = not_coordinator::answer(&req.body, available) {
             return Reply::Answer(Box::new(answer));
         }
     }

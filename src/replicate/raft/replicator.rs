@@ -598,6 +598,10 @@ impl Replicator for RaftReplicator {
         }))
     }
 
+    fn leader(&self) -> Option<(u64, Member)> {
+        self.inner.leader()
+    }
+
     fn raft_status(&self) -> Option<RaftStatus> {
         let m = self.inner.raft.metrics().borrow_watched().clone();
         let apply = self.inner.guard.report();
