@@ -112,9 +112,9 @@ impl facade::Broker for QueenBroker {
     /// none does. A leader whose entry names no Kafka address leaves each
     /// node coordinating the groups of the clients it reaches.
     fn group_coordinator(&self) -> GroupCoordinator {
-        let Some(raft) = self.node.replicator.raft_status() else { return GroupCoordinator::Here };
+        let Some(me) = self.node.settings.raft_node_id else { return GroupCoordinator::Here };
         let Some((leader, member)) = self.node.replicator.leader() else { return GroupCoordinator::NotAvailable };
-        if leader == raft.node {
+        if leader == me {
             return GroupCoordinator::Here;
         }
         let address = member.kafka.rsplit_once(':').and_then(|(host, port)| {

@@ -77,11 +77,14 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: Request, peer: SocketAddr, se
             return Reply::Answer(Box::new(answer));
         }
     }
-    let coordinator = f.broker.group_coordinator();
-    if coordinator != crate::GroupCoordinator::Here {
-        let available = coordinator != crate::GroupCoordinator::NotAvailable;
-        if let Some(answer) = not_coordinator::answer(&req.body, available) {
-            return Reply::Answer(Box::new(answer));
+    // Asked for group requests only: produce and fetch never pay for it.
+    if not_coordinator::is_member_call(&req.body) {
+        let coordinator = f.broker.group_coordinator();
+        if coordinator != crate::GroupCoordinator::Here {
+            let available = coordinator != crate::GroupCoordinator::NotAvailable;
+            if let Some(answer) = not_coordinator::answer(&req.body, available) {
+                return Reply::Answer(Box::new(answer));
+            }
         }
     }
     let producer = session.principal().and_then(|p| p.subject.clone());

@@ -8,6 +8,18 @@ use protocol::messages::{
 };
 use protocol::ResponseError;
 
+/// Whether `request` is one a group member sends its coordinator.
+pub fn is_member_call(request: &RequestKind) -> bool {
+    matches!(
+        request,
+        RequestKind::JoinGroup(_)
+            | RequestKind::SyncGroup(_)
+            | RequestKind::Heartbeat(_)
+            | RequestKind::LeaveGroup(_)
+            | RequestKind::OffsetCommit(_)
+    )
+}
+
 /// The answer to `request` from a broker that does not coordinate groups
 /// (`NOT_COORDINATOR`, or `COORDINATOR_NOT_AVAILABLE` while no broker
 /// does); `None` for a request that is not a group member's.

@@ -159,8 +159,7 @@ impl ApplyGuard {
         if !begin(store, entry, locations) {
             return Ok(false);
         }
-        let digest = digest(entry);
-        if self.skips(entry, &digest) {
+        if self.skips(entry) {
             finish(store, entry);
             return Ok(true);
         }
@@ -176,7 +175,7 @@ impl ApplyGuard {
                 let failure = ApplyFailure {
                     class: "deterministic",
                     command: summary(entry),
-                    digest: digest.clone(),
+                    digest: digest(entry),
                     effect: format!("#{i} {}", effect.name()),
                     error,
                     index: entry.id.index,
@@ -203,14 +202,22 @@ impl ApplyGuard {
 
     /// Whether `entry` is one to apply as a no-op: asked for by the setting
     /// with its digest (and then kept), or kept from before.
-    fn skips(&self, entry: &Entry, digest: &str) -> bool {
+    /// The digest is computed only for an index a skip names: apply pays
+    /// nothing for the guard on every other entry.
+    fn skips(&self, entry: &Entry) -> bool {
         let index = entry.id.index;
         let mut report = self.report.lock().expect("apply report lock");
+        let kept = report.skipped.iter().any(|s| s.index == index);
+        let asked = self.asked.get(&index);
+        if !kept && asked.is_none() {
+            return false;
+        }
+        let digest = digest(entry);
         if report.skipped.iter().any(|s| s.index == index && s.digest == digest) {
             return true;
         }
-        let Some(asked) = self.asked.get(&index) else { return false };
-        if asked != digest {
+        let Some(asked) = asked else { return false };
+        if *asked != digest {
             tracing::error!(
                 index,
                 asked = %asked,
@@ -219,7 +226,7 @@ impl ApplyGuard {
             );
             return false;
         }
-        let skipped = Skipped { index, term: entry.id.term, digest: digest.to_string(), held: summary(entry) };
+        let skipped = Skipped { index, term: entry.id.term, digest, held: summary(entry) };
         tracing::warn!(held = %skipped.held, "QUEEN_RAFT_APPLY_SKIP: entry {index} is REPLACED by a skip marker: none of its effects apply");
         report.skipped.push(skipped);
         let bytes = serde_json::to_vec_pretty(&report.skipped).expect("skips serialize");
