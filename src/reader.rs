@@ -110,7 +110,7 @@ impl MessageReader {
                 }
                 wanted.next();
                 if let Some(p) = o.checked_sub(span.first_offset).and_then(|i| record.payloads.get(i as usize)) {
-                    let message = self.open(&p.to_raw()?)?;
+                    let message = self.open(&p.raw()?)?;
                     out.push(StoredMessage { offset: o, timestamp_us: record.timestamp_us, message });
                 }
             }
@@ -148,7 +148,7 @@ impl MessageReader {
                     return Ok((out, used));
                 }
                 used += payload.raw_len() as u64;
-                let message = self.open(&payload.to_raw()?)?;
+                let message = self.open(&payload.raw()?)?;
                 out.push(StoredMessage { offset: at, timestamp_us: record.timestamp_us, message });
             }
         }

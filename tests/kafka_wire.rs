@@ -140,6 +140,44 @@ async fn pipelined_requests_are_answered_in_order() {
     assert_eq!(produced(answers.remove(1).1), (0, 1));
 }
 
+/// A produce is answered once durable, but the connection reads on while it
+/// waits: an idempotent producer's pipelined batches (more of them than the
+/// connection keeps in flight) are each let through in order, written in
+/// order, and a fetch sent behind them sees every one; a batch that then
+/// skips a sequence is still refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipelined_produces_keep_their_order_and_a_request_behind_them_sees_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let node = Node::start(&tmp.path().join("data"), &[]).await;
+    let mut conn = KafkaConn::connect(node.kafka_port).await;
+    const BATCHES: i32 = 40;
+    let mut wire = Vec::new();
+    for i in 0..BATCHES {
+        let values = [format!("v{}", 2 * i), format!("v{}", 2 * i + 1)];
+        let body = produce("piped-idem", 0, batch(4242, 0, 2 * i, &values));
+        wire.extend_from_slice(&protocol::request::encode(ApiKey::Produce, 9, i, &body).unwrap());
+    }
+    wire.extend_from_slice(
+        &protocol::request::encode(ApiKey::Fetch, 11, BATCHES, &fetch("piped-idem", 0, 0, 0, 0)).unwrap(),
+    );
+    conn.send_raw(&wire).await;
+    for i in 0..BATCHES {
+        let frame = conn.read_frame().await.expect("a produce answer");
+        let (correlation, answer) = protocol::response::decode(ApiKey::Produce, 9, frame).unwrap();
+        assert_eq!(correlation, i, "answers come in request order");
+        assert_eq!(produced(answer), (0, 2 * i as i64), "batch {i} is written after the batches before it");
+    }
+    let frame = conn.read_frame().await.expect("the fetch answer");
+    let (correlation, answer) = protocol::response::decode(ApiKey::Fetch, 11, frame).unwrap();
+    assert_eq!(correlation, BATCHES);
+    let (error, high_watermark, bytes) = fetched(answer);
+    assert_eq!((error, high_watermark), (0, 2 * BATCHES as i64), "the fetch behind the produces sees all of them");
+    assert!(bytes > 0);
+    let skipped =
+        conn.call(ApiKey::Produce, 9, produce("piped-idem", 0, batch(4242, 0, 2 * BATCHES + 5, &["x".into()]))).await;
+    assert_eq!(produced(skipped).0, ResponseError::OutOfOrderSequenceNumber.code());
+}
+
 fn fetch(topic: &str, partition: i32, offset: i64, min_bytes: i32, max_wait_ms: i32) -> RequestKind {
     use protocol::messages::fetch_request::{FetchPartition, FetchTopic};
     let p =

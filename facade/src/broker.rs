@@ -5,6 +5,7 @@
 use protocol::records::{PlainRecord, ProducedBatch};
 use protocol::ResponseError;
 use std::future::Future;
+use std::pin::Pin;
 
 /// A topic as Kafka sees it: a queue and its partitions in creation order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,6 +40,9 @@ pub struct Produced {
     pub base_offset: i64,
     pub log_start: i64,
 }
+
+/// A produce's answers, one per batch, once its write is durable.
+pub type ProduceAnswers = Pin<Box<dyn Future<Output = Vec<Result<Produced, BrokerError>>> + Send>>;
 
 #[derive(Debug, Clone)]
 pub struct Fetched {
@@ -194,8 +198,10 @@ pub trait Broker: Send + Sync + 'static {
 
     /// Appends the batches, durably and as one write, and answers each
     /// batch's first offset. A retried idempotent batch answers the offset
-    /// it got first.
-    fn produce(&self, batches: Vec<PartitionBatch>) -> impl Future<Output = Vec<Result<Produced, BrokerError>>> + Send;
+    /// it got first. The outer future resolves once the write's place is
+    /// fixed: a write asked for after that is written after it, so a
+    /// connection reads its next request while this one is made durable.
+    fn produce(&self, batches: Vec<PartitionBatch>) -> impl Future<Output = ProduceAnswers> + Send;
 
     /// Reads records from `offset`, at least one if there is one, until
     /// `max_bytes`; at the high watermark or with no budget, none and no read.

@@ -1,17 +1,25 @@
 //! One client connection: requests are read as they arrive (clients
-//! pipeline them) and answered strictly in order, one at a time, as a Kafka
-//! broker does. A connection with no request begun is closed after
+//! pipeline them) and answered strictly in order, as a Kafka broker does.
+//! A produce is handled as far as its write's place in the log and then
+//! waits for durability beside the next requests: up to `PIPELINED`
+//! produce requests are in flight at once, and any other request waits
+//! until every produce before it is answered, so it sees their writes. A connection with no request begun is closed after
 //! `connections_max_idle` (Kafka's `connections.max.idle.ms`); a request
 //! begun must arrive whole within `request_read_timeout`, so a client that
 //! trickles bytes cannot hold the connection for ever.
 
+use crate::handlers::Reply;
 use crate::sasl::Session;
 use crate::{handlers, Broker, Facade};
 use bytes::BytesMut;
 use protocol::frame::split_frame;
+use protocol::messages::ApiKey;
 use protocol::request::{self, DecodeError};
 use protocol::response;
+use std::collections::VecDeque;
+use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Instant;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -27,6 +35,8 @@ pub async fn serve<B: Broker, S: AsyncRead + AsyncWrite + Unpin>(
     let mut session = Session::default();
     // When the first byte of the request being read arrived.
     let mut begun: Option<Instant> = None;
+    // Handled requests not yet answered, oldest first.
+    let mut pending: VecDeque<Answering> = VecDeque::new();
     loop {
         let frame = match split_frame(&mut buf, facade.config.max_request_bytes) {
             Ok(Some(frame)) => {
@@ -39,7 +49,18 @@ pub async fn serve<B: Broker, S: AsyncRead + AsyncWrite + Unpin>(
                     None => facade.config.connections_max_idle,
                     Some(at) => facade.config.request_read_timeout.saturating_sub(at.elapsed()),
                 };
-                match tokio::time::timeout(wait, stream.read_buf(&mut buf)).await {
+                let read = tokio::select! {
+                    // A produce made durable meanwhile is answered first.
+                    reply = oldest_ready(&mut pending) => {
+                        let Some(oldest) = pending.pop_front() else { continue };
+                        if !write_reply(&mut stream, reply, oldest.header, peer).await {
+                            return;
+                        }
+                        continue;
+                    }
+                    read = tokio::time::timeout(wait, stream.read_buf(&mut buf)) => read,
+                };
+                match read {
                     Ok(Ok(0)) => return,
                     Ok(Ok(_)) => {
                         begun.get_or_insert_with(Instant::now);
@@ -70,6 +91,9 @@ pub async fn serve<B: Broker, S: AsyncRead + AsyncWrite + Unpin>(
             }
         };
         if session.expects_bare_token() {
+            if !answer_until(&mut stream, &mut pending, 0, peer).await {
+                return;
+            }
             match handlers::bare_sasl_token(&facade, &frame, &mut session) {
                 Ok(reply) => {
                     if let Err(e) = stream.write_all(&reply).await {
@@ -84,33 +108,30 @@ pub async fn serve<B: Broker, S: AsyncRead + AsyncWrite + Unpin>(
                 }
             }
         }
-        let answer = match request::decode(frame) {
+        let (reply, correlation_id, api_key, version) = match request::decode(frame) {
             Ok(req) => {
                 let (api_key, version, correlation_id) = (req.api_key, req.version, req.correlation_id());
-                match handlers::handle(&facade, req, peer, &mut session).await {
-                    handlers::Reply::Answer(body) => match response::encode(correlation_id, api_key, version, &body) {
-                        Ok(bytes) => Some(bytes),
-                        Err(e) => {
-                            tracing::error!(%peer, error = %e, "kafka connection closed: answer does not encode");
-                            return;
-                        }
-                    },
-                    handlers::Reply::Silent => None,
-                    handlers::Reply::Refuse(why) => {
-                        tracing::warn!(%peer, reason = %why, "kafka connection closed: request refused");
-                        return;
-                    }
-                    handlers::Reply::Unhandled(what) => {
-                        tracing::error!(%peer, request = %what, "kafka connection closed: no handler");
-                        return;
-                    }
+                let produce = matches!(req.body, protocol::messages::RequestKind::Produce(_));
+                let keep = if produce { PIPELINED - 1 } else { 0 };
+                if !answer_until(&mut stream, &mut pending, keep, peer).await {
+                    return;
                 }
+                (handlers::handle(&facade, req, peer, &mut session).await, correlation_id, api_key, version)
             }
             Err(DecodeError::UnsupportedVersion {
                 api_key: protocol::messages::ApiKey::ApiVersions,
                 correlation_id,
                 ..
-            }) => Some(response::unsupported_api_versions(correlation_id)),
+            }) => {
+                if !answer_until(&mut stream, &mut pending, 0, peer).await {
+                    return;
+                }
+                if let Err(e) = stream.write_all(&response::unsupported_api_versions(correlation_id)).await {
+                    tracing::debug!(%peer, error = %e, "kafka connection: write failed");
+                    return;
+                }
+                continue;
+            }
             Err(e) => {
                 // A request that cannot be decoded cannot be answered in its
                 // own format; the client learns why from the log and from the
@@ -119,11 +140,95 @@ pub async fn serve<B: Broker, S: AsyncRead + AsyncWrite + Unpin>(
                 return;
             }
         };
-        if let Some(bytes) = answer {
-            if let Err(e) = stream.write_all(&bytes).await {
-                tracing::debug!(%peer, error = %e, "kafka connection: write failed");
-                return;
-            }
+        // An answer ready now is written now, after those before it.
+        let ready = !matches!(reply, Reply::Pending(_));
+        let reply: Pin<Box<dyn Future<Output = Reply> + Send>> = match reply {
+            Reply::Pending(later) => later,
+            now => Box::pin(std::future::ready(now)),
+        };
+        pending.push_back(Answering { reply, header: Header { correlation_id, api_key, version } });
+        if ready && !answer_until(&mut stream, &mut pending, 0, peer).await {
+            return;
         }
     }
+}
+
+/// The most produce requests of one connection between their handling and
+/// their answer. librdkafka sends up to five (with idempotence) or as many
+/// as its batches allow; past this the connection reads no further until
+/// the oldest is answered.
+const PIPELINED: usize = 16;
+
+/// A handled request whose answer is not written yet.
+struct Answering {
+    reply: Pin<Box<dyn Future<Output = Reply> + Send>>,
+    header: Header,
+}
+
+/// What the answer's encoding takes from its request.
+#[derive(Clone, Copy)]
+struct Header {
+    correlation_id: i32,
+    api_key: ApiKey,
+    version: i16,
+}
+
+/// The oldest unanswered request's reply, once it is ready; never while
+/// none is waiting. Only the oldest is polled: the others' writes proceed
+/// without it, and their answers are written after it anyway.
+async fn oldest_ready(pending: &mut VecDeque<Answering>) -> Reply {
+    match pending.front_mut() {
+        Some(oldest) => oldest.reply.as_mut().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Answers the oldest requests, in order, until at most `keep` wait; false
+/// when the connection is to close (a reply refuses, or a write fails).
+async fn answer_until<S: AsyncWrite + Unpin>(
+    stream: &mut S,
+    pending: &mut VecDeque<Answering>,
+    keep: usize,
+    peer: SocketAddr,
+) -> bool {
+    while pending.len() > keep {
+        let Some(mut oldest) = pending.pop_front() else { break };
+        let reply = oldest.reply.as_mut().await;
+        if !write_reply(stream, reply, oldest.header, peer).await {
+            return false;
+        }
+    }
+    true
+}
+
+/// Writes a request's reply, if it has one; false when the connection is to
+/// close.
+async fn write_reply<S: AsyncWrite + Unpin>(stream: &mut S, reply: Reply, header: Header, peer: SocketAddr) -> bool {
+    let bytes = match reply {
+        Reply::Answer(body) => match response::encode(header.correlation_id, header.api_key, header.version, &body) {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                tracing::error!(%peer, error = %e, "kafka connection closed: answer does not encode");
+                return false;
+            }
+        },
+        Reply::Silent => return true,
+        Reply::Pending(_) => {
+            tracing::error!(%peer, "kafka connection closed: a pending reply answered another pending reply");
+            return false;
+        }
+        Reply::Refuse(why) => {
+            tracing::warn!(%peer, reason = %why, "kafka connection closed: request refused");
+            return false;
+        }
+        Reply::Unhandled(what) => {
+            tracing::error!(%peer, request = %what, "kafka connection closed: no handler");
+            return false;
+        }
+    };
+    if let Err(e) = stream.write_all(&bytes).await {
+        tracing::debug!(%peer, error = %e, "kafka connection: write failed");
+        return false;
+    }
+    true
 }

@@ -19,36 +19,13 @@ const PRODUCER_EXPIRY: Duration = Duration::from_secs(24 * 3600);
 /// How often the expired ones are looked for.
 const SWEEP_EVERY: Duration = Duration::from_secs(60);
 
-/// What the sequence check keeps of a batch once it is handed to the broker.
-pub struct Written {
-    pub topic: String,
-    pub partition: i32,
-    pub producer_id: i64,
-    pub producer_epoch: i16,
-    pub base_sequence: i32,
-    pub count: usize,
-}
-
-impl Written {
-    pub fn of(topic: &str, partition: i32, batch: &ProducedBatch) -> Self {
-        Written {
-            topic: topic.to_string(),
-            partition,
-            producer_id: batch.producer_id,
-            producer_epoch: batch.producer_epoch,
-            base_sequence: batch.base_sequence,
-            count: batch.records.len(),
-        }
-    }
-}
-
 /// (producer id, topic, partition).
 type ProducerPartition = (i64, String, i32);
 
 /// Where a producer stands on one partition.
 struct Position {
     epoch: i16,
-    /// The next sequence expected.
+    /// The next sequence expected: past the last batch let through.
     next: i32,
     last_write: Instant,
 }
@@ -69,48 +46,40 @@ impl Default for Sequences {
 }
 
 impl Sequences {
-    /// Whether the batch may be written.
-    pub fn check(&self, topic: &str, partition: i32, batch: &ProducedBatch) -> Result<(), ResponseError> {
+    /// Whether the batch may be written; if so, the producer's next
+    /// expected sequence moves past it. A connection hands batches to the
+    /// broker in the order they arrive and sends the next before the first
+    /// is durable, so the check counts what it let through, not what is
+    /// written. A batch let through whose write then fails leaves a gap its
+    /// producer fills by retrying: a retried sequence is always let through.
+    pub fn accept(&self, topic: &str, partition: i32, batch: &ProducedBatch) -> Result<(), ResponseError> {
         if batch.producer_id < 0 {
             return Ok(());
         }
-        let known = self.known.lock().expect("sequences lock");
-        let Some(&Position { epoch, next: expected, .. }) =
-            known.positions.get(&(batch.producer_id, topic.to_string(), partition))
-        else {
-            return Ok(());
-        };
-        if batch.producer_epoch < epoch {
-            return Err(ResponseError::InvalidProducerEpoch);
-        }
-        let fresh_epoch = batch.producer_epoch > epoch;
-        if (fresh_epoch && batch.base_sequence != 0) || (!fresh_epoch && batch.base_sequence > expected) {
-            return Err(ResponseError::OutOfOrderSequenceNumber);
-        }
-        Ok(())
-    }
-
-    /// Records a written batch.
-    pub fn written(&self, w: &Written) {
-        if w.producer_id < 0 {
-            return;
-        }
-        let end = w.base_sequence.wrapping_add(w.count as i32);
+        let end = batch.base_sequence.wrapping_add(batch.records.len() as i32);
         let now = Instant::now();
         let mut known = self.known.lock().expect("sequences lock");
         if now.duration_since(known.last_sweep) >= SWEEP_EVERY {
             known.positions.retain(|_, p| now.duration_since(p.last_write) < PRODUCER_EXPIRY);
             known.last_sweep = now;
         }
-        let slot = known.positions.entry((w.producer_id, w.topic.clone(), w.partition)).or_insert(Position {
-            epoch: w.producer_epoch,
-            next: end,
-            last_write: now,
-        });
-        if w.producer_epoch > slot.epoch || (w.producer_epoch == slot.epoch && end > slot.next) {
-            slot.epoch = w.producer_epoch;
+        let key = (batch.producer_id, topic.to_string(), partition);
+        let Some(slot) = known.positions.get_mut(&key) else {
+            known.positions.insert(key, Position { epoch: batch.producer_epoch, next: end, last_write: now });
+            return Ok(());
+        };
+        if batch.producer_epoch < slot.epoch {
+            return Err(ResponseError::InvalidProducerEpoch);
+        }
+        let fresh_epoch = batch.producer_epoch > slot.epoch;
+        if (fresh_epoch && batch.base_sequence != 0) || (!fresh_epoch && batch.base_sequence > slot.next) {
+            return Err(ResponseError::OutOfOrderSequenceNumber);
+        }
+        if fresh_epoch || end > slot.next {
+            slot.epoch = batch.producer_epoch;
             slot.next = end;
         }
         slot.last_write = now;
+        Ok(())
     }
 }

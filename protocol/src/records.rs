@@ -120,7 +120,10 @@ pub fn encode_fetched(records: &[(i64, PlainRecord)], max_bytes: usize) -> Resul
             size <= max_bytes
         })
         .count();
-    encode(&records[..fit.max(1)], Compression::None)
+    let fit = fit.max(1);
+    let size =
+        BATCH_HEADER_BYTES + records[..fit].iter().map(|r| record_size(r, first.offset, min_timestamp)).sum::<usize>();
+    encode(&records[..fit], Compression::None, size)
 }
 
 /// A v2 batch's fixed fields: base offset 8, length 4, leader epoch 4,
@@ -165,7 +168,7 @@ pub fn encode_produced(batch: &ProducedBatch, compression: Compression) -> Resul
             producer.record(r, i as i64, sequence)
         })
         .collect();
-    encode(&records, compression)
+    encode(&records, compression, 0)
 }
 
 /// Who wrote a batch, as its header tells.
@@ -196,8 +199,10 @@ impl Writer {
     }
 }
 
-fn encode(records: &[Record], compression: Compression) -> Result<Bytes, RecordsError> {
-    let mut buf = BytesMut::new();
+/// `capacity`: the bytes the batch is expected to take, so the buffer is
+/// not grown (and copied) while it is written.
+fn encode(records: &[Record], compression: Compression, capacity: usize) -> Result<Bytes, RecordsError> {
+    let mut buf = BytesMut::with_capacity(capacity);
     let options = RecordEncodeOptions { version: 2, compression };
     RecordBatchEncoder::encode(&mut buf, records, &options).map_err(|e| RecordsError::Encode(e.to_string()))?;
     Ok(buf.freeze())

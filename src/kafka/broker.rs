@@ -7,8 +7,9 @@ use super::records::{to_message, to_record, transaction_id};
 use super::time_index::TimeIndex;
 use crate::encryption::Sealer;
 use crate::node::Node;
-use crate::planner::command::{Command, ConfigureQueue, CursorCommit, PushItem};
+use crate::planner::command::{Command, ConfigureQueue, CursorCommit, PushItem, PushOutcome};
 use crate::planner::kv::{Expiry, KvAnswer, KvKind, KvOp, KvResult};
+use crate::planner::push::QueueFull;
 use crate::planner::queue_options::QueueOptions;
 use crate::reader::ReaderError;
 use crate::replicate::typed::Typed;
@@ -16,9 +17,11 @@ use crate::replicate::ProposeError;
 use crate::store::Store;
 use facade::broker::{
     BrokerAddress, BrokerError, Committed, ConfigEntry, Fetched, GroupCoordinator, OffsetCommit, PartitionBatch,
-    PartitionOffsets, Produced, TopicView,
+    PartitionOffsets, ProduceAnswers, Produced, TopicView,
 };
 use protocol::records::ProducedBatch;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 const PRODUCER_ID_KEY: &str = "producer-id";
@@ -181,12 +184,16 @@ impl facade::Broker for QueenBroker {
         }
     }
 
-    async fn produce(&self, batches: Vec<PartitionBatch>) -> Vec<Result<Produced, BrokerError>> {
+    /// The push is handed to the planner before the outer future resolves
+    /// (where this node plans; a follower forwards it and waits), so the
+    /// connection may read its next request while this one is written.
+    async fn produce(&self, batches: Vec<PartitionBatch>) -> ProduceAnswers {
         // The records' bytes count at the disk gate until they are durable, so
         // producers side by side cannot carry the volume past the gate.
         let bytes = batches.iter().flat_map(|b| &b.batch.records).map(|r| r.value.as_ref().map_or(0, |v| v.len()));
         let Some(admission) = self.node.disk_gate.admit(bytes.sum::<usize>() as u64) else {
-            return batches.iter().map(|_| Err(BrokerError::StorageFull)).collect();
+            let full = batches.iter().map(|_| Err(BrokerError::StorageFull)).collect();
+            return Box::pin(std::future::ready(full));
         };
         // Per batch: its first item in `items` and its record count, or why not.
         let mut plan: Vec<Result<(usize, usize), BrokerError>> = Vec::with_capacity(batches.len());
@@ -211,10 +218,18 @@ impl facade::Broker for QueenBroker {
                 Ok((first, b.batch.records.len()))
             }));
         }
-        let outcomes = if items.is_empty() {
-            Ok(vec![])
+        type Pushed = Result<Result<Vec<PushOutcome>, QueueFull>, BrokerError>;
+        let pushed: Pin<Box<dyn Future<Output = Pushed> + Send>> = if items.is_empty() {
+            Box::pin(std::future::ready(Ok(Ok(vec![]))))
         } else {
-            match self.ask(Typed::push(items)).await {
+            match self.node.replicator.ask_now(Typed::push(items)) {
+                Ok(wait) => Box::pin(async move { wait.await.map_err(broker_error) }),
+                Err(forwarded) => Box::pin(std::future::ready(self.ask(*forwarded).await)),
+            }
+        };
+        let node = self.node.clone();
+        Box::pin(async move {
+            let outcomes = match pushed.await {
                 Ok(Ok(outcomes)) => Ok(outcomes),
                 // A full queue is a condition the producer retries through.
                 Ok(Err(full)) => Err(BrokerError::QueueFull(format!(
@@ -222,22 +237,23 @@ impl facade::Broker for QueenBroker {
                     full.queue, full.max_size
                 ))),
                 Err(e) => Err(e),
-            }
-        };
-        drop(admission);
-        plan.into_iter()
-            .map(|slot| {
-                let (first, count) = slot?;
-                let outcomes = outcomes.as_ref().map_err(Clone::clone)?;
-                let first = outcomes
-                    .get(first)
-                    .filter(|_| count > 0)
-                    .ok_or(BrokerError::CorruptRecords("an empty batch".into()))?;
-                let store = self.store();
-                let log_start = store.partition(first.queue_id, first.partition_id).map_or(0, |r| r.log_start as i64);
-                Ok(Produced { base_offset: first.offset as i64, log_start })
-            })
-            .collect()
+            };
+            drop(admission);
+            plan.into_iter()
+                .map(|slot| {
+                    let (first, count) = slot?;
+                    let outcomes = outcomes.as_ref().map_err(Clone::clone)?;
+                    let first = outcomes
+                        .get(first)
+                        .filter(|_| count > 0)
+                        .ok_or(BrokerError::CorruptRecords("an empty batch".into()))?;
+                    let store = node.view.local();
+                    let log_start =
+                        store.partition(first.queue_id, first.partition_id).map_or(0, |r| r.log_start as i64);
+                    Ok(Produced { base_offset: first.offset as i64, log_start })
+                })
+                .collect()
+        })
     }
 
     async fn fetch(

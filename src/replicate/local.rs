@@ -111,6 +111,21 @@ impl LocalReplicator {
         let thread = spawn("sequencer", move || sequencer.run(rx));
         Self { tx: Mutex::new(Some(tx)), thread: Mutex::new(Some(thread)) }
     }
+
+    /// Hands the command to the sequencer now; the future waits for its answer.
+    fn send(&self, command: Command) -> Proposal<'static> {
+        let (reply, answer) = oneshot::channel();
+        let sent = match self.tx.lock().expect("replicator lock").as_ref() {
+            Some(tx) => tx.send(Msg::Propose(command, reply)).is_ok(),
+            None => false,
+        };
+        Box::pin(async move {
+            if !sent {
+                return Err(ProposeError::ShuttingDown);
+            }
+            answer.await.unwrap_or(Err(ProposeError::ShuttingDown))
+        })
+    }
 }
 
 /// A replicator dropped without `stop` still drains, and its final
@@ -123,17 +138,11 @@ impl Drop for LocalReplicator {
 
 impl Replicator for LocalReplicator {
     fn propose(&self, command: Command) -> Proposal<'_> {
-        let (reply, answer) = oneshot::channel();
-        let sent = match self.tx.lock().expect("replicator lock").as_ref() {
-            Some(tx) => tx.send(Msg::Propose(command, reply)).is_ok(),
-            None => false,
-        };
-        Box::pin(async move {
-            if !sent {
-                return Err(ProposeError::ShuttingDown);
-            }
-            answer.await.unwrap_or(Err(ProposeError::ShuttingDown))
-        })
+        self.send(command)
+    }
+
+    fn propose_now(&self, command: Command) -> Result<Proposal<'static>, Box<Command>> {
+        Ok(self.send(command))
     }
 
     /// One node answers a write only once it is applied: its applied state

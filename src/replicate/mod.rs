@@ -46,6 +46,16 @@ pub trait Replicator: Send + Sync + 'static {
     /// Plans `command`, makes its entry durable, applies it, and answers.
     fn propose(&self, command: Command) -> Proposal<'_>;
 
+    /// Hands `command` to the planner before it returns, where this node
+    /// plans (one node, or the raft leader), and answers the wait for its
+    /// answer; hands the command back where it would go to another node.
+    /// Commands proposed this way one after another are planned in that
+    /// order, so a front end may send the next before the first is answered
+    /// (a Kafka connection's pipelined produce requests).
+    fn propose_now(&self, command: Command) -> Result<Proposal<'static>, Box<Command>> {
+        Err(Box::new(command))
+    }
+
     /// Resolves once this node's applied state holds every write committed
     /// before the call (`state_view.rs`), or answers why it cannot.
     fn read_gate(&self) -> ReadGate<'_>;

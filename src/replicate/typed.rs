@@ -174,11 +174,28 @@ impl Typed<usize> {
 }
 
 impl dyn Replicator {
+    /// `ask` through `Replicator::propose_now`: the command is handed to the
+    /// planner before this returns, or handed back where it cannot be.
+    pub fn ask_now<A: 'static>(
+        &self,
+        proposal: Typed<A>,
+    ) -> Result<impl std::future::Future<Output = Result<A, ProposeError>> + Send + 'static, Box<Typed<A>>> {
+        let Typed { command, answer } = proposal;
+        match self.propose_now(command) {
+            Ok(wait) => Ok(async move { Ok(read_answer(answer, wait.await?)) }),
+            Err(command) => Err(Box::new(Typed { command: *command, answer })),
+        }
+    }
+
     /// Proposes a typed command and answers its own answer.
     pub async fn ask<A>(&self, proposal: Typed<A>) -> Result<A, ProposeError> {
         let answer = self.propose(proposal.command).await?;
-        Ok((proposal.answer)(answer).unwrap_or_else(|other| {
-            panic!("invariant broken: the planner answered {other:?} to a command whose answer kind is fixed")
-        }))
+        Ok(read_answer(proposal.answer, answer))
     }
+}
+
+fn read_answer<A>(read: fn(Answer) -> Result<A, Answer>, answer: Answer) -> A {
+    read(answer).unwrap_or_else(|other| {
+        panic!("invariant broken: the planner answered {other:?} to a command whose answer kind is fixed")
+    })
 }

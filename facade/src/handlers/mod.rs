@@ -38,10 +38,15 @@ use crate::{Broker, Facade};
 use protocol::messages::ApiKey;
 use protocol::messages::{RequestKind, ResponseKind};
 use protocol::request::Request;
+use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 
 pub enum Reply {
     Answer(Box<ResponseKind>),
+    /// A produce handed to the broker: its place among the connection's
+    /// writes is fixed, and the future answers once it is durable.
+    Pending(Pin<Box<dyn Future<Output = Reply> + Send>>),
     /// Produce with acks=0: the client expects no answer.
     Silent,
     /// A request the versions table admitted but no handler serves: a bug,

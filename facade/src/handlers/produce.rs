@@ -1,11 +1,13 @@
 //! Produce: every batch of the request becomes one planner push, written and
 //! fsynced together; acks=1 and acks=-1 both answer once the push is durable
-//! (on one node they are the same promise), acks=0 answers nothing.
+//! (on one node they are the same promise), acks=0 answers nothing. The
+//! handler answers `Reply::Pending` once the push is handed to the planner,
+//! so the connection reads the client's next request while this one is made
+//! durable (`connection.rs`).
 
 use super::{by_topic, Reply};
 use crate::broker::{BrokerError, PartitionBatch};
 use crate::names::topic_name;
-use crate::producers::Written;
 use crate::{topics, Broker, Facade};
 use protocol::decompress::{any_compressed, Allowance};
 use protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
@@ -61,30 +63,32 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: ProduceRequest, version: i16,
     if let Some(reservation) = &mut reservation {
         reservation.keep(allowance.used());
     }
-    let sent: Vec<Written> = batches.iter().map(|b| Written::of(&b.topic, b.partition, &b.batch)).collect();
-    let results = f.broker.produce(batches).await;
-    for (w, r) in sent.iter().zip(&results) {
-        if r.is_ok() {
-            f.producers.written(w);
-        }
-    }
+    let answers = f.broker.produce(batches).await;
     if req.acks == 0 {
-        return Reply::Silent;
+        return Reply::Pending(Box::pin(async move {
+            answers.await;
+            drop(reservation);
+            Reply::Silent
+        }));
     }
-    let answers = slots.into_iter().map(|(topic, partition, slot)| {
-        let answer = PartitionProduceResponse::default().with_index(partition);
-        let answer = match slot.and_then(|at| results[at].clone().map_err(|e: BrokerError| e.kafka())) {
-            Ok(p) if version >= 5 => answer.with_base_offset(p.base_offset).with_log_start_offset(p.log_start),
-            Ok(p) => answer.with_base_offset(p.base_offset),
-            Err(e) => answer.with_error_code(e.code()).with_base_offset(-1),
-        };
-        (topic, answer)
-    });
-    let responses = by_topic(answers)
-        .into_iter()
-        .map(|(t, ps)| TopicProduceResponse::default().with_name(topic_name(&t)).with_partition_responses(ps))
-        .collect();
-    Reply::Answer(Box::new(ResponseKind::Produce(ProduceResponse::default().with_responses(responses))))
+    Reply::Pending(Box::pin(async move {
+        let results = answers.await;
+        drop(reservation);
+        let answers = slots.into_iter().map(|(topic, partition, slot)| {
+            let answer = PartitionProduceResponse::default().with_index(partition);
+            let answer = match slot.and_then(|at| results[at].clone().map_err(|e: BrokerError| e.kafka())) {
+                Ok(p) if version >= 5 => answer.with_base_offset(p.base_offset).with_log_start_offset(p.log_start),
+                Ok(p) => answer.with_base_offset(p.base_offset),
+                Err(e) => answer.with_error_code(e.code()).with_base_offset(-1),
+            };
+            (topic, answer)
+        });
+        let responses = by_topic(answers)
+            .into_iter()
+            .map(|(t, ps)| TopicProduceResponse::default().with_name(topic_name(&t)).with_partition_responses(ps))
+            .collect();
+        Reply::Answer(Box::new(ResponseKind::Produce(ProduceResponse::default().with_responses(responses))))
+    }))
 }
 
 /// The partition's records as one batch to write, checked against the
@@ -110,6 +114,6 @@ fn batch_of<B: Broker>(
         batch.records.extend(more.records);
     }
     f.broker.admit(&batch).map_err(|e| e.kafka())?;
-    f.producers.check(topic, partition, &batch)?;
+    f.producers.accept(topic, partition, &batch)?;
     Ok(PartitionBatch { topic: topic.to_string(), partition, batch, producer_sub: producer.clone() })
 }

@@ -489,6 +489,15 @@ impl Leader for Inner {
 }
 
 impl Replicator for RaftReplicator {
+    /// On the leader the command goes to the sequencer at once; a follower
+    /// forwards it, and that round trip is its own task's.
+    fn propose_now(&self, command: Command) -> Result<Proposal<'static>, Box<Command>> {
+        match self.inner.leader() {
+            Some((leader, _)) if leader == self.inner.me => Ok(self.inner.propose_here(command)),
+            _ => Err(Box::new(command)),
+        }
+    }
+
     fn propose(&self, command: Command) -> Proposal<'_> {
         let inner = &self.inner;
         Box::pin(async move {
