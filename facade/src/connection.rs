@@ -3,7 +3,8 @@
 //! A produce is handled as far as its write's place in the log and then
 //! waits for durability beside the next requests: up to `PIPELINED`
 //! produce requests are in flight at once, and any other request waits
-//! until every produce before it is answered, so it sees their writes. A connection with no request begun is closed after
+//! until every produce before it is answered, so it sees their writes.
+//! A connection with no request begun is closed after
 //! `connections_max_idle` (Kafka's `connections.max.idle.ms`); a request
 //! begun must arrive whole within `request_read_timeout`, so a client that
 //! trickles bytes cannot hold the connection for ever.

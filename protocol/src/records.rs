@@ -112,17 +112,18 @@ pub fn encode_fetched(records: &[(i64, PlainRecord)], max_bytes: usize) -> Resul
     // Each record's timestamp is a delta from the batch's smallest; sized
     // from the smallest of all, a record is never smaller than in the batch
     // of those that fit, so the bytes stay within `max_bytes`.
+    // The first record is taken whatever its size; the size of those taken
+    // is also the encoded batch's capacity.
     let mut size = BATCH_HEADER_BYTES;
-    let fit = records
-        .iter()
-        .take_while(|r| {
-            size += record_size(r, first.offset, min_timestamp);
-            size <= max_bytes
-        })
-        .count();
-    let fit = fit.max(1);
-    let size =
-        BATCH_HEADER_BYTES + records[..fit].iter().map(|r| record_size(r, first.offset, min_timestamp)).sum::<usize>();
+    let mut fit = 0;
+    for r in &records {
+        let with = size + record_size(r, first.offset, min_timestamp);
+        if fit > 0 && with > max_bytes {
+            break;
+        }
+        size = with;
+        fit += 1;
+    }
     encode(&records[..fit], Compression::None, size)
 }
 
