@@ -3,7 +3,7 @@
 //! numbers take one byte on disk.
 
 use bincode::Options;
-use serde::{de::DeserializeOwned, Serialize};
+use serde::{Deserialize, Serialize};
 
 fn options() -> impl Options {
     bincode::DefaultOptions::new()
@@ -13,6 +13,7 @@ pub fn to_bytes<T: Serialize + ?Sized>(value: &T) -> Vec<u8> {
     options().serialize(value).expect("Queen's stored types always serialize")
 }
 
-pub fn from_bytes<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, bincode::Error> {
+/// Decodes `bytes`; a type that borrows from them (`&str`, `&[u8]`) is not copied.
+pub fn from_bytes<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Result<T, bincode::Error> {
     options().deserialize(bytes)
 }

@@ -36,6 +36,7 @@ pub mod kafka;
 pub mod local_cluster;
 pub mod log_id;
 pub mod message;
+pub mod message_view;
 pub mod metrics;
 pub mod node;
 pub mod planner;

@@ -16,7 +16,7 @@ use serde_bytes::{ByteBuf, Bytes};
 use xxhash_rust::xxh3::xxh3_128;
 
 /// The first byte of a blob in the layout of the whole [`Message`].
-const WHOLE_LAYOUT: u8 = 0xFE;
+pub(crate) const WHOLE_LAYOUT: u8 = 0xFE;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Message {

@@ -4,10 +4,12 @@
 
 use crate::encryption::{Cipher, EncryptionError};
 use crate::message::Message;
+use crate::message_view::MessageView;
 use crate::qlog::files::{FileTable, Location, ReadError};
 use crate::qlog::message_record::{MessageRecord, MessageRecordError};
 use crate::state_view::StateView;
 use crate::store::locator::Span;
+use bytes::Bytes;
 use std::sync::Arc;
 
 #[derive(Debug, thiserror::Error)]
@@ -36,29 +38,47 @@ pub struct MessageReader {
 /// The most appends one `read_from` looks at.
 const SPANS_PER_READ: usize = 4096;
 
-pub struct StoredMessage {
+pub struct StoredMessage<M = Message> {
     pub offset: u64,
     pub timestamp_us: i64,
-    pub message: Message,
+    pub message: M,
 }
 
-impl MessageReader {
-    /// A stored message as a reader sees it: decoded, and opened if sealed.
-    fn open(&self, bytes: &[u8]) -> Result<Message, ReaderError> {
-        let mut message = Message::decode(bytes)?;
+/// What a read decodes a stored payload into: a [`Message`] of its own, or
+/// a [`MessageView`] of slices of the bytes read.
+pub trait Opened: Sized {
+    /// The stored message as a reader sees it: decoded, and opened if sealed.
+    fn open(reader: &MessageReader, raw: &Bytes) -> Result<Self, ReaderError>;
+}
+
+impl Opened for Message {
+    fn open(reader: &MessageReader, raw: &Bytes) -> Result<Self, ReaderError> {
+        let mut message = Message::decode(raw)?;
         if message.encrypted {
-            self.cipher.as_ref().ok_or(EncryptionError::NoKey)?.open(&mut message)?;
+            reader.cipher.as_ref().ok_or(EncryptionError::NoKey)?.open(&mut message)?;
         }
         Ok(message)
     }
+}
 
+impl Opened for MessageView {
+    fn open(reader: &MessageReader, raw: &Bytes) -> Result<Self, ReaderError> {
+        let view = MessageView::decode(raw)?;
+        if view.encrypted {
+            return Message::open(reader, raw).map(MessageView::from);
+        }
+        Ok(view)
+    }
+}
+
+impl MessageReader {
     /// The message record of `span`; none when retention removed it since the
     /// span was looked up. Reclaim may also have rewritten its file, moving the
     /// record: a read that fails, or finds another record there, looks the span
     /// up once more.
     fn record_of(&self, queue: u64, partition: u64, span: &Span) -> Result<Option<MessageRecord>, ReaderError> {
         let read = |at: Location| -> Result<MessageRecord, ReaderError> {
-            let record = MessageRecord::decode(&self.files.read_body(at)?)?;
+            let record = MessageRecord::decode_shared(&self.files.read_body(at)?)?;
             let s = record.span;
             if (s.queue, s.partition, s.first_offset) != (queue, partition, span.first_offset) {
                 return Err(ReaderError::Misplaced { log: at.log, segment: at.segment, pos: at.pos });
@@ -110,7 +130,7 @@ impl MessageReader {
                 }
                 wanted.next();
                 if let Some(p) = o.checked_sub(span.first_offset).and_then(|i| record.payloads.get(i as usize)) {
-                    let message = self.open(&p.raw()?)?;
+                    let message = Message::open(self, &p.raw()?)?;
                     out.push(StoredMessage { offset: o, timestamp_us: record.timestamp_us, message });
                 }
             }
@@ -119,14 +139,14 @@ impl MessageReader {
     }
 
     /// Messages from `offset` below `end`, at least one, until `budget` payload bytes.
-    pub fn read_from(
+    pub fn read_from<M: Opened>(
         &self,
         queue: u64,
         partition: u64,
         offset: u64,
         end: u64,
         budget: u64,
-    ) -> Result<(Vec<StoredMessage>, u64), ReaderError> {
+    ) -> Result<(Vec<StoredMessage<M>>, u64), ReaderError> {
         // Not every span to the partition's end: a reader far behind would copy
         // them all for each read. A read that needs more than this many answers
         // what it has, at least one message, and the caller reads on from there.
@@ -148,7 +168,7 @@ impl MessageReader {
                     return Ok((out, used));
                 }
                 used += payload.raw_len() as u64;
-                let message = self.open(&payload.raw()?)?;
+                let message = M::open(self, &payload.raw()?)?;
                 out.push(StoredMessage { offset: at, timestamp_us: record.timestamp_us, message });
             }
         }

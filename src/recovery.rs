@@ -126,7 +126,7 @@ pub fn recover(
                         at.messages.insert((row.id, span.queue, span.partition, span.first_offset), loc);
                     }
                     RecordKind::Entry | RecordKind::EntryFormat3 => {
-                        c.entries.push((scan.id, read(files, loc, &seg.path)?));
+                        c.entries.push((scan.id, read(files, loc, &seg.path)?.to_vec()));
                         at.entry = Some(loc);
                     }
                     RecordKind::Stub => {
@@ -226,7 +226,7 @@ fn undecodable(path: &Path, pos: u64, e: impl std::fmt::Display) -> RecoveryErro
     RecoveryError::Undecodable { path: path.to_path_buf(), pos, why: e.to_string() }
 }
 
-fn read(files: &FileTable, loc: Location, path: &Path) -> Result<Vec<u8>, RecoveryError> {
+fn read(files: &FileTable, loc: Location, path: &Path) -> Result<bytes::Bytes, RecoveryError> {
     files.read_body(loc).map_err(|e| undecodable(path, loc.pos, e))
 }
 
@@ -269,7 +269,7 @@ fn rebuild(c: &Copies, at: &Found, files: &FileTable, root: &Path) -> Result<(En
         let loc = at.messages[&(record.id, *queue, *partition, *first_offset)];
         let path = files.path(loc.log, loc.segment);
         let body = read(files, loc, &path)?;
-        messages.push(MessageRecord::decode(&body).map_err(|e| undecodable(&path, loc.pos, e))?);
+        messages.push(MessageRecord::decode_shared(&body).map_err(|e| undecodable(&path, loc.pos, e))?);
         locations.push(loc);
     }
     Ok((Entry { id: record.id, leader: record.leader, body: entry_body, messages }, locations))

@@ -4,6 +4,7 @@
 use super::body::{json_object, objects, Fields};
 use super::error::ApiError;
 use super::ids::{iso_time, kafka_fields, value_json};
+use crate::message::Message;
 use crate::node::Node;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -96,7 +97,7 @@ fn read_records(
     high: u64,
     budget: u64,
 ) -> Result<(Vec<Value>, u64), ApiError> {
-    let (messages, used) = node.reader.read_from(queue, partition, offset, high, budget).map_err(ApiError::storage)?;
+    let (messages, used) = node.reader.read_from::<Message>(queue, partition, offset, high, budget).map_err(ApiError::storage)?;
     let records = messages
         .into_iter()
         .map(|m| {

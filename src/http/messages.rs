@@ -7,7 +7,7 @@
 use super::body::{page, required_query};
 use super::error::ApiError;
 use super::ids::{iso_time, message_uuid, parse_partition_uuid, partition_uuid, value_json};
-use crate::message::transaction_hash;
+use crate::message::{transaction_hash, Message};
 use crate::node::Node;
 use crate::planner::command::{Command, QUEUE_MODE};
 use crate::planner::cursor;
@@ -154,7 +154,7 @@ pub async fn list(
         'partitions: for (qid, p, start, end) in partitions {
             let mut at = start;
             while at < end {
-                let (batch, _) = read.reader.read_from(qid, p, at, end, 1 << 20)?;
+                let (batch, _) = read.reader.read_from::<Message>(qid, p, at, end, 1 << 20)?;
                 let Some(last) = batch.last().map(|m| m.offset) else { break };
                 let store = read.view.local();
                 for m in &batch {

@@ -4,8 +4,8 @@
 //! headers and the append time as its timestamp.
 
 use crate::message::Message;
+use crate::message_view::MessageView;
 use crate::reader::StoredMessage;
-use bytes::Bytes;
 use protocol::records::{PlainRecord, ProducedBatch};
 
 pub const TRANSACTION_ID_HEADER: &str = "queen-transaction-id";
@@ -42,22 +42,20 @@ pub fn to_message(record: &PlainRecord, transaction_id: String) -> Message {
 
 /// A stored message's timestamp as a fetch answers it: the producer's
 /// CreateTime, or for an HTTP push, which has none, the time Queen stored it.
-pub fn timestamp_ms(stored: &StoredMessage) -> i64 {
+pub fn timestamp_ms(stored: &StoredMessage<MessageView>) -> i64 {
     stored.message.timestamp_ms.unwrap_or(stored.timestamp_us / 1000)
 }
 
-pub fn to_record(stored: StoredMessage) -> (i64, PlainRecord) {
+/// The record a fetch answers; its bytes are the view's, not copies.
+pub fn to_record(stored: StoredMessage<MessageView>) -> (i64, PlainRecord) {
     let timestamp_ms = timestamp_ms(&stored);
     let m = stored.message;
-    let from_kafka = m.timestamp_ms.is_some();
-    let mut headers: Vec<(String, Option<Bytes>)> =
-        m.headers.into_iter().map(|(k, v)| (k, v.map(|v| Bytes::from(v.into_vec())))).collect();
-    if !from_kafka {
-        headers.push((TRANSACTION_ID_HEADER.to_string(), Some(Bytes::from(m.transaction_id))));
+    let mut headers = m.headers;
+    if m.timestamp_ms.is_none() {
+        headers.push((TRANSACTION_ID_HEADER.to_string(), Some(m.transaction_id)));
         if let Some(trace) = m.trace_id {
-            headers.push((TRACE_ID_HEADER.to_string(), Some(Bytes::from(trace))));
+            headers.push((TRACE_ID_HEADER.to_string(), Some(trace)));
         }
     }
-    let record = PlainRecord { timestamp_ms, key: m.key.map(Bytes::from), value: m.value.map(Bytes::from), headers };
-    (stored.offset as i64, record)
+    (stored.offset as i64, PlainRecord { timestamp_ms, key: m.key, value: m.value, headers })
 }

@@ -19,6 +19,7 @@
 //! it go and the running largest is taken again over those that are left.
 
 use super::records::timestamp_ms;
+use crate::message_view::MessageView;
 use crate::node::Node;
 use crate::reader::{ReaderError, StoredMessage};
 use std::collections::HashMap;
@@ -161,7 +162,7 @@ fn read_records(
     partition: u64,
     from: u64,
     end: u64,
-) -> Result<Vec<StoredMessage>, ReaderError> {
+) -> Result<Vec<StoredMessage<MessageView>>, ReaderError> {
     Ok(node.reader.read_from(queue, partition, from, end, u64::MAX)?.0)
 }
 

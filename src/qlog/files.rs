@@ -11,9 +11,10 @@
 //! early; `LogFile`'s drop asserts it.
 
 use super::queue_log::log_dir;
-use super::record::{read_frame, Frame};
+use super::record::{read_frame, Frame, FRAME_HEADER};
 use super::segment::segment_path;
 use crate::storage::{Reserve, Storage, StorageFile};
+use bytes::Bytes;
 use lru::LruCache;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -43,6 +44,10 @@ impl LogFile {
 
     pub fn read_exact_at(&self, buf: &mut [u8], pos: u64) -> std::io::Result<()> {
         self.file.read_exact_at(buf, pos)
+    }
+
+    pub fn read_vec_at(&self, len: usize, pos: u64) -> std::io::Result<Vec<u8>> {
+        self.file.read_vec_at(len, pos)
     }
 
     /// Writes `bytes` at `at`; they count as unsynced until `datasync`.
@@ -231,14 +236,14 @@ impl FileTable {
     /// checksum is read again, up to three reads, before it counts as
     /// damaged: a bit flipped on the way from the disk is not there the next
     /// time (`storage::read_verified`).
-    pub fn read_body(&self, loc: Location) -> Result<Vec<u8>, ReadError> {
+    pub fn read_body(&self, loc: Location) -> Result<Bytes, ReadError> {
         let file = self.get(loc.log, loc.segment)?.ok_or(ReadError::NotOpen { log: loc.log, segment: loc.segment })?;
-        let mut frame = vec![0u8; loc.frame_len as usize];
         for _ in 0..3 {
-            file.read_exact_at(&mut frame, loc.pos)?;
-            if let Frame::Valid { body, next } = read_frame(&frame, 0) {
+            let frame = file.read_vec_at(loc.frame_len as usize, loc.pos)?;
+            if let Frame::Valid { next, .. } = read_frame(&frame, 0) {
                 if next == frame.len() {
-                    return Ok(body.to_vec());
+                    // The body is handed on as a slice of the frame read, not copied.
+                    return Ok(Bytes::from(frame).slice(FRAME_HEADER..next));
                 }
             }
         }

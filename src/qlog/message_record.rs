@@ -8,6 +8,7 @@
 
 use super::record::{put_varint, Fields, RecordKind};
 use crate::log_id::LogId;
+use bytes::Bytes;
 use std::cell::RefCell;
 use zstd::bulk::{Compressor, Decompressor};
 
@@ -26,12 +27,13 @@ pub struct MessageSpan {
 
 /// One payload as the qlog stores it. Compression is node-local and happens
 /// before a payload reaches the sequencer, on the thread of the request that
-/// brought it; `to_raw` is the one point where a read decompresses (`raw`
-/// borrows a payload stored raw).
+/// brought it; `raw` is the one point where a read decompresses. The bytes
+/// are shared: a record read back holds slices of the one buffer its body
+/// was read into, so a fetch copies a payload only into its answer.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum StoredPayload {
-    Raw(Vec<u8>),
-    Zstd { raw_len: u32, bytes: Vec<u8> },
+    Raw(Bytes),
+    Zstd { raw_len: u32, bytes: Bytes },
 }
 
 thread_local! {
@@ -94,7 +96,7 @@ impl StoredPayload {
     /// unless that saves less than a tenth.
     pub fn prepare(raw: Vec<u8>, level: i32) -> Self {
         if level == 0 || raw.len() < COMPRESS_MIN_BYTES || looks_incompressible(&raw) {
-            return Self::Raw(raw);
+            return Self::Raw(raw.into());
         }
         let z = COMPRESSOR.with_borrow_mut(|slot| {
             if slot.as_ref().is_none_or(|(l, _)| *l != level) {
@@ -114,20 +116,16 @@ impl StoredPayload {
             slot.as_mut().expect("set above").1.compress(&raw).ok()
         });
         match z {
-            Some(bytes) if bytes.len() * 10 <= raw.len() * 9 => Self::Zstd { raw_len: raw.len() as u32, bytes },
-            _ => Self::Raw(raw),
+            Some(bytes) if bytes.len() * 10 <= raw.len() * 9 => {
+                Self::Zstd { raw_len: raw.len() as u32, bytes: bytes.into() }
+            }
+            _ => Self::Raw(raw.into()),
         }
     }
 
-    /// The payload as it was pushed: borrowed when stored raw.
-    pub fn raw(&self) -> Result<std::borrow::Cow<'_, [u8]>, MessageRecordError> {
-        match self {
-            Self::Raw(b) => Ok(std::borrow::Cow::Borrowed(b)),
-            Self::Zstd { .. } => self.to_raw().map(std::borrow::Cow::Owned),
-        }
-    }
-
-    pub fn to_raw(&self) -> Result<Vec<u8>, MessageRecordError> {
+    /// The payload as it was pushed: the stored bytes themselves when stored
+    /// raw, decompressed into a buffer of its own otherwise.
+    pub fn raw(&self) -> Result<Bytes, MessageRecordError> {
         match self {
             Self::Raw(b) => Ok(b.clone()),
             Self::Zstd { raw_len, bytes } => DECOMPRESSOR.with_borrow_mut(|slot| {
@@ -135,7 +133,7 @@ impl StoredPayload {
                     *slot = Some(Decompressor::new().map_err(MessageRecordError::Decompress)?);
                 }
                 let d = slot.as_mut().expect("set above");
-                d.decompress(bytes, *raw_len as usize).map_err(MessageRecordError::Decompress)
+                d.decompress(bytes, *raw_len as usize).map(Bytes::from).map_err(MessageRecordError::Decompress)
             }),
         }
     }
@@ -223,8 +221,13 @@ impl MessageRecord {
         Some((id, span, f.i64()?))
     }
 
-    /// Decodes a whole body; payloads stay as stored.
+    /// Decodes a whole body; payloads stay as stored, in a copy of `body`.
     pub fn decode(body: &[u8]) -> Result<Self, MessageRecordError> {
+        Self::decode_shared(&Bytes::copy_from_slice(body))
+    }
+
+    /// Decodes a whole body; payloads stay as stored, as slices of `body`.
+    pub fn decode_shared(body: &Bytes) -> Result<Self, MessageRecordError> {
         let mut f = Fields::new(body);
         let (id, span, timestamp_us) = Self::head(&mut f).ok_or(MessageRecordError::Short)?;
         let n = span.count as usize;
@@ -238,10 +241,10 @@ impl MessageRecord {
             let stored = f.varint().ok_or(MessageRecordError::Short)? as usize;
             if flags & FLAG_ZSTD != 0 {
                 let raw_len = f.varint().and_then(|v| u32::try_from(v).ok()).ok_or(MessageRecordError::Short)?;
-                let bytes = f.bytes(stored).ok_or(MessageRecordError::Short)?.to_vec();
+                let bytes = body.slice_ref(f.bytes(stored).ok_or(MessageRecordError::Short)?);
                 payloads.push(StoredPayload::Zstd { raw_len, bytes });
             } else {
-                payloads.push(StoredPayload::Raw(f.bytes(stored).ok_or(MessageRecordError::Short)?.to_vec()));
+                payloads.push(StoredPayload::Raw(body.slice_ref(f.bytes(stored).ok_or(MessageRecordError::Short)?)));
             }
         }
         Ok(Self { id, span, timestamp_us, hashes, payloads })
@@ -289,7 +292,7 @@ mod tests {
             let r = record(raw.clone(), level);
             let back = MessageRecord::decode(&encoded(&r)).unwrap();
             assert_eq!(back, r);
-            let payloads: Vec<Vec<u8>> = back.payloads.iter().map(|p| p.to_raw().unwrap()).collect();
+            let payloads: Vec<Vec<u8>> = back.payloads.iter().map(|p| p.raw().unwrap().to_vec()).collect();
             assert_eq!(payloads, raw);
         }
         assert!(

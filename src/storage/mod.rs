@@ -18,6 +18,14 @@ use std::sync::Arc;
 /// readers and the writer share it).
 pub trait StorageFile: Send + Sync + Debug {
     fn read_exact_at(&self, buf: &mut [u8], pos: u64) -> std::io::Result<()>;
+    /// The `len` bytes at `pos`, in a buffer of their own. A file may read
+    /// them without first zeroing the buffer, which a fetch's large reads
+    /// paid a tenth of their time for.
+    fn read_vec_at(&self, len: usize, pos: u64) -> std::io::Result<Vec<u8>> {
+        let mut buf = vec![0u8; len];
+        self.read_exact_at(&mut buf, pos)?;
+        Ok(buf)
+    }
     fn write_all_at(&self, bytes: &[u8], pos: u64) -> std::io::Result<()>;
     /// fdatasync: the file's bytes, and the size that reaches them.
     fn datasync(&self) -> std::io::Result<()>;

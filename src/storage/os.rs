@@ -3,6 +3,7 @@
 use super::{DirEntry, Reserve, Storage, StorageFile};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::Arc;
@@ -22,6 +23,32 @@ struct OsFile(File);
 impl StorageFile for OsFile {
     fn read_exact_at(&self, buf: &mut [u8], pos: u64) -> std::io::Result<()> {
         self.0.read_exact_at(buf, pos)
+    }
+
+    /// pread(2) straight into the vector's spare capacity: no zeroing first.
+    fn read_vec_at(&self, len: usize, pos: u64) -> std::io::Result<Vec<u8>> {
+        let mut buf: Vec<u8> = Vec::with_capacity(len);
+        while buf.len() < len {
+            let at_len = buf.len();
+            let at = libc::off_t::try_from(pos + at_len as u64)
+                .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "a read past off_t"))?;
+            let spare = &mut buf.spare_capacity_mut()[..len - at_len];
+            // SAFETY: pread writes at most `spare.len()` bytes to memory the
+            // vector owns and nothing else reads meanwhile.
+            let n = unsafe { libc::pread(self.0.as_raw_fd(), spare.as_mut_ptr().cast(), spare.len(), at) };
+            match n {
+                0 => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+                // SAFETY: pread initialised the first `n` bytes of the spare capacity.
+                1.. => unsafe { buf.set_len(buf.len() + n as usize) },
+                _ => {
+                    let e = std::io::Error::last_os_error();
+                    if e.kind() != std::io::ErrorKind::Interrupted {
+                        return Err(e);
+                    }
+                }
+            }
+        }
+        Ok(buf)
     }
 
     fn write_all_at(&self, bytes: &[u8], pos: u64) -> std::io::Result<()> {

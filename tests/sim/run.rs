@@ -381,7 +381,7 @@ impl Run {
                 assert_eq!(items.len(), outcomes.len(), "one outcome per pushed item");
                 for (item, out) in items.iter().zip(outcomes) {
                     let key = (item.queue.clone(), item.partition.clone(), item.transaction_id.clone());
-                    let value = item.payload.to_raw().map(|raw| Message::decode(&raw).unwrap().value_bytes().to_vec());
+                    let value = item.payload.raw().map(|raw| Message::decode(&raw).unwrap().value_bytes().to_vec());
                     match (self.model.acked.get(&key), out.status) {
                         (Some((offset, _)), PushStatus::Duplicate) if *offset == out.offset => {}
                         (Some((offset, _)), status) => self.violation(&format!(

@@ -27,7 +27,7 @@ fn read(store: &Store, files: &FileTable, q: u64, p: u64, offset: u64) -> Result
     let body = files.read_body(span.at).map_err(|e| format!("{span:?}: {e}"))?;
     let record = MessageRecord::decode(&body).map_err(|e| e.to_string())?;
     let payload = record.payloads.get((offset - span.first_offset) as usize).ok_or("no such payload")?;
-    let message = Message::decode(&payload.to_raw().map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
+    let message = Message::decode(&payload.raw().map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
     Ok((message.transaction_id.clone(), message.value_bytes().to_vec()))
 }
 

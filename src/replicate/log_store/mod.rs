@@ -75,7 +75,7 @@ pub fn read_entry(files: &FileTable, at: &EntryLocations) -> Result<Entry, LogRe
     let body = EntryBody::decode(&record.effects).map_err(|e| damaged(e.to_string()))?;
     let mut messages = Vec::with_capacity(at.messages.len());
     for loc in &at.messages {
-        let m = MessageRecord::decode(&read(*loc)?).map_err(|e| damaged(e.to_string()))?;
+        let m = MessageRecord::decode_shared(&read(*loc)?).map_err(|e| damaged(e.to_string()))?;
         expect_id(m.id, at.id, "message record").map_err(damaged)?;
         messages.push(m);
     }
