@@ -159,6 +159,13 @@ impl MessageReader {
         let mut used = 0u64;
         for span in spans {
             let Some(record) = self.record_of(queue, partition, &span)? else { continue };
+            if out.capacity() == 0 {
+                // Room for the read at the first record's mean size: grown by
+                // doubling, the list was copied over about once more.
+                let mean =
+                    record.payloads.iter().map(|p| p.raw_len() as u64).sum::<u64>() / u64::from(span.count.max(1));
+                out.reserve((budget / mean.max(1) + 1).min(end - offset).min(1 << 16) as usize);
+            }
             for (i, payload) in record.payloads.iter().enumerate() {
                 let at = record.span.first_offset + i as u64;
                 if at < offset || at >= end {

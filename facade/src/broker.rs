@@ -44,6 +44,15 @@ pub struct Produced {
 /// A produce's answers, one per batch, once its write is durable.
 pub type ProduceAnswers = Pin<Box<dyn Future<Output = Vec<Result<Produced, BrokerError>>> + Send>>;
 
+/// One partition a fetch reads.
+#[derive(Debug, Clone)]
+pub struct FetchAsk {
+    pub topic: String,
+    pub partition: i32,
+    pub offset: i64,
+    pub max_bytes: usize,
+}
+
 #[derive(Debug, Clone)]
 pub struct Fetched {
     /// Ascending, gapless offsets from the one asked for.
@@ -203,15 +212,16 @@ pub trait Broker: Send + Sync + 'static {
     /// connection reads its next request while this one is made durable.
     fn produce(&self, batches: Vec<PartitionBatch>) -> impl Future<Output = ProduceAnswers> + Send;
 
-    /// Reads records from `offset`, at least one if there is one, until
-    /// `max_bytes`; at the high watermark or with no budget, none and no read.
+    /// Reads the partitions of one pass of a fetch, in the order asked and
+    /// in one go: each from its offset, at least one record if there is
+    /// one, until its own `max_bytes` or what is left of `total_bytes`
+    /// after those before it; at the high watermark or with no budget, none
+    /// and no read. One answer for each ask, in order.
     fn fetch(
         &self,
-        topic: String,
-        partition: i32,
-        offset: i64,
-        max_bytes: usize,
-    ) -> impl Future<Output = Result<Fetched, BrokerError>> + Send;
+        asks: Vec<FetchAsk>,
+        total_bytes: usize,
+    ) -> impl Future<Output = Vec<Result<Fetched, BrokerError>>> + Send;
 
     fn offsets(&self, topic: &str, partition: i32) -> Result<PartitionOffsets, BrokerError>;
 

@@ -12,13 +12,14 @@
 use crate::handlers::Reply;
 use crate::sasl::Session;
 use crate::{handlers, Broker, Facade};
-use bytes::BytesMut;
+use bytes::{Buf, Bytes, BytesMut};
 use protocol::frame::split_frame;
 use protocol::messages::ApiKey;
 use protocol::request::{self, DecodeError};
 use protocol::response;
 use std::collections::VecDeque;
 use std::future::Future;
+use std::io::IoSlice;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -205,14 +206,16 @@ async fn answer_until<S: AsyncWrite + Unpin>(
 /// Writes a request's reply, if it has one; false when the connection is to
 /// close.
 async fn write_reply<S: AsyncWrite + Unpin>(stream: &mut S, reply: Reply, header: Header, peer: SocketAddr) -> bool {
-    let bytes = match reply {
-        Reply::Answer(body) => match response::encode(header.correlation_id, header.api_key, header.version, &body) {
-            Ok(bytes) => bytes,
-            Err(e) => {
-                tracing::error!(%peer, error = %e, "kafka connection closed: answer does not encode");
-                return false;
+    let chunks = match reply {
+        Reply::Answer(body) => {
+            match response::encode_chunks(header.correlation_id, header.api_key, header.version, &body) {
+                Ok(chunks) => chunks,
+                Err(e) => {
+                    tracing::error!(%peer, error = %e, "kafka connection closed: answer does not encode");
+                    return false;
+                }
             }
-        },
+        }
         Reply::Silent => return true,
         Reply::Pending(_) => {
             tracing::error!(%peer, "kafka connection closed: a pending reply answered another pending reply");
@@ -227,9 +230,30 @@ async fn write_reply<S: AsyncWrite + Unpin>(stream: &mut S, reply: Reply, header
             return false;
         }
     };
-    if let Err(e) = stream.write_all(&bytes).await {
+    if let Err(e) = write_chunks(stream, chunks).await {
         tracing::debug!(%peer, error = %e, "kafka connection: write failed");
         return false;
     }
     true
+}
+
+/// Writes every chunk, in order, as few writes as the stream takes them in.
+async fn write_chunks<S: AsyncWrite + Unpin>(stream: &mut S, chunks: Vec<Bytes>) -> std::io::Result<()> {
+    let mut chunks = VecDeque::from(chunks);
+    while !chunks.is_empty() {
+        let slices: Vec<IoSlice<'_>> = chunks.iter().map(|c| IoSlice::new(c)).collect();
+        let mut written = stream.write_vectored(&slices).await?;
+        if written == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        while let Some(first) = chunks.front_mut() {
+            if written < first.len() {
+                first.advance(written);
+                break;
+            }
+            written -= first.len();
+            chunks.pop_front();
+        }
+    }
+    Ok(())
 }

@@ -12,6 +12,7 @@
 //! The message types are those of the `kafka-protocol` crate, re-exported as
 //! [`messages`].
 
+pub mod chunks;
 pub mod decompress;
 pub mod frame;
 pub mod records;

@@ -1,6 +1,7 @@
 //! Encoding an answer: size prefix, the response header at the version the
 //! API wants, then the body.
 
+use crate::chunks::{Chunks, SHARED_MIN_BYTES};
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::api_versions_response::ApiVersionsResponse;
 use kafka_protocol::messages::{ApiKey, ResponseHeader, ResponseKind};
@@ -33,6 +34,39 @@ pub fn encode(correlation_id: i32, api_key: ApiKey, version: i16, body: &Respons
     let size = (buf.len() - 4) as i32;
     buf[..4].copy_from_slice(&size.to_be_bytes());
     Ok(buf.freeze())
+}
+
+/// One whole response frame, size prefix included, as chunks to write in
+/// order: a fetch answer's record sets of [`SHARED_MIN_BYTES`] or more are
+/// chunks of their own, the buffers the answer holds, not copies. Any other
+/// answer is one chunk.
+pub fn encode_chunks(
+    correlation_id: i32,
+    api_key: ApiKey,
+    version: i16,
+    body: &ResponseKind,
+) -> Result<Vec<Bytes>, EncodeError> {
+    let ResponseKind::Fetch(fetch) = body else {
+        return encode(correlation_id, api_key, version, body).map(|frame| vec![frame]);
+    };
+    let failed = |e: anyhow::Error| EncodeError { api_key, version, reason: e.to_string() };
+    let header = ResponseHeader::default().with_correlation_id(correlation_id);
+    let header_version = api_key.response_header_version(version);
+    let shared: Vec<Bytes> = fetch
+        .responses
+        .iter()
+        .flat_map(|t| &t.partitions)
+        .filter_map(|p| p.records.clone())
+        .filter(|r| r.len() >= SHARED_MIN_BYTES)
+        .collect();
+    let size = header.compute_size(header_version).map_err(failed)? + fetch.compute_size(version).map_err(failed)?;
+    let size_prefix =
+        i32::try_from(size).map_err(|_| failed(anyhow::anyhow!("{size} bytes is over a frame's size")))?;
+    let mut buf = Chunks::new(&shared, 4 + size - shared.iter().map(Bytes::len).sum::<usize>());
+    buf.put_i32(size_prefix);
+    header.encode(&mut buf, header_version).map_err(failed)?;
+    fetch.encode(&mut buf, version).map_err(failed)?;
+    Ok(buf.finish())
 }
 
 /// The answer to an ApiVersions request at a version Queen does not serve:

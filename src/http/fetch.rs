@@ -97,7 +97,8 @@ fn read_records(
     high: u64,
     budget: u64,
 ) -> Result<(Vec<Value>, u64), ApiError> {
-    let (messages, used) = node.reader.read_from::<Message>(queue, partition, offset, high, budget).map_err(ApiError::storage)?;
+    let (messages, used) =
+        node.reader.read_from::<Message>(queue, partition, offset, high, budget).map_err(ApiError::storage)?;
     let records = messages
         .into_iter()
         .map(|m| {

@@ -6,6 +6,7 @@
 use super::records::{to_message, to_record, transaction_id};
 use super::time_index::TimeIndex;
 use crate::encryption::Sealer;
+use crate::message_view::MessageView;
 use crate::node::Node;
 use crate::planner::command::{Command, ConfigureQueue, CursorCommit, PushItem, PushOutcome};
 use crate::planner::kv::{Expiry, KvAnswer, KvKind, KvOp, KvResult};
@@ -16,8 +17,8 @@ use crate::replicate::typed::Typed;
 use crate::replicate::ProposeError;
 use crate::store::Store;
 use facade::broker::{
-    BrokerAddress, BrokerError, Committed, ConfigEntry, Fetched, GroupCoordinator, OffsetCommit, PartitionBatch,
-    PartitionOffsets, ProduceAnswers, Produced, TopicView,
+    BrokerAddress, BrokerError, Committed, ConfigEntry, FetchAsk, Fetched, GroupCoordinator, OffsetCommit,
+    PartitionBatch, PartitionOffsets, ProduceAnswers, Produced, TopicView,
 };
 use protocol::records::ProducedBatch;
 use std::future::Future;
@@ -102,6 +103,47 @@ fn locate(store: &Store, topic: &str, index: i32) -> Result<(u64, u64), BrokerEr
         .and_then(|i| partition_ids(store, q).nth(i))
         .ok_or(BrokerError::UnknownTopicOrPartition)?;
     Ok((q, p))
+}
+
+/// A partition a fetch reads, found in the applied state.
+struct PartitionRead {
+    queue: u64,
+    partition: u64,
+    offset: u64,
+    max_bytes: usize,
+    offsets: PartitionOffsets,
+}
+
+impl PartitionRead {
+    fn plan(store: &Store, ask: &FetchAsk) -> Result<Self, BrokerError> {
+        let (queue, partition) = locate(store, &ask.topic, ask.partition)?;
+        let offsets = offsets_of(store, queue, partition);
+        if ask.offset < offsets.log_start || ask.offset > offsets.high_watermark {
+            return Err(BrokerError::OffsetOutOfRange {
+                offset: ask.offset,
+                log_start: offsets.log_start,
+                high_watermark: offsets.high_watermark,
+            });
+        }
+        Ok(Self { queue, partition, offset: ask.offset as u64, max_bytes: ask.max_bytes, offsets })
+    }
+
+    /// The records within this partition's budget and the `left` of the
+    /// fetch's, which it takes from.
+    fn read(self, node: &Node, left: &mut usize) -> Result<Fetched, BrokerError> {
+        let Self { queue, partition, offset, offsets, .. } = self;
+        let budget = self.max_bytes.min(*left);
+        let end = offsets.high_watermark as u64;
+        if offset == end || budget == 0 {
+            return Ok(Fetched { records: Vec::new(), offsets });
+        }
+        let (messages, used) = node
+            .reader
+            .read_from::<MessageView>(queue, partition, offset, end, budget as u64)
+            .map_err(|e| BrokerError::Internal(e.to_string()))?;
+        *left = left.saturating_sub(used as usize);
+        Ok(Fetched { records: messages.into_iter().map(to_record).collect(), offsets })
+    }
 }
 
 fn offsets_of(store: &Store, q: u64, p: u64) -> PartitionOffsets {
@@ -256,39 +298,26 @@ impl facade::Broker for QueenBroker {
         })
     }
 
-    async fn fetch(
-        &self,
-        topic: String,
-        partition: i32,
-        offset: i64,
-        max_bytes: usize,
-    ) -> Result<Fetched, BrokerError> {
+    async fn fetch(&self, asks: Vec<FetchAsk>, total_bytes: usize) -> Vec<Result<Fetched, BrokerError>> {
         // A consumer acts on what it fetches: it reads the committed log.
-        self.node.view.gate().await.map_err(broker_error)?;
-        let (q, p, offsets) = {
+        if let Err(e) = self.node.view.gate().await {
+            let e = broker_error(e);
+            return asks.iter().map(|_| Err(e.clone())).collect();
+        }
+        let reads: Vec<Result<PartitionRead, BrokerError>> = {
             let store = self.store();
-            let (q, p) = locate(&store, &topic, partition)?;
-            (q, p, offsets_of(&store, q, p))
+            asks.iter().map(|ask| PartitionRead::plan(&store, ask)).collect()
         };
-        if offset < offsets.log_start || offset > offsets.high_watermark {
-            return Err(BrokerError::OffsetOutOfRange {
-                offset,
-                log_start: offsets.log_start,
-                high_watermark: offsets.high_watermark,
-            });
-        }
-        if offset == offsets.high_watermark || max_bytes == 0 {
-            return Ok(Fetched { records: Vec::new(), offsets });
-        }
         let node = self.node.clone();
-        let end = offsets.high_watermark as u64;
-        // File reads block: keep them off the async workers.
-        let read =
-            tokio::task::spawn_blocking(move || node.reader.read_from(q, p, offset as u64, end, max_bytes as u64))
-                .await
-                .map_err(|e| BrokerError::Internal(e.to_string()))?
-                .map_err(|e| BrokerError::Internal(e.to_string()))?;
-        Ok(Fetched { records: read.0.into_iter().map(to_record).collect(), offsets })
+        // File reads block: every partition's in one task off the async
+        // workers, where a task each cost a wake-up and a thread switch each.
+        let n = reads.len();
+        tokio::task::spawn_blocking(move || {
+            let mut left = total_bytes;
+            reads.into_iter().map(|read| read?.read(&node, &mut left)).collect()
+        })
+        .await
+        .unwrap_or_else(|e| vec![Err(BrokerError::Internal(e.to_string())); n])
     }
 
     fn offsets(&self, topic: &str, partition: i32) -> Result<PartitionOffsets, BrokerError> {

@@ -9,7 +9,7 @@
 //! high watermark. Fetch sessions are declined (session id 0): every fetch
 //! is a full one, which KIP-227 lets a broker choose.
 
-use crate::broker::PartitionOffsets;
+use crate::broker::{BrokerError, FetchAsk, Fetched, PartitionOffsets};
 use crate::names::topic_name;
 use crate::{Broker, Facade};
 use protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
@@ -58,8 +58,8 @@ struct Read {
     errored: bool,
 }
 
-/// Reads every asked partition; `names` holds each asked topic's name, none
-/// for an unknown topic id.
+/// Reads every asked partition, all in one read of the broker's; `names`
+/// holds each asked topic's name, none for an unknown topic id.
 async fn read_all<B: Broker>(
     f: &Facade<B>,
     req: &FetchRequest,
@@ -67,6 +67,21 @@ async fn read_all<B: Broker>(
     max_bytes: usize,
     version: i16,
 ) -> Read {
+    let asks: Vec<FetchAsk> = req
+        .topics
+        .iter()
+        .zip(names)
+        .filter_map(|(topic, name)| Some((topic, name.as_ref()?)))
+        .flat_map(|(topic, name)| {
+            topic.partitions.iter().map(|p| FetchAsk {
+                topic: name.clone(),
+                partition: p.partition,
+                offset: p.fetch_offset,
+                max_bytes: p.partition_max_bytes.max(0) as usize,
+            })
+        })
+        .collect();
+    let mut fetched = f.broker.fetch(asks, max_bytes).await.into_iter();
     let mut total = 0usize;
     let mut errored = false;
     let mut topics = Vec::with_capacity(req.topics.len());
@@ -78,9 +93,10 @@ async fn read_all<B: Broker>(
             let may_exceed = total == 0;
             let answer =
                 PartitionData::default().with_partition_index(p.partition).with_aborted_transactions(Some(vec![]));
-            let read = match &name {
-                Some(name) => read_partition(f, name, p.partition, p.fetch_offset, budget, may_exceed).await,
-                None => Err(ResponseError::UnknownTopicId),
+            let read = match (name, fetched.next()) {
+                (Some(name), Some(read)) => encode_partition(read, name, p.partition, budget, may_exceed),
+                (Some(_), None) => Err(ResponseError::UnknownServerError),
+                (None, _) => Err(ResponseError::UnknownTopicId),
             };
             let answer = match read {
                 Ok((offsets, records, size)) => {
@@ -108,17 +124,16 @@ async fn read_all<B: Broker>(
     Read { topics, bytes: total, errored }
 }
 
-/// The partition's records from `offset` as batch bytes within `budget`
-/// (or, if `may_exceed`, the first record alone beyond it), and their size.
-async fn read_partition<B: Broker>(
-    f: &Facade<B>,
+/// A partition's records as batch bytes within `budget` (or, if
+/// `may_exceed`, the first record alone beyond it), and their size.
+fn encode_partition(
+    fetched: Result<Fetched, BrokerError>,
     topic: &str,
     partition: i32,
-    offset: i64,
     budget: usize,
     may_exceed: bool,
 ) -> Result<(PartitionOffsets, bytes::Bytes, usize), ResponseError> {
-    let fetched = f.broker.fetch(topic.to_string(), partition, offset, budget).await.map_err(|e| e.kafka())?;
+    let fetched = fetched.map_err(|e| e.kafka())?;
     // The broker sizes its read by the stored messages, which is near but
     // not exactly the bytes they encode to: the encoding decides.
     let bytes = encode_fetched(&fetched.records, budget).map_err(|e| {
