@@ -316,6 +316,22 @@ async fn a_fetch_keeps_within_max_bytes_and_partition_max_bytes_but_for_the_firs
             "max {max_bytes}, per partition {partition_max_bytes}"
         );
     }
+    // Record sets this large are written as chunks of their own, not copied
+    // into the frame: they arrive whole and in place, with either length
+    // prefix (v4's i32, v12's varint).
+    for version in [4, 12] {
+        let answer = conn.call(ApiKey::Fetch, version, fetch_sized("big", 1 << 20, 350_000)).await;
+        let ResponseKind::Fetch(r) = answer else { panic!("not a fetch answer: {answer:?}") };
+        for p in &r.responses[0].partitions {
+            let records = protocol::records::decode_fetched(p.records.clone().unwrap_or_default()).unwrap();
+            let got: Vec<_> = records.into_iter().map(|(offset, r)| (offset, r.value.unwrap())).collect();
+            let want: Vec<_> = values[..3].iter().enumerate().map(|(i, v)| (i as i64, v.as_bytes().to_vec())).collect();
+            assert_eq!(got.len(), want.len(), "v{version} partition {}", p.partition_index);
+            for ((o, g), (wo, w)) in got.iter().zip(&want) {
+                assert!(o == wo && g[..] == w[..], "v{version} partition {} offset {o}", p.partition_index);
+            }
+        }
+    }
 }
 
 /// Record-batch bytes of one record per timestamp, as a producer that set
