@@ -21,13 +21,8 @@ pub fn encode(correlation_id: i32, api_key: ApiKey, version: i16, body: &Respons
     let failed = |e: anyhow::Error| EncodeError { api_key, version, reason: e.to_string() };
     let header = ResponseHeader::default().with_correlation_id(correlation_id);
     let header_version = api_key.response_header_version(version);
-    // A fetch answer is sized up front: one of many megabytes grown by doubling
-    // was copied about twice over, into freshly faulted pages each time.
-    let body_size = match body {
-        ResponseKind::Fetch(fetch) => fetch.compute_size(version).map_err(failed)?,
-        _ => 64,
-    };
-    let mut buf = BytesMut::with_capacity(4 + header.compute_size(header_version).map_err(failed)? + body_size);
+    // A fetch answer, the one that runs to megabytes, is `encode_chunks`'s.
+    let mut buf = BytesMut::with_capacity(4 + header.compute_size(header_version).map_err(failed)? + 64);
     buf.put_i32(0);
     header.encode(&mut buf, header_version).map_err(failed)?;
     body.encode(&mut buf, version).map_err(failed)?;

@@ -131,8 +131,8 @@ impl PartitionRead {
     /// The records within this partition's budget and the `left` of the
     /// fetch's, which it takes from.
     fn read(self, node: &Node, left: &mut usize) -> Result<Fetched, BrokerError> {
-        let Self { queue, partition, offset, offsets, .. } = self;
-        let budget = self.max_bytes.min(*left);
+        let Self { queue, partition, offset, max_bytes, offsets } = self;
+        let budget = max_bytes.min(*left);
         let end = offsets.high_watermark as u64;
         if offset == end || budget == 0 {
             return Ok(Fetched { records: Vec::new(), offsets });

@@ -42,10 +42,6 @@ impl LogFile {
         Self { file, unsynced: AtomicU64::new(0) }
     }
 
-    pub fn read_exact_at(&self, buf: &mut [u8], pos: u64) -> std::io::Result<()> {
-        self.file.read_exact_at(buf, pos)
-    }
-
     pub fn read_vec_at(&self, len: usize, pos: u64) -> std::io::Result<Vec<u8>> {
         self.file.read_vec_at(len, pos)
     }
@@ -267,8 +263,7 @@ mod tests {
         }
         assert_eq!(table.open.lock().unwrap().len(), 2, "the least recently used was closed");
         assert!(!table.open.lock().unwrap().contains(&(1, 1)));
-        let mut byte = [0u8; 1];
-        table.get(1, 1).unwrap().unwrap().read_exact_at(&mut byte, 0).unwrap();
+        let byte = table.get(1, 1).unwrap().unwrap().read_vec_at(1, 0).unwrap();
         assert_eq!(byte, [1], "opened again by its path");
         assert!(table.get(9, 1).unwrap().is_none(), "a file that is not there");
     }
