@@ -109,3 +109,65 @@ async fn a_bridge_keeps_the_cluster_committing_and_loses_nothing() {
     cluster.check_ledger(&[1, 2, 3], &ledger, "cluster", "p0").await;
     cluster.check_ledger(&[1, 2, 3], &kafka_ledger, "kbridge", "0").await;
 }
+
+/// A KV call through node `i`: its status and body.
+async fn kv(cluster: &NsCluster, i: usize, op: serde_json::Value) -> (u16, serde_json::Value) {
+    let body = json!({"operations": [op]});
+    let r = cluster.http.post(cluster.url(i, "/api/v1/kv")).json(&body).send().await.expect("a KV call");
+    (r.status().as_u16(), r.json().await.unwrap_or_default())
+}
+
+/// A leader cut off from its majority still holds the state it had: a read
+/// through it (or through a follower that can reach only it, and forwards
+/// there) must not answer that state once the majority has moved on. Five
+/// nodes, so that the old leader keeps a follower of its own beside the
+/// three that elect a new one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_isolated_leader_answers_no_read_from_the_state_it_was_left_with() {
+    if !available() {
+        return;
+    }
+    let cluster = NsCluster::start(5, 63).await;
+    let all = [1, 2, 3, 4, 5];
+    let old = cluster.leader_among(&all).await;
+    let put = |value: &str| json!({"op": "put", "ns": "lin", "key": "k", "value": value, "forever": true});
+    let get = json!({"op": "get", "ns": "lin", "key": "k"});
+    let (status, body) = kv(&cluster, old, put("old")).await;
+    assert_eq!((status, &body["results"][0]["applied"]), (200, &json!(true)), "{body}");
+    // The old leader keeps one follower, `kept`; the other three are the majority.
+    let kept = *all.iter().find(|i| **i != old).unwrap();
+    let majority: Vec<usize> = all.iter().copied().filter(|i| *i != old && *i != kept).collect();
+    for &cut_off in &[old, kept] {
+        for &m in &majority {
+            cluster.cut(cut_off, m);
+        }
+    }
+    let new = cluster.leader_among(&majority).await;
+    let (status, body) = kv(&cluster, majority[0], put("new")).await;
+    assert_eq!((status, &body["results"][0]["applied"]), (200, &json!(true)), "the majority commits: {body}");
+
+    // Through the old leader, and through its follower (which forwards to
+    // it): never the old value; 503 `timeout` within the write timeout (5 s).
+    for (through, what) in [(old, "the isolated old leader"), (kept, "a follower of the isolated old leader")] {
+        for _ in 0..3 {
+            let started = Instant::now();
+            let (status, body) = kv(&cluster, through, get.clone()).await;
+            let took = started.elapsed();
+            assert_ne!(body["results"][0]["value"], json!("old"), "{what} answered the value the majority overwrote");
+            assert_eq!(status, 503, "{what} answered {body}");
+            assert_eq!(body["code"], json!("timeout"), "{what}: {body}");
+            assert!(took < Duration::from_secs(7), "{what} took {took:?} to answer 503");
+        }
+    }
+    for &m in &majority {
+        let (status, body) = kv(&cluster, m, get.clone()).await;
+        assert_eq!((status, &body["results"][0]["value"]), (200, &json!("new")), "through node {m}: {body}");
+    }
+    cluster.heal();
+    cluster.leader_among(&all).await;
+    for i in all {
+        let (status, body) = kv(&cluster, i, get.clone()).await;
+        assert_eq!((status, &body["results"][0]["value"]), (200, &json!("new")), "through node {i} after the heal: {body}");
+    }
+    eprintln!("leader {old} and follower {kept} cut off, {new} elected by {majority:?}: no stale read");
+}

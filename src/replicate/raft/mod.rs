@@ -11,6 +11,7 @@ pub mod log_storage;
 pub mod membership;
 pub mod network;
 mod proposer;
+pub mod read_confirm;
 pub mod replicator;
 mod rpc;
 pub mod runtime;

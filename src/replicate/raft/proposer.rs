@@ -8,7 +8,12 @@
 //! it waits until everything it handed over is answered and everything in
 //! the log is applied, and leads again after the last entry. Until then it
 //! plans nothing, so no plan rests on a decision that did not happen.
+//!
+//! A command planned without an entry (it writes nothing) is answered once
+//! every entry planned before it is, and once a read index confirms that
+//! this node still led in its term after it was planned (`read_confirm.rs`).
 
+use super::read_confirm::ReadConfirmer;
 use super::state_machine::RaftMachine;
 use super::types::{Applied, Proposed, Queen};
 use crate::log_id::LogId;
@@ -53,6 +58,8 @@ pub(crate) struct Proposer {
     /// Resolves once the last hand-over is answered: commands with no entry
     /// are answered after every entry planned before them.
     pub last_done: Option<oneshot::Receiver<()>>,
+    /// Confirms leadership for the answers planned without an entry.
+    pub reads: Arc<ReadConfirmer<RaftMachine>>,
 }
 
 impl Proposer {
@@ -95,6 +102,7 @@ impl Proposer {
             }
             return;
         }
+        let term = self.led.expect("the planner leads in a term once settled");
         let mut commands = commands.into_iter().peekable();
         while commands.peek().is_some() {
             let chunk: Vec<_> = commands.by_ref().take(PLAN_CHUNK).collect();
@@ -106,7 +114,7 @@ impl Proposer {
                 let at = now.max(store.applied_us + 1);
                 chunk.into_iter().map(|(c, r)| (self.planner.plan(&store, c, at), r)).collect()
             };
-            self.hand_over(planned);
+            self.hand_over(term, planned);
         }
     }
 
@@ -136,8 +144,9 @@ impl Proposer {
 
     /// Hands the chunk's entries to openraft, in order, and answers each
     /// command once its entry is applied (a command with no entry once every
-    /// entry handed over before it is).
-    fn hand_over(&mut self, planned: Vec<(Planned, Reply)>) {
+    /// entry handed over before it is, and this node's leadership in `term`
+    /// is confirmed after it).
+    fn hand_over(&mut self, term: u64, planned: Vec<(Planned, Reply)>) {
         let mut proposals = Vec::new();
         let (mut with_entry, mut without) = (Vec::new(), Vec::new());
         for (p, reply) in planned {
@@ -158,7 +167,7 @@ impl Proposer {
         self.in_flight.fetch_add(1, Ordering::AcqRel);
         let (done, next) = oneshot::channel();
         let before = self.last_done.replace(next);
-        let (in_flight, derailed) = (self.in_flight.clone(), self.derailed.clone());
+        let (in_flight, derailed, reads, me) = (self.in_flight.clone(), self.derailed.clone(), self.reads.clone(), self.me);
         self.handle.spawn(async move {
             match stream {
                 Some(Ok(results)) => {
@@ -195,11 +204,15 @@ impl Proposer {
             }
             // An answer planned on a decision that was voided is not given.
             let stale = derailed.load(Ordering::Acquire);
-            for (answer, reply) in without {
-                let _ = reply.send(if stale { Err(ProposeError::Timeout) } else { Ok(answer) });
-            }
             in_flight.fetch_sub(1, Ordering::AcqRel);
             let _ = done.send(());
+            if stale {
+                for (_, reply) in without {
+                    let _ = reply.send(Err(ProposeError::Timeout));
+                }
+            } else {
+                reads.answer(me, term, without).await;
+            }
         });
     }
 }

@@ -15,6 +15,7 @@ use super::log_storage::RaftLog;
 use super::membership::{self, ChangeRefusal, MembershipChange, MembershipView};
 use super::network::Peers;
 use super::proposer::{Msg, Proposer};
+use super::read_confirm::ReadConfirmer;
 use super::rpc::{Request, Response};
 use super::server::{Changed, Forwarded, ForwardedAt, Leader, Server};
 use super::snapshot_transfer::Inbox;
@@ -29,7 +30,6 @@ use crate::replicate::{Admin, Proposal, ProposeError, RaftStatus, ReadGate, Repl
 use crate::store::rows::Member;
 use crate::store::Store;
 use openraft::async_runtime::watch::WatchReceiver;
-use openraft::raft::ReadPolicy;
 use openraft::{Config, Raft, ServerState, SnapshotPolicy};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -94,6 +94,8 @@ struct Inner {
     /// found a leader's proposer failing its overlay check after a change
     /// under load had voided entries it had in flight).
     derailed: Arc<AtomicBool>,
+    /// Confirms this node's leadership for reads (`read_confirm.rs`).
+    reads: Arc<ReadConfirmer<RaftMachine>>,
 }
 
 pub struct RaftReplicator {
@@ -155,6 +157,7 @@ impl RaftReplicator {
             .map_err(|source| ClusterError::Bind { addr: cluster.listen, source })?;
         let (tx, rx) = mpsc::channel();
         let derailed = Arc::new(AtomicBool::new(false));
+        let reads = ReadConfirmer::new(raft.clone(), handle.clone());
         let inner = Arc::new(Inner {
             raft: raft.clone(),
             me: cluster.me,
@@ -169,12 +172,21 @@ impl RaftReplicator {
             guard,
             catalogue: cluster.catalogue,
             derailed: derailed.clone(),
+            reads: reads.clone(),
         });
         let inbox = Inbox { data_dir: cluster.data_dir.clone() };
         let staged = Default::default();
         let catalogue = cluster.catalogue;
         let leader = inner.clone();
-        let server = Arc::new(Server { raft: raft.clone(), token: cluster.token, leader, inbox, staged, catalogue });
+        let server = Arc::new(Server {
+            raft: raft.clone(),
+            token: cluster.token,
+            leader,
+            inbox,
+            staged,
+            catalogue,
+            reads: reads.clone(),
+        });
         handle.spawn(server.serve(listener));
         handle.spawn(hold_purges(raft.clone(), cluster.purge_hold, reclaim));
         handle.spawn(stop_when_the_log_fails(raft.clone(), log.clone()));
@@ -201,6 +213,7 @@ impl RaftReplicator {
             in_flight: Arc::new(AtomicUsize::new(0)),
             derailed,
             last_done: None,
+            reads,
         };
         let thread = spawn("raft proposer", move || proposer.run(rx));
         Ok(Self { inner, log, thread: Mutex::new(Some(thread)), runtime: Mutex::new(Some(runtime)) })
@@ -524,12 +537,15 @@ impl Replicator for RaftReplicator {
         Box::pin(async move {
             let (deadline, leader) = inner.leader_within_timeout().await?;
             if leader.0 == inner.me {
-                let raft = inner.raft.clone();
-                let read = inner.handle.spawn(async move { raft.ensure_linearizable(ReadPolicy::ReadIndex).await });
-                return match read.await {
-                    Ok(Ok(_)) => Ok(()),
-                    Ok(Err(_)) => Err(ProposeError::NotLeader { leader: inner.leader().map(|l| l.0) }),
-                    Err(_) => Err(ProposeError::ShuttingDown),
+                let confirmed = match inner.reads.confirm().await {
+                    Ok(confirmed) => confirmed,
+                    Err(ProposeError::Timeout) => return Err(ProposeError::Timeout),
+                    Err(_) => return Err(ProposeError::NotLeader { leader: inner.leader().map(|l| l.0) }),
+                };
+                return if inner.applied_through(confirmed.index, deadline).await {
+                    Ok(())
+                } else {
+                    Err(ProposeError::Timeout)
                 };
             }
             let timeout = left_of(deadline);

@@ -5,13 +5,14 @@
 
 use super::membership::{ChangeRefusal, MembershipChange, MembershipView};
 use super::rpc::{read_frame, same_token, write_frame, Hello, RaftVote, Request, Response, Welcome};
+use super::read_confirm::ReadConfirmer;
 use super::snapshot_transfer::{Inbox, RaftPoint, SNAPSHOT_EXIT_CODE};
 use super::state_machine::RaftMachine;
 use super::types::{Queen, RaftLogId};
 use crate::planner::command::{Answer, Command};
 use crate::replicate::ProposeError;
 use openraft::async_runtime::watch::WatchReceiver;
-use openraft::raft::{ReadPolicy, SnapshotResponse};
+use openraft::raft::SnapshotResponse;
 use openraft::Raft;
 use std::future::Future;
 use std::pin::Pin;
@@ -49,6 +50,8 @@ pub struct Server {
     pub staged: AtomicBool,
     /// The effect catalogue version this build reads.
     pub catalogue: u32,
+    /// Confirms this node's leadership for a follower's read index.
+    pub reads: Arc<ReadConfirmer<RaftMachine>>,
 }
 
 impl Server {
@@ -147,8 +150,8 @@ impl Server {
             Request::SnapshotDone { transfer, vote, last } => Response::SnapshotDone(self.stage(&transfer, vote, last)),
             Request::Catalogue => Response::Catalogue(self.catalogue),
             Request::ReadIndex => {
-                let read = self.raft.ensure_linearizable(ReadPolicy::ReadIndex).await;
-                Response::ReadIndex(read.map(|id| id.index() + 1).map_err(|e| e.to_string()))
+                let read = self.reads.confirm().await;
+                Response::ReadIndex(read.map(|confirmed| confirmed.index).map_err(|e| e.to_string()))
             }
         }
     }
