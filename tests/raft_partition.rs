@@ -167,7 +167,11 @@ async fn an_isolated_leader_answers_no_read_from_the_state_it_was_left_with() {
     cluster.leader_among(&all).await;
     for i in all {
         let (status, body) = kv(&cluster, i, get.clone()).await;
-        assert_eq!((status, &body["results"][0]["value"]), (200, &json!("new")), "through node {i} after the heal: {body}");
+        assert_eq!(
+            (status, &body["results"][0]["value"]),
+            (200, &json!("new")),
+            "through node {i} after the heal: {body}"
+        );
     }
     eprintln!("leader {old} and follower {kept} cut off, {new} elected by {majority:?}: no stale read");
 }

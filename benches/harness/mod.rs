@@ -102,7 +102,7 @@ pub fn spawn_queen(dir: &Path) -> (std::process::Child, u16, Duration) {
 pub fn spawn_queen_with_kafka(dir: &Path, env: &[(&str, &str)]) -> (std::process::Child, u16, u16, Duration) {
     let (port, kafka_port) = (free_port(), free_port());
     let start = Instant::now();
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_queen"))
+    let child = std::process::Command::new(queen_binary())
         .env("QUEEN_RAFT_DIR", dir)
         .env("QUEEN_HTTP_ADDR", format!("127.0.0.1:{port}"))
         .env("QUEEN_KAFKA_ADDR", format!("127.0.0.1:{kafka_port}"))
@@ -114,6 +114,12 @@ pub fn spawn_queen_with_kafka(dir: &Path, env: &[(&str, &str)]) -> (std::process
         std::thread::sleep(Duration::from_millis(2));
     }
     (child, port, kafka_port, start.elapsed())
+}
+
+/// The `queen` binary a bench runs: this build's, or another build's named
+/// by QUEEN_BENCH_BIN (an old build set beside the new one in one sitting).
+pub fn queen_binary() -> PathBuf {
+    std::env::var_os("QUEEN_BENCH_BIN").map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_queen")), PathBuf::from)
 }
 
 /// A bench's fresh working directory (QUEEN_BENCH_DIR, else `default`

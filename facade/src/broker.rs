@@ -223,6 +223,12 @@ pub trait Broker: Send + Sync + 'static {
         total_bytes: usize,
     ) -> impl Future<Output = Vec<Result<Fetched, BrokerError>>> + Send;
 
+    /// Resolves once what this broker reads holds every write committed
+    /// before the call (a cluster's read index: a follower or a leader cut
+    /// off from its majority may lag), or answers why it cannot. The
+    /// offsets and commits a client acts on are read after it.
+    fn read_gate(&self) -> impl Future<Output = Result<(), BrokerError>> + Send;
+
     fn offsets(&self, topic: &str, partition: i32) -> Result<PartitionOffsets, BrokerError>;
 
     /// The first record whose timestamp is at or after `timestamp_ms`

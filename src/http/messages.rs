@@ -111,6 +111,9 @@ pub async fn get(
     State(node): State<Arc<Node>>,
     Path((partition_id, transaction_id)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
+    // Behind the gate, as every read below: a client acts on a message's
+    // state (and retries a dead letter it was shown).
+    node.view.gate().await?;
     let (q, p, offset) = locate(&node, &partition_id, &transaction_id)?;
     let read = node.clone();
     let stored = tokio::task::spawn_blocking(move || read.reader.read_offsets(q, p, &[offset]))
@@ -134,6 +137,7 @@ pub async fn list(
     let (limit, skip) = page(&q)?;
     let group = q.get("consumerGroup").filter(|g| !g.is_empty()).cloned().unwrap_or_else(|| QUEUE_MODE.to_string());
     let wanted_status = q.get("status").filter(|s| !s.is_empty()).cloned();
+    node.view.gate().await?;
     let partitions: Vec<(u64, u64, u64, u64)> = {
         let store = node.view.local();
         let Some(qid) = store.queue_id(&queue) else {
@@ -187,6 +191,7 @@ pub async fn retry(
     Path((partition_id, transaction_id)): Path<(String, String)>,
     Query(q): Query<HashMap<String, String>>,
 ) -> Result<Json<Value>, ApiError> {
+    node.view.gate().await?;
     let (qid, p, offset) = locate(&node, &partition_id, &transaction_id)?;
     let group = q.get("consumerGroup").filter(|g| !g.is_empty()).cloned();
     {

@@ -220,24 +220,30 @@ fn row_json(node: &Node, queue: &str, key: &str, row: &TimerRow) -> Value {
     })
 }
 
-pub async fn peek(State(node): State<Arc<Node>>, Path((queue, key)): Path<(String, String)>) -> Json<Value> {
+pub async fn peek(
+    State(node): State<Arc<Node>>,
+    Path((queue, key)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    // Behind the gate: a client acts on whether its timer is still pending.
+    node.view.gate().await?;
     let store = node.view.local();
-    Json(match store.timer(&timer_key(&queue, &key)) {
+    Ok(Json(match store.timer(&timer_key(&queue, &key)) {
         Some(row) => {
             let mut v = row_json(&node, &queue, &key, row);
             v["found"] = json!(true);
             v
         }
         None => json!({"found": false, "queue": queue, "timerKey": key}),
-    })
+    }))
 }
 
 pub async fn list(
     State(node): State<Arc<Node>>,
     Path(queue): Path<String>,
     Query(q): Query<HashMap<String, String>>,
-) -> Json<Value> {
+) -> Result<Json<Value>, ApiError> {
     let limit = q.get("limit").and_then(|l| l.parse::<usize>().ok()).unwrap_or(100).clamp(1, 1000);
+    node.view.gate().await?;
     let prefix = timer_key(&queue, "");
     let after = q.get("after").map(|a| timer_key(&queue, a));
     let store = node.view.local();
@@ -249,5 +255,5 @@ pub async fn list(
     let truncated = rows.len() > limit;
     rows.truncate(limit);
     let next_after = if truncated { rows.last().map(|r| r["timerKey"].clone()) } else { None };
-    Json(json!({"rows": rows, "truncated": truncated, "nextAfter": next_after}))
+    Ok(Json(json!({"rows": rows, "truncated": truncated, "nextAfter": next_after})))
 }

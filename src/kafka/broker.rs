@@ -320,6 +320,10 @@ impl facade::Broker for QueenBroker {
         .unwrap_or_else(|e| vec![Err(BrokerError::Internal(e.to_string())); n])
     }
 
+    async fn read_gate(&self) -> Result<(), BrokerError> {
+        self.node.view.gate().await.map_err(broker_error)
+    }
+
     fn offsets(&self, topic: &str, partition: i32) -> Result<PartitionOffsets, BrokerError> {
         let store = self.store();
         let (q, p) = locate(&store, topic, partition)?;

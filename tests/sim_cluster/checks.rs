@@ -5,8 +5,9 @@
 //! transactionId twice, and every KV key holds what its writes allow.
 
 use super::digest::digest;
+use super::kv_history::KV_NS;
 use super::node::Up;
-use super::workload::{Model, KV_NS};
+use super::workload::Model;
 use openraft::RaftLogReader;
 use queen::message::Message;
 use queen::planner::kv::row_key;
@@ -90,14 +91,15 @@ pub fn node(
             }
         }
     }
-    for key in model.kv_keys() {
-        let Some((allowed, none_allowed)) = model.kv_allowed(&key) else { continue };
-        let holds = store.kv.get(&row_key(KV_NS, &key)).map(|r| r.value.clone());
-        if !(allowed.contains(&holds) || none_allowed && holds.is_none()) {
-            broke.push(format!("node {id}: KV {key} holds {holds:?}; its writes allow {allowed:?}"));
-        }
-    }
     broke
+}
+
+/// The KV rows of the workload's namespace that node `up` holds: key → value.
+pub fn kv_rows(up: &Up) -> BTreeMap<String, String> {
+    let store = up.store.read().expect("store lock");
+    let from = row_key(KV_NS, "");
+    let rows = store.kv.range(from.clone()..).take_while(|(k, _)| k.starts_with(&from));
+    rows.map(|(k, row)| (k[from.len()..].to_string(), row.value.clone())).collect()
 }
 
 /// The stores of nodes at the same applied index are equal: answers what

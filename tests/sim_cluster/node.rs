@@ -127,14 +127,15 @@ pub struct Up {
 }
 
 /// Boots node `id` on `storage` and starts its openraft; `rng` draws its
-/// fdatasync times, and its planner's clock runs from `epoch`.
+/// fdatasync times, and its planner's clock runs from `epoch`;
+/// `confirm_reads` off answers reads without a read index (the old bug).
 pub async fn boot(
     id: u64,
     storage: &SimStorage,
-    net: Net,
-    ledger: Ledger,
+    (net, ledger): (Net, Ledger),
     mut rng: StdRng,
     epoch: Instant,
+    confirm_reads: bool,
 ) -> Result<Up, String> {
     let fenced = Fenced::new(storage.clone());
     let shared: Arc<dyn Storage> = Arc::new(fenced.clone());
@@ -205,7 +206,8 @@ pub async fn boot(
         })
     };
     let (asks, rx) = mpsc::unbounded_channel();
-    let proposer = tokio::spawn(Proposer::new(raft.clone(), id, store.clone(), ledger.clone(), epoch).run(rx));
+    let proposer = Proposer::new(raft.clone(), id, (store.clone(), ledger.clone()), epoch, confirm_reads);
+    let proposer = tokio::spawn(proposer.run(rx));
     let leaders = tokio::spawn(watch_leadership(raft.clone(), id, ledger));
     Ok(Up { raft, log, store, files, asks, fenced, stopped, tasks: vec![syncer, committed, proposer, leaders] })
 }

@@ -4,7 +4,10 @@
 //! leader it settles after a term change or a void (everything handed over
 //! answered, the log applied to its end), plans against the store and its
 //! overlay, and hands the entries to openraft in order. Every entry a
-//! client is answered `Applied` for goes into the ledger.
+//! client is answered `Applied` for goes into the ledger. The answers
+//! planned without an entry go through the real read confirmer
+//! (`read_confirm.rs`), unless the run's plan turns it off to show what
+//! the simulator catches without it.
 
 use super::ledger::Ledger;
 use super::node::{trace, SimRaft};
@@ -15,6 +18,7 @@ use openraft::ServerState;
 use queen::log_id::LogId;
 use queen::planner::command::{Answer, Command};
 use queen::planner::{Planned, Planner};
+use queen::replicate::raft::read_confirm::ReadConfirmer;
 use queen::replicate::raft::types::{Applied, Proposed};
 use queen::replicate::ProposeError;
 use queen::store::Store;
@@ -50,10 +54,20 @@ pub struct Proposer {
     last_done: Option<oneshot::Receiver<()>>,
     /// The simulation's start, from which the planner's clock runs.
     epoch: Instant,
+    /// Confirms leadership for the answers without an entry; none answers
+    /// them at once, as before the read index (the test-only switch).
+    reads: Option<Arc<ReadConfirmer<super::node::Recorded>>>,
 }
 
 impl Proposer {
-    pub fn new(raft: SimRaft, me: u64, store: Arc<RwLock<Store>>, ledger: Ledger, epoch: Instant) -> Self {
+    pub fn new(
+        raft: SimRaft,
+        me: u64,
+        (store, ledger): (Arc<RwLock<Store>>, Ledger),
+        epoch: Instant,
+        confirm_reads: bool,
+    ) -> Self {
+        let reads = confirm_reads.then(|| ReadConfirmer::new(raft.clone(), tokio::runtime::Handle::current()));
         Self {
             raft,
             me,
@@ -65,6 +79,7 @@ impl Proposer {
             derailed: Arc::default(),
             last_done: None,
             epoch,
+            reads,
         }
     }
 
@@ -97,6 +112,7 @@ impl Proposer {
             }
             return;
         }
+        let term = self.led.expect("the planner leads in a term once settled");
         let mut asks = asks.into_iter().peekable();
         while asks.peek().is_some() {
             let chunk: Vec<_> = asks.by_ref().take(PLAN_CHUNK).collect();
@@ -107,7 +123,7 @@ impl Proposer {
                 let at = now.max(store.applied_us + 1);
                 chunk.into_iter().map(|a| (self.planner.plan(&store, a.command, at), a.reply)).collect()
             };
-            self.hand_over(planned).await;
+            self.hand_over(term, planned).await;
         }
     }
 
@@ -134,7 +150,7 @@ impl Proposer {
         false
     }
 
-    async fn hand_over(&mut self, planned: Vec<(Planned, Reply)>) {
+    async fn hand_over(&mut self, term: u64, planned: Vec<(Planned, Reply)>) {
         let mut proposals = Vec::new();
         let (mut with_entry, mut without) = (Vec::new(), Vec::new());
         for (p, reply) in planned {
@@ -151,6 +167,7 @@ impl Proposer {
         let (done, next) = oneshot::channel();
         let before = self.last_done.replace(next);
         let (in_flight, derailed, ledger) = (self.in_flight.clone(), self.derailed.clone(), self.ledger.clone());
+        let reads = self.reads.clone();
         let me = self.me;
         tokio::spawn(async move {
             match stream {
@@ -188,11 +205,21 @@ impl Proposer {
                 let _ = before.await;
             }
             let stale = derailed.load(Ordering::Acquire);
-            for (answer, reply) in without {
-                let _ = reply.send(if stale { Err(ProposeError::Timeout) } else { Ok(answer) });
-            }
             in_flight.fetch_sub(1, Ordering::AcqRel);
             let _ = done.send(());
+            match reads {
+                _ if stale => {
+                    for (_, reply) in without {
+                        let _ = reply.send(Err(ProposeError::Timeout));
+                    }
+                }
+                Some(reads) => reads.answer(me, term, without).await,
+                None => {
+                    for (answer, reply) in without {
+                        let _ = reply.send(Ok(answer));
+                    }
+                }
+            }
         });
     }
 }

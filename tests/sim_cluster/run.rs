@@ -26,18 +26,38 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 /// How a run is shaped.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Plan {
     pub steps: usize,
     /// Per step, in parts per thousand.
     pub crash_ppt: u32,
     pub partition_ppt: u32,
     pub faults_ppt: u32,
+    /// Answers without an entry wait for a read index (`read_confirm.rs`);
+    /// off only to show that the checks catch the bug it fixed.
+    pub confirm_reads: bool,
+}
+
+impl Plan {
+    /// The test that runs this plan's seeds, for the line that replays one.
+    pub fn test_name(&self) -> &'static str {
+        match *self {
+            p if p == Plan::default() => "seeds",
+            p if p == Plan::partitions() => "partition_seeds",
+            _ => "reads_without_a_read_index_are_caught",
+        }
+    }
+
+    /// Partitions more often and crashes seldom: the faults under which a
+    /// leader cut off from its majority still believes it leads.
+    pub fn partitions() -> Self {
+        Plan { crash_ppt: 2, partition_ppt: 25, ..Plan::default() }
+    }
 }
 
 impl Default for Plan {
     fn default() -> Self {
-        Plan { steps: 400, crash_ppt: 8, partition_ppt: 10, faults_ppt: 4 }
+        Plan { steps: 400, crash_ppt: 8, partition_ppt: 10, faults_ppt: 4, confirm_reads: true }
     }
 }
 
@@ -48,6 +68,9 @@ pub struct Outcome {
     pub commands: u64,
     pub unknown_outcomes: u64,
     pub pushes_answered: u64,
+    /// KV operations in the linearizability check, and those without an answer.
+    pub kv_ops: u64,
+    pub kv_unanswered: u64,
     pub entries_answered: u64,
     pub committed: u64,
     pub crashes: u64,
@@ -75,11 +98,17 @@ pub struct Run {
     directory: Directory,
     /// The node whose storage fails now, and until which step.
     faulty: Option<(u64, usize)>,
+    /// When the network was last cut: it heals no sooner than
+    /// `PARTITION_HOLDS` after, so that the side with a majority can elect
+    /// a leader and commit while the other still believes in the old one.
+    cut_at: Option<Instant>,
     epoch: Instant,
     outcome: Outcome,
 }
 
 const CRASHES: [Crash; 3] = [Crash::Kill, Crash::PowerCut, Crash::TornPowerCut];
+/// The least time a cut lasts: a few election timeouts (500-1000 ms).
+const PARTITION_HOLDS: Duration = Duration::from_millis(2500);
 /// How long the cluster may take to settle once everything heals.
 const SETTLE_WITHIN: Duration = Duration::from_secs(60);
 
@@ -105,6 +134,7 @@ impl Run {
             clients: Clients::new(directory.clone()),
             directory,
             faulty: None,
+            cut_at: None,
             epoch: Instant::now(),
             outcome: Outcome { nodes: n as usize, ..Outcome::default() },
         }
@@ -169,8 +199,11 @@ impl Run {
         } else if roll < crash * 3 + partition {
             self.partition();
         } else if roll < crash * 3 + partition * 3 {
-            trace(|| "the network heals".into());
-            self.net.heal();
+            if self.cut_at.is_none_or(|at| at.elapsed() >= PARTITION_HOLDS) {
+                trace(|| "the network heals".into());
+                self.net.heal();
+                self.cut_at = None;
+            }
         } else if roll < crash * 3 + partition * 3 + faults {
             let up: Vec<u64> = self.ups.keys().copied().collect();
             if let (None, Some(id)) = (self.faulty, up.choose(&mut self.rng)) {
@@ -200,7 +233,8 @@ impl Run {
 
     async fn start(&mut self, id: u64) {
         let rng = StdRng::from_rng(&mut self.rng).expect("a seeded rng");
-        let booted = boot(id, &self.storages[&id], self.net.clone(), self.ledger.clone(), rng, self.epoch).await;
+        let (net, ledger) = (self.net.clone(), self.ledger.clone());
+        let booted = boot(id, &self.storages[&id], (net, ledger), rng, self.epoch, self.plan.confirm_reads).await;
         match booted {
             Ok(up) => {
                 trace(|| format!("node {id} boots: applied through {}", up.store.read().unwrap().applied));
@@ -229,6 +263,7 @@ impl Run {
     /// sides at random, or one way of one link.
     fn partition(&mut self) {
         self.outcome.partitions += 1;
+        self.cut_at.get_or_insert_with(Instant::now);
         let mut ids = self.ids.clone();
         ids.shuffle(&mut self.rng);
         match self.rng.gen_range(0..3) {
@@ -377,9 +412,21 @@ impl Run {
         if let Some(v) = checks::equal_stores(&ups).first() {
             self.violation(v);
         }
+        // Each settled node's KV rows end the KV history, read after every call.
+        let rows: Vec<_> = self.ups.values().map(checks::kv_rows).collect();
+        let mut holds: BTreeMap<String, Vec<Option<String>>> = BTreeMap::new();
+        for key in rows.iter().flat_map(|r| r.keys()).chain(model.kv.keys()) {
+            holds.insert(key.clone(), rows.iter().map(|r| r.get(key).cloned()).collect());
+        }
+        if let Some(v) = model.kv.check(&holds).first() {
+            self.violation(v);
+        }
+        let (kv_ops, kv_open) = model.kv.counts();
         let (terms, two) = self.ledger.terms();
         let o = &mut self.outcome;
         o.unknown_outcomes = model.unknown_outcomes;
+        o.kv_ops = kv_ops as u64;
+        o.kv_unanswered = kv_open as u64;
         o.pushes_answered = model.acked.len() as u64;
         o.entries_answered = self.ledger.answered_count() as u64;
         o.committed = committed.len() as u64;

@@ -4,10 +4,10 @@
 //! and the model of what they were answered, which every answer is checked
 //! against as it comes.
 
+use super::kv_history::{self, KvCall, KvHistory};
 use super::proposer::Ask;
 use queen::message::Message;
 use queen::planner::command::{Answer, Command, PushItem, PushStatus};
-use queen::planner::kv::{Expiry, KvAnswer, KvKind, KvOp, KvResult};
 use queen::replicate::ProposeError;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
@@ -19,8 +19,7 @@ use tokio::sync::{mpsc, oneshot};
 
 pub const QUEUES: &[&str] = &["a", "b"];
 pub const PARTITIONS: &[&str] = &["p0", "p1"];
-pub const KV_NS: &str = "sim";
-const KV_KEYS: &[&str] = &["k0", "k1", "k2"];
+const KV_KEYS: &[&str] = &["k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7"];
 /// How long a client waits for an answer (`QUEEN_RAFT_WRITE_TIMEOUT_MS`).
 const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 /// How many nodes a command is sent to at most, following `NotLeader`.
@@ -29,43 +28,17 @@ const HOPS: usize = 3;
 /// (queue, partition, transactionId).
 pub type PushKey = (String, String, String);
 
-/// One KV write, in the order writes to its key were sent (one at a time).
-struct Put {
-    value: String,
-    /// Answered as applied.
-    applied: bool,
-}
-
 #[derive(Default)]
 pub struct Model {
     /// Every push answered, and its offset and value.
     pub acked: BTreeMap<PushKey, (u64, Vec<u8>)>,
     /// Pushes whose outcome is not known (timed out): retried later.
     unknown: BTreeSet<PushKey>,
-    /// Per KV key, its writes in order.
-    puts: BTreeMap<String, Vec<Put>>,
-    /// Keys with a write in flight: one at a time per key, so the order
-    /// writes were sent is the order they can apply in.
-    writing: BTreeSet<String>,
+    /// Every KV call and its answer, for the linearizability check.
+    pub kv: KvHistory,
     pub answers: u64,
     pub unknown_outcomes: u64,
     pub violations: Vec<String>,
-}
-
-impl Model {
-    /// The value a KV key must hold once every write has settled: the last
-    /// answered write's, or any later write's that was never answered; with
-    /// no write answered, also none.
-    pub fn kv_allowed(&self, key: &str) -> Option<(Vec<Option<String>>, bool)> {
-        let puts = self.puts.get(key)?;
-        let last = puts.iter().rposition(|p| p.applied);
-        let allowed = puts[last.unwrap_or(0)..].iter().map(|p| Some(p.value.clone())).collect();
-        Some((allowed, last.is_none()))
-    }
-
-    pub fn kv_keys(&self) -> Vec<String> {
-        self.puts.keys().cloned().collect()
-    }
 }
 
 /// Where each node's proposer is reached while its process is up.
@@ -80,15 +53,7 @@ pub struct Clients {
 /// A command as sent, and what its answer is checked against.
 enum Sent {
     Push(Vec<PushKey>),
-    Put {
-        key: String,
-        at: usize,
-    },
-    /// A read of `key`, sent when the last answered write was `floor`.
-    Get {
-        key: String,
-        floor: Option<usize>,
-    },
+    Kv(kv_history::Sent),
 }
 
 impl Clients {
@@ -110,20 +75,10 @@ impl Clients {
 
     fn command(&mut self, rng: &mut StdRng) -> (Command, Sent) {
         let mut model = self.model.lock().expect("model lock");
-        if rng.gen_range(0..100) < 25 {
-            let key = KV_KEYS.choose(rng).unwrap().to_string();
-            if rng.gen_bool(0.5) && !model.writing.contains(&key) {
-                self.next_txn += 1;
-                let value = format!("\"v{}\"", self.next_txn);
-                let puts = model.puts.entry(key.clone()).or_default();
-                puts.push(Put { value: value.clone(), applied: false });
-                let at = puts.len() - 1;
-                model.writing.insert(key.clone());
-                let kind = KvKind::Put { key: key.clone(), value, expiry: Expiry::Forever, expect: None };
-                return (kv(kind), Sent::Put { key, at });
-            }
-            let floor = model.puts.get(&key).and_then(|p| p.iter().rposition(|p| p.applied));
-            return (kv(KvKind::Get { key: key.clone() }), Sent::Get { key, floor });
+        if rng.gen_range(0..100) < 40 {
+            let call = kv_call(&mut self.next_txn, rng, &model.kv);
+            let command = call.command();
+            return (command, Sent::Kv(model.kv.send(call)));
         }
         let mut keys = Vec::new();
         for _ in 0..rng.gen_range(1..=3) {
@@ -148,8 +103,34 @@ impl Clients {
     }
 }
 
-fn kv(kind: KvKind) -> Command {
-    Command::Kv(vec![KvOp { ns: KV_NS.into(), kind, required: true }])
+/// A KV call the seed draws: reads, plain and conditional writes, and
+/// checks, the conditions on versions some client was answered (or on
+/// absence), so that some are refused.
+fn kv_call(next_txn: &mut u64, rng: &mut StdRng, kv: &KvHistory) -> KvCall {
+    let key = KV_KEYS.choose(rng).unwrap().to_string();
+    let mut value = || {
+        *next_txn += 1;
+        format!("\"v{next_txn}\"")
+    };
+    let known = kv.known_versions(&key);
+    let version = match known.len() {
+        0 => 0,
+        n if rng.gen_ratio(1, 6) => known[rng.gen_range(0..n)],
+        _ if rng.gen_ratio(1, 5) => 0,
+        n => known[n - 1],
+    };
+    match rng.gen_range(0..100) {
+        0..30 => KvCall::Get(key),
+        30..40 => {
+            let mut keys: Vec<String> = KV_KEYS.choose_multiple(rng, 2).map(|k| k.to_string()).collect();
+            keys.sort();
+            KvCall::GetMany(keys)
+        }
+        40..70 => KvCall::Put { key, value: value() },
+        70..82 => KvCall::PutAt { key, value: value(), version },
+        82..88 => KvCall::PutIfAbsent { key, value: value() },
+        _ => KvCall::Check { key, version },
+    }
 }
 
 /// The message a push of `txn` carries: its value names where it goes.
@@ -211,45 +192,8 @@ fn settle(model: &mut Model, command: &Command, sent: Sent, answer: Result<Answe
         (Sent::Push(keys), Err(_)) if !known => {
             model.unknown.extend(keys.into_iter().filter(|k| !model.acked.contains_key(k)));
         }
-        (Sent::Put { key, at }, answer) => {
-            model.writing.remove(&key);
-            match answer {
-                Ok(Answer::Kv(KvAnswer::Results(results)))
-                    if matches!(results.as_slice(), [KvResult::Write { applied: Ok(()), .. }]) =>
-                {
-                    model.puts.get_mut(&key).expect("a sent write")[at].applied = true;
-                }
-                // Refused before it was planned: it never applies.
-                Err(ProposeError::NotLeader { .. }) => {
-                    model.puts.get_mut(&key).expect("a sent write")[at].value = String::new();
-                }
-                Err(_) => {}
-                Ok(other) => model.violations.push(format!("KV write of {key} answered {other:?}")),
-            }
-        }
-        (Sent::Get { key, floor }, Ok(Answer::Kv(KvAnswer::Results(results)))) => {
-            let read = match results.as_slice() {
-                [KvResult::Get { row, .. }] => row.as_ref().map(|r| r.value.clone()),
-                other => {
-                    model.violations.push(format!("KV read of {key} answered {other:?}"));
-                    return;
-                }
-            };
-            let puts = model.puts.get(&key).map(Vec::as_slice).unwrap_or_default();
-            let at = read.as_ref().and_then(|v| puts.iter().position(|p| p.value == *v));
-            let stale = match (floor, at) {
-                (Some(floor), Some(at)) => at < floor,
-                (Some(_), None) => true,
-                (None, _) => read.is_some() && at.is_none(),
-            };
-            if stale {
-                let floor = floor.map(|f| puts[f].value.clone());
-                model.violations.push(format!(
-                    "KV read of {key} answered {read:?}, after the write of {floor:?} was answered: a stale or unknown value"
-                ));
-            }
-        }
-        (Sent::Push(_) | Sent::Get { .. }, Err(_)) => {}
+        (Sent::Kv(sent), answer) => model.kv.answered(sent, &answer),
+        (Sent::Push(_), Err(_)) => {}
         (_, Ok(other)) => model.violations.push(format!("{command:?} was answered {other:?}")),
     }
 }

@@ -1,5 +1,6 @@
 //! ListOffsets: earliest (-2), latest (-1), the record with the largest
 //! timestamp (-3) and the first record whose timestamp is at or after a time.
+//! Read behind the read gate: a consumer starts from what it is answered.
 
 use crate::names::topic_name;
 use crate::{Broker, Facade};
@@ -15,6 +16,7 @@ const EARLIEST_LOCAL: i64 = -4;
 const LATEST_TIERED: i64 = -5;
 
 pub async fn handle<B: Broker>(f: &Facade<B>, req: ListOffsetsRequest, version: i16) -> ListOffsetsResponse {
+    let gate = f.broker.read_gate().await.map_err(|e| e.code());
     let mut topics = Vec::with_capacity(req.topics.len());
     for t in &req.topics {
         let name = t.name.0.as_str();
@@ -23,7 +25,11 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: ListOffsetsRequest, version: 
             let answer = ListOffsetsPartitionResponse::default().with_partition_index(p.partition_index);
             // Fields a version lacks must keep their defaults to encode.
             let answer = if version >= 4 { answer.with_leader_epoch(0) } else { answer };
-            partitions.push(match lookup(f, name, p.partition_index, p.timestamp).await {
+            let found = match gate {
+                Ok(()) => lookup(f, name, p.partition_index, p.timestamp).await,
+                Err(code) => Err(code),
+            };
+            partitions.push(match found {
                 Ok((offset, timestamp)) => answer.with_offset(offset).with_timestamp(timestamp),
                 Err(code) => answer.with_error_code(code).with_offset(-1).with_timestamp(-1),
             });

@@ -106,7 +106,7 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: Request, peer: SocketAddr, se
         RequestKind::Heartbeat(r) => ResponseKind::Heartbeat(heartbeat::handle(f, r)),
         RequestKind::LeaveGroup(r) => ResponseKind::LeaveGroup(leave_group::handle(f, r, v)),
         RequestKind::OffsetCommit(r) => ResponseKind::OffsetCommit(offset_commit::handle(f, r).await),
-        RequestKind::OffsetFetch(r) => ResponseKind::OffsetFetch(offset_fetch::handle(f, r, v)),
+        RequestKind::OffsetFetch(r) => ResponseKind::OffsetFetch(offset_fetch::handle(f, r, v).await),
         RequestKind::OffsetDelete(r) => ResponseKind::OffsetDelete(offset_delete::handle(f, r).await),
         RequestKind::ListGroups(r) => ResponseKind::ListGroups(list_groups::handle(f, r, v)),
         RequestKind::DescribeGroups(r) => ResponseKind::DescribeGroups(describe_groups::handle(f, r, v)),
@@ -117,7 +117,7 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: Request, peer: SocketAddr, se
         RequestKind::DeleteRecords(r) => ResponseKind::DeleteRecords(delete_records::handle(f, r)),
         RequestKind::InitProducerId(r) => ResponseKind::InitProducerId(init_producer_id::handle(f, r).await),
         RequestKind::OffsetForLeaderEpoch(r) => {
-            ResponseKind::OffsetForLeaderEpoch(offset_for_leader_epoch::handle(f, r))
+            ResponseKind::OffsetForLeaderEpoch(offset_for_leader_epoch::handle(f, r).await)
         }
         RequestKind::DescribeConfigs(r) => ResponseKind::DescribeConfigs(describe_configs::handle(f, r)),
         RequestKind::AlterConfigs(r) => ResponseKind::AlterConfigs(alter_configs::handle(f, r).await),

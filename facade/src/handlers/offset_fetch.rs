@@ -1,6 +1,9 @@
 //! OffsetFetch: the group's cursors with their commits' metadata, for one
 //! group (v0-v7) or many (v8). A partition the group never consumed answers
-//! -1.
+//! -1. Read behind the read gate: a consumer resumes from what it is
+//! answered, and a commit that moved back (an offset reset, a deletion)
+//! must not read as the offset before it. When the gate cannot be passed,
+//! COORDINATOR_NOT_AVAILABLE, and the client asks again.
 
 use super::by_topic;
 use crate::broker::Committed;
@@ -11,11 +14,14 @@ use protocol::messages::offset_fetch_response::{
     OffsetFetchResponseTopics,
 };
 use protocol::messages::{OffsetFetchRequest, OffsetFetchResponse};
+use protocol::ResponseError;
 
 /// (topic, partition, committed offset or -1 and metadata, error code).
 type Row = (String, i32, Committed, i16);
 
-pub fn handle<B: Broker>(f: &Facade<B>, req: OffsetFetchRequest, version: i16) -> OffsetFetchResponse {
+pub async fn handle<B: Broker>(f: &Facade<B>, req: OffsetFetchRequest, version: i16) -> OffsetFetchResponse {
+    let gate = f.broker.read_gate().await.map_err(|_| ResponseError::CoordinatorNotAvailable.code());
+    let refused = gate.err().unwrap_or(0);
     if version >= 8 {
         let groups = req
             .groups
@@ -24,20 +30,24 @@ pub fn handle<B: Broker>(f: &Facade<B>, req: OffsetFetchRequest, version: i16) -
                 let asked = g.topics.as_ref().map(|ts| {
                     ts.iter().map(|t| (t.name.0.as_str().to_string(), t.partition_indexes.clone())).collect::<Vec<_>>()
                 });
-                let answers =
-                    rows(f, g.group_id.0.as_str(), asked).into_iter().map(|(topic, partition, committed, code)| {
+                let answers = rows(f, g.group_id.0.as_str(), asked, gate).into_iter().map(
+                    |(topic, partition, committed, code)| {
                         let p = OffsetFetchResponsePartitions::default()
                             .with_partition_index(partition)
                             .with_committed_offset(committed.offset)
                             .with_metadata(Some(str_bytes(&committed.metadata)))
                             .with_error_code(code);
                         (topic, p)
-                    });
+                    },
+                );
                 let topics = by_topic(answers)
                     .into_iter()
                     .map(|(t, ps)| OffsetFetchResponseTopics::default().with_name(topic_name(&t)).with_partitions(ps))
                     .collect();
-                OffsetFetchResponseGroup::default().with_group_id(g.group_id.clone()).with_topics(topics)
+                OffsetFetchResponseGroup::default()
+                    .with_group_id(g.group_id.clone())
+                    .with_topics(topics)
+                    .with_error_code(refused)
             })
             .collect();
         return OffsetFetchResponse::default().with_groups(groups);
@@ -46,35 +56,52 @@ pub fn handle<B: Broker>(f: &Facade<B>, req: OffsetFetchRequest, version: i16) -
         .topics
         .as_ref()
         .map(|ts| ts.iter().map(|t| (t.name.0.as_str().to_string(), t.partition_indexes.clone())).collect::<Vec<_>>());
-    let answers = rows(f, req.group_id.0.as_str(), asked).into_iter().map(|(topic, partition, committed, code)| {
-        let p = OffsetFetchResponsePartition::default()
-            .with_partition_index(partition)
-            .with_committed_offset(committed.offset)
-            .with_metadata(Some(str_bytes(&committed.metadata)))
-            .with_error_code(code);
-        (topic, p)
-    });
+    let answers =
+        rows(f, req.group_id.0.as_str(), asked, gate).into_iter().map(|(topic, partition, committed, code)| {
+            let p = OffsetFetchResponsePartition::default()
+                .with_partition_index(partition)
+                .with_committed_offset(committed.offset)
+                .with_metadata(Some(str_bytes(&committed.metadata)))
+                .with_error_code(code);
+            (topic, p)
+        });
     let topics = by_topic(answers)
         .into_iter()
         .map(|(t, ps)| OffsetFetchResponseTopic::default().with_name(topic_name(&t)).with_partitions(ps))
         .collect();
-    OffsetFetchResponse::default().with_topics(topics)
+    let answer = OffsetFetchResponse::default().with_topics(topics);
+    // The top-level error code is v2's; before it, each partition carries it.
+    if version >= 2 {
+        answer.with_error_code(refused)
+    } else {
+        answer
+    }
 }
 
 /// The asked partitions' offsets, or (asked = None) every partition the
-/// group has a cursor on.
-fn rows<B: Broker>(f: &Facade<B>, group: &str, asked: Option<Vec<(String, Vec<i32>)>>) -> Vec<Row> {
+/// group has a cursor on; past a refused gate, none (each asked partition
+/// with the refusal's code).
+fn rows<B: Broker>(
+    f: &Facade<B>,
+    group: &str,
+    asked: Option<Vec<(String, Vec<i32>)>>,
+    gate: Result<(), i16>,
+) -> Vec<Row> {
     let pairs: Vec<(String, i32)> = match asked {
         Some(asked) => asked.into_iter().flat_map(|(t, ps)| ps.into_iter().map(move |p| (t.clone(), p))).collect(),
+        None if gate.is_err() => Vec::new(),
         None => f.broker.group_partitions(group).into_iter().filter(|(t, _)| topics::is_kafka_name(t)).collect(),
     };
+    // Kafka answers an unknown partition with no offset, not an error.
+    let none = || Committed { offset: -1, metadata: String::new() };
     pairs
         .into_iter()
-        .map(|(topic, partition)| {
-            // Kafka answers an unknown partition with no offset, not an error.
-            let none = Committed { offset: -1, metadata: String::new() };
-            let committed = f.broker.committed(group, &topic, partition).ok().flatten().unwrap_or(none);
-            (topic, partition, committed, 0)
+        .map(|(topic, partition)| match gate {
+            Ok(()) => {
+                let committed = f.broker.committed(group, &topic, partition).ok().flatten().unwrap_or_else(none);
+                (topic, partition, committed, 0)
+            }
+            Err(code) => (topic, partition, none(), code),
         })
         .collect()
 }

@@ -167,7 +167,8 @@ impl Proposer {
         self.in_flight.fetch_add(1, Ordering::AcqRel);
         let (done, next) = oneshot::channel();
         let before = self.last_done.replace(next);
-        let (in_flight, derailed, reads, me) = (self.in_flight.clone(), self.derailed.clone(), self.reads.clone(), self.me);
+        let (in_flight, derailed, reads, me) =
+            (self.in_flight.clone(), self.derailed.clone(), self.reads.clone(), self.me);
         self.handle.spawn(async move {
             match stream {
                 Some(Ok(results)) => {

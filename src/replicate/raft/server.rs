@@ -4,8 +4,8 @@
 //! heartbeats behind it.
 
 use super::membership::{ChangeRefusal, MembershipChange, MembershipView};
-use super::rpc::{read_frame, same_token, write_frame, Hello, RaftVote, Request, Response, Welcome};
 use super::read_confirm::ReadConfirmer;
+use super::rpc::{read_frame, same_token, write_frame, Hello, RaftVote, Request, Response, Welcome};
 use super::snapshot_transfer::{Inbox, RaftPoint, SNAPSHOT_EXIT_CODE};
 use super::state_machine::RaftMachine;
 use super::types::{Queen, RaftLogId};
