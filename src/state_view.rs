@@ -5,10 +5,11 @@
 //! planner checks again on the leader). `gate` waits at the replicator's
 //! read gate, after which the state `local` answers holds every write
 //! committed before the call: a raft leader confirms its leadership (read
-//! index) and waits for its apply to reach that index, a follower answers
-//! `NotLeader`; on one node the gate is open, since every write is answered
-//! only once applied. Reads of messages and offsets that a client acts on
-//! (fetches, offset lookups) go through it.
+//! index) and waits for its apply to reach that index, a follower asks the
+//! leader for a read index and waits until it has applied through it; on one
+//! node the gate is open, since every write is answered only once applied.
+//! Reads of messages, offsets and timers that a client acts on (fetches,
+//! offset lookups, message and timer lookups) go through it.
 
 use crate::replicate::{ProposeError, Replicator};
 use crate::store::Store;
