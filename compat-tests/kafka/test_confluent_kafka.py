@@ -122,6 +122,21 @@ def test_null_value_key_and_header_read_back_as_null_not_empty(node):
     assert got[1].headers() == [("h", b"")]
 
 
+def test_headers_read_back_as_the_list_produced_repeated_keys_and_order_kept(node):
+    # Kafka keeps a record's headers as a list: tracing and routing headers
+    # repeat keys, and consumers read them in the producer's order.
+    t = topic("cfk-headers")
+    headers = [("trace", b"a"), ("route", b"x"), ("trace", b"b"), ("trace", None), ("route", b"")]
+    for compression in ["none", "zstd"]:
+        produce_all(producer(node, **{"compression.type": compression}), t, [compression.encode()], headers=headers)
+    c = consumer(node, f"g-{uuid.uuid4().hex[:6]}")
+    c.subscribe([t])
+    got = drain(c, 2)
+    c.close()
+    assert [m.value() for m in got] == [b"none", b"zstd"]
+    assert [m.headers() for m in got] == [headers, headers]
+
+
 def test_large_records_within_fetch_max_bytes_are_consumed_without_errors(node):
     # librdkafka drops a connection whose answer exceeds receive.message.max.bytes
     # ("Invalid response size"), which it must set at least 512 bytes above

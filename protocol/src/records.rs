@@ -5,7 +5,6 @@
 
 use crate::decompress;
 use bytes::{Buf, Bytes, BytesMut};
-use kafka_protocol::indexmap::IndexMap;
 use kafka_protocol::protocol::StrBytes;
 pub use kafka_protocol::records::Compression;
 use kafka_protocol::records::{
@@ -209,6 +208,6 @@ fn encode(records: &[Record], compression: Compression, capacity: usize) -> Resu
     Ok(buf.freeze())
 }
 
-fn kafka_headers(headers: &[(String, Option<Bytes>)]) -> IndexMap<StrBytes, Option<Bytes>> {
+fn kafka_headers(headers: &[(String, Option<Bytes>)]) -> Vec<(StrBytes, Option<Bytes>)> {
     headers.iter().map(|(k, v)| (StrBytes::from_string(k.clone()), v.clone())).collect()
 }

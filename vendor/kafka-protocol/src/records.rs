@@ -42,7 +42,6 @@ use anyhow::{anyhow, bail, Result};
 use bytes::{Bytes, BytesMut};
 use crc::{Crc, CRC_32_ISO_HDLC};
 use crc32c::crc32c;
-use indexmap::IndexMap;
 
 use crate::protocol::{
     buf::{gap, ByteBuf, ByteBufMut},
@@ -180,8 +179,10 @@ pub struct Record {
     pub key: Option<Bytes>,
     /// The payload of the record.
     pub value: Option<Bytes>,
-    /// Headers associated with the record's payload.
-    pub headers: IndexMap<StrBytes, Option<Bytes>>,
+    /// Headers associated with the record's payload, in the order of the
+    /// wire. Queen patch: a list, as Kafka keeps them (a key may repeat),
+    /// where upstream's map kept one value per key.
+    pub headers: Vec<(StrBytes, Option<Bytes>)>,
 }
 
 const MAGIC_BYTE_OFFSET: usize = 16;
@@ -895,7 +896,7 @@ impl Record {
         let num_headers = num_headers as usize;
 
         // Queen patch: a header takes at least one byte.
-        let mut headers = IndexMap::with_capacity(num_headers.min(bytes::Buf::remaining(buf)));
+        let mut headers = Vec::with_capacity(num_headers.min(bytes::Buf::remaining(buf)));
         for _ in 0..num_headers {
             // Key len
             let key_len: i32 = types::VarInt.decode(buf)?;
@@ -918,7 +919,7 @@ impl Record {
                 Ordering::Greater => Some(buf.try_get_bytes(value_len as usize)?),
             };
 
-            headers.insert(key, value);
+            headers.push((key, value));
         }
 
         Ok(Self {
@@ -1021,18 +1022,18 @@ mod tests {
             timestamp: Default::default(),
             key: Default::default(),
             value: Default::default(),
-            headers: [
+            headers: vec![
                 ("some-key".into(), Some("some-value".into())),
                 ("other-header".into(), None),
-            ]
-            .into(),
+            ],
         };
         assert_eq!(
             Bytes::from("some-value"),
             record
                 .headers
-                // This relies on `impl Borrow<[u8]> for StrBytes`
-                .get("some-key".as_bytes())
+                .iter()
+                .find(|(k, _)| k.as_str() == "some-key")
+                .map(|(_, v)| v)
                 .expect("key exists in headers")
                 .as_ref()
                 .expect("value is present")
@@ -1054,7 +1055,7 @@ mod tests {
             timestamp: Default::default(),
             key: Default::default(),
             value: Default::default(),
-            headers: [("other-header".into(), None)].into(),
+            headers: vec![("other-header".into(), None)],
         };
         let mut buf = &mut bytes::BytesMut::new();
         record
