@@ -76,6 +76,13 @@ pub struct Settings {
     #[arg(long, env = "QUEEN_KAFKA_MAX_REQUEST_BYTES", default_value_t = 100 * 1024 * 1024)]
     pub kafka_max_request_bytes: usize,
 
+    /// Kafka's `message.max.bytes`: the largest record batch, in bytes as
+    /// produced (compressed), that a produce writes to a topic without a
+    /// `max.message.bytes` of its own; a larger one is MESSAGE_TOO_LARGE.
+    /// Kafka's default is 1048588; Queen's is the HTTP payload limit's.
+    #[arg(long, env = "QUEEN_KAFKA_MESSAGE_MAX_BYTES", default_value_t = 4 * 1024 * 1024)]
+    pub kafka_message_max_bytes: usize,
+
     /// Kafka connections open at once; more are closed as they arrive.
     #[arg(long, env = "QUEEN_KAFKA_MAX_CONNECTIONS", default_value_t = 10_000)]
     pub kafka_max_connections: usize,

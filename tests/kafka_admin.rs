@@ -139,6 +139,8 @@ async fn alter_configs_accepts_a_value_already_in_force_and_refuses_a_change() {
         ("cleanup.policy", "compact", ResponseError::InvalidConfig.code()),
         ("no.such.setting", "1", ResponseError::InvalidConfig.code()),
         ("retention.ms", "120000", 0),
+        ("max.message.bytes", "-5", ResponseError::InvalidConfig.code()),
+        ("max.message.bytes", "2000", 0),
     ] {
         let config = AlterableConfig::default().with_name(s(name)).with_value(Some(s(value)));
         let resource = AlterConfigsResource::default()
@@ -170,7 +172,7 @@ async fn alter_configs_accepts_a_value_already_in_force_and_refuses_a_change() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_produce_creates_no_topic() {
     let tmp = tempfile::tempdir().unwrap();
-    let node = Node::start(&tmp.path().join("data"), &[("QUEEN_MAX_PAYLOAD_BYTES", "1000")]).await;
+    let node = Node::start(&tmp.path().join("data"), &[("QUEEN_KAFKA_MESSAGE_MAX_BYTES", "1000")]).await;
     let mut conn = KafkaConn::connect(node.kafka_port).await;
 
     let too_large = batch(-1, -1, -1, &["x".repeat(5000)]);

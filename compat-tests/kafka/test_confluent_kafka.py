@@ -8,7 +8,7 @@ import time
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -262,6 +262,47 @@ def test_admin_creates_grows_describes_and_deletes(node):
 
     a.delete_topics([t])[t].result(30)
     assert t not in a.list_topics(timeout=10).topics
+
+
+def test_max_message_bytes_of_a_topic_is_the_largest_batch_it_takes(node):
+    # A topic made for large records takes a 5 MB one; a topic without the
+    # setting holds to the node's message.max.bytes (4 MiB); AlterConfigs
+    # lowers a topic's, as Kafka applies them.
+    a = admin(node)
+    large, plain = topic("cfk-large-ok"), topic("cfk-large-no")
+    made = a.create_topics(
+        [
+            NewTopic(large, num_partitions=1, replication_factor=1, config={"max.message.bytes": "10485760"}),
+            NewTopic(plain, num_partitions=1, replication_factor=1),
+        ]
+    )
+    for f in made.values():
+        f.result(30)
+    described = a.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, t) for t in (large, plain)])
+    limits = {r.name: f.result(30)["max.message.bytes"].value for r, f in described.items()}
+    assert limits == {large: "10485760", plain: str(4 * 1024 * 1024)}
+
+    record = bytes(range(256)) * (5 * 1024 * 1024 // 256)
+    big = producer(node, **{"message.max.bytes": 20_000_000, "compression.type": "none"})
+    assert produce_all(big, large, [record]) == [(0, 0, record)]
+    errors = []
+    big.produce(plain, value=record, on_delivery=lambda err, msg: errors.append(err))
+    big.flush(30)
+    assert [e.code() for e in errors] == [KafkaError.MSG_SIZE_TOO_LARGE], errors
+
+    c = consumer(node, f"g-{uuid.uuid4().hex[:6]}")
+    c.subscribe([large])
+    got = drain(c, 1)
+    c.close()
+    assert [m.value() for m in got] == [record]
+
+    entry = ConfigEntry("max.message.bytes", "1000", incremental_operation=AlterConfigOpType.SET)
+    resource = ConfigResource(ConfigResource.Type.TOPIC, large, incremental_configs=[entry])
+    a.incremental_alter_configs([resource])[resource].result(30)
+    errors = []
+    big.produce(large, value=b"x" * 5000, on_delivery=lambda err, msg: errors.append(err))
+    big.flush(30)
+    assert [e.code() for e in errors] == [KafkaError.MSG_SIZE_TOO_LARGE], errors
 
 
 def test_offsets_for_times(node):

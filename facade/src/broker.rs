@@ -2,6 +2,7 @@
 //! implements it with planner commands, so a Kafka request takes exactly the
 //! path an HTTP request takes; the facade itself keeps no data.
 
+use crate::topic_settings::TopicSettings;
 use protocol::records::{PlainRecord, ProducedBatch};
 use protocol::ResponseError;
 use std::future::Future;
@@ -107,7 +108,7 @@ pub enum BrokerError {
     InvalidRequest(String),
     #[error("the records are invalid: {0}")]
     CorruptRecords(String),
-    #[error("a record of {size} bytes is over the limit of {limit}")]
+    #[error("a record batch of {size} bytes is over the max.message.bytes of {limit}")]
     RecordTooLarge { size: usize, limit: usize },
     #[error("the volume is too full to take the write")]
     StorageFull,
@@ -187,13 +188,12 @@ pub trait Broker: Send + Sync + 'static {
     /// The topic with Kafka topic id `id`.
     fn topic_by_id(&self, id: [u8; 16]) -> Option<TopicView>;
 
-    /// Creates a topic of `partitions` partitions, with its retention
-    /// (`retention.ms`) when one is given.
+    /// Creates a topic of `partitions` partitions, with the settings given.
     fn create_topic(
         &self,
         name: String,
         partitions: u32,
-        retention_ms: Option<i64>,
+        settings: TopicSettings,
     ) -> impl Future<Output = Result<TopicView, BrokerError>> + Send;
 
     fn delete_topic(&self, name: String) -> impl Future<Output = Result<(), BrokerError>> + Send;
@@ -201,9 +201,11 @@ pub trait Broker: Send + Sync + 'static {
     /// Grows a topic to `total` partitions.
     fn create_partitions(&self, name: String, total: u32) -> impl Future<Output = Result<(), BrokerError>> + Send;
 
-    /// Why the broker would refuse `batch` before writing anything (the
-    /// volume is full, a record is over the size limit), if it would.
-    fn admit(&self, batch: &ProducedBatch) -> Result<(), BrokerError>;
+    /// Why the broker would refuse a produce to `topic` whose largest batch
+    /// takes `batch_bytes` as produced before writing anything (the volume
+    /// is full, the batch is over the topic's `max.message.bytes`), if it
+    /// would.
+    fn admit(&self, topic: &str, batch_bytes: usize) -> Result<(), BrokerError>;
 
     /// Appends the batches, durably and as one write, and answers each
     /// batch's first offset. A retried idempotent batch answers the offset
@@ -281,7 +283,11 @@ pub trait Broker: Send + Sync + 'static {
     /// The topic's configuration as Kafka names it.
     fn topic_config(&self, topic: &str) -> Option<Vec<ConfigEntry>>;
 
-    /// Sets the topic's retention (`retention.ms`), the one Kafka setting
-    /// that maps onto a queue option.
-    fn set_retention(&self, topic: String, retention_ms: i64) -> impl Future<Output = Result<(), BrokerError>> + Send;
+    /// Sets the topic's settings that are given (those Kafka settings that
+    /// map onto queue options), leaving the rest as they are.
+    fn set_topic_settings(
+        &self,
+        topic: String,
+        settings: TopicSettings,
+    ) -> impl Future<Output = Result<(), BrokerError>> + Send;
 }

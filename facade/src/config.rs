@@ -12,6 +12,9 @@ pub struct FacadeConfig {
     pub cluster_id: String,
     /// The largest request frame taken; a larger one closes the connection.
     pub max_request_bytes: usize,
+    /// The largest record batch a produce writes to a topic without a
+    /// `max.message.bytes` of its own (Kafka's `message.max.bytes`).
+    pub message_max_bytes: usize,
     /// Connections beyond this are closed as they arrive.
     pub max_connections: usize,
     /// Create a topic when a client produces to it or asks metadata for it.

@@ -25,6 +25,7 @@ pub use broker::{Broker, BrokerAddress, GroupCoordinator};
 pub use config::FacadeConfig;
 pub use decompress_budget::DecompressBudget;
 pub use listener::serve;
+pub use topic_settings::TopicSettings;
 
 use std::sync::Arc;
 

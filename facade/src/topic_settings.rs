@@ -1,10 +1,12 @@
 //! Kafka's topic settings as Queen reads them, for CreateTopics and
 //! AlterConfigs alike: a name Kafka does not know is INVALID_CONFIG, as
-//! Kafka answers it; `retention.ms` is the queue's retention.
+//! Kafka answers it; `retention.ms` is the queue's retention and
+//! `max.message.bytes` the largest record batch a produce may write to it.
 
 use protocol::ResponseError;
 
 pub const RETENTION_MS: &str = "retention.ms";
+pub const MAX_MESSAGE_BYTES: &str = "max.message.bytes";
 
 /// Every topic-level setting Kafka defines. CreateTopics accepts them all
 /// (Queen applies `retention.ms`; DescribeConfigs shows what holds for the
@@ -25,7 +27,7 @@ const KAFKA_TOPIC_SETTINGS: [&str; 36] = [
     "local.retention.bytes",
     "local.retention.ms",
     "max.compaction.lag.ms",
-    "max.message.bytes",
+    MAX_MESSAGE_BYTES,
     "message.downconversion.enable",
     "message.format.version",
     "message.timestamp.after.max.ms",
@@ -63,9 +65,45 @@ pub fn check_known(name: &str) -> Result<(), Refusal> {
     }
 }
 
+/// The settings of a topic that Queen applies, as a CreateTopics or an
+/// AlterConfigs names them; what is not named stays as it is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TopicSettings {
+    /// `retention.ms`: milliseconds, negative (Kafka's -1) for none.
+    pub retention_ms: Option<i64>,
+    /// `max.message.bytes`: the largest record batch, as produced.
+    pub max_message_bytes: Option<u32>,
+}
+
+impl TopicSettings {
+    /// Takes one named setting: Ok(true) when it is one Queen applies (now
+    /// held here), Ok(false) for another Kafka setting, or why not.
+    pub fn take(&mut self, name: &str, value: Option<&str>) -> Result<bool, Refusal> {
+        check_known(name)?;
+        match name {
+            RETENTION_MS => self.retention_ms = Some(retention_ms(value)?),
+            MAX_MESSAGE_BYTES => self.max_message_bytes = Some(max_message_bytes(value)?),
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
 /// A `retention.ms` value: milliseconds, -1 (or any negative) for none.
-pub fn retention_ms(value: Option<&str>) -> Result<i64, Refusal> {
+fn retention_ms(value: Option<&str>) -> Result<i64, Refusal> {
     value
         .and_then(|v| v.parse::<i64>().ok())
         .ok_or_else(|| invalid(format!("{RETENTION_MS} takes milliseconds, not {value:?}")))
+}
+
+/// A `max.message.bytes` value: bytes, 0 to 2^31-1 as Kafka takes it.
+fn max_message_bytes(value: Option<&str>) -> Result<u32, Refusal> {
+    value
+        .and_then(|v| v.parse::<i32>().ok())
+        .and_then(|v| u32::try_from(v).ok())
+        .ok_or_else(|| invalid(format!("{MAX_MESSAGE_BYTES} takes bytes from 0 to 2147483647, not {value:?}")))
 }

@@ -7,6 +7,7 @@
 //! a Kafka client naming it gets INVALID_TOPIC_EXCEPTION.
 
 use crate::broker::{BrokerError, TopicView};
+use crate::topic_settings::TopicSettings;
 use crate::{Broker, Facade};
 
 /// Kafka's rule for topic names: 1 to 249 of `[a-zA-Z0-9._-]`, not `.` or `..`.
@@ -40,7 +41,7 @@ pub async fn resolve<B: Broker>(f: &Facade<B>, name: &str, allow_create: bool) -
     if !(allow_create && f.config.auto_create_topics) {
         return Err(BrokerError::UnknownTopicOrPartition);
     }
-    match f.broker.create_topic(name.to_string(), f.config.num_partitions, None).await {
+    match f.broker.create_topic(name.to_string(), f.config.num_partitions, TopicSettings::default()).await {
         Ok(t) => Ok(t),
         // Another client created it in between.
         Err(BrokerError::TopicAlreadyExists) => f.broker.topic(name).ok_or(BrokerError::UnknownTopicOrPartition),

@@ -42,6 +42,25 @@ pub enum RecordsError {
     Encode(String),
 }
 
+/// The size of the largest batch of a record set, as it travels (its
+/// length field and the 12 bytes before it), read off the batch headers
+/// alone: what Kafka holds against `max.message.bytes`. A batch longer
+/// than the bytes left ends the walk uncounted: it is not a batch that
+/// travelled, and decoding the set refuses it as corrupt.
+pub fn largest_batch_bytes(set: &[u8]) -> usize {
+    let mut largest = 0;
+    let mut at = 0usize;
+    while let Some(length) = set.get(at + 8..at + 12) {
+        let size = 12 + i32::from_be_bytes(length.try_into().expect("four bytes")).max(0) as usize;
+        if size > set.len() - at {
+            break;
+        }
+        largest = largest.max(size);
+        at += size;
+    }
+    largest
+}
+
 /// Decodes every batch of a produce request's record set; what compressed
 /// batches expand to is spent from `allowance`.
 pub fn decode_produced(

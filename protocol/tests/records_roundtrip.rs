@@ -92,3 +92,32 @@ proptest! {
         }
     }
 }
+
+/// The size Kafka holds against `max.message.bytes` is each batch's as it
+/// travels; a set whose batch claims more bytes than it has counts nothing
+/// (its decode refuses it).
+#[test]
+fn the_largest_batch_of_a_set_is_measured_off_its_headers() {
+    let batch = |n: usize| ProducedBatch {
+        producer_id: -1,
+        producer_epoch: -1,
+        base_sequence: -1,
+        transactional: false,
+        records: (0..n)
+            .map(|i| PlainRecord {
+                timestamp_ms: 0,
+                key: None,
+                value: Some(Bytes::from(vec![i as u8; 100])),
+                headers: vec![],
+            })
+            .collect(),
+    };
+    let (small, large) = (
+        encode_produced(&batch(1), Compression::None).unwrap(),
+        encode_produced(&batch(5), Compression::None).unwrap(),
+    );
+    let set: Vec<u8> = [&small[..], &large[..], &small[..]].concat();
+    assert_eq!(protocol::records::largest_batch_bytes(&set), large.len());
+    assert_eq!(protocol::records::largest_batch_bytes(&large[..large.len() - 1]), 0, "a batch cut short");
+    assert_eq!(protocol::records::largest_batch_bytes(b"not a record batch at all, only bytes"), 0);
+}

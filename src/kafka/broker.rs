@@ -11,7 +11,7 @@ use crate::node::Node;
 use crate::planner::command::{Command, ConfigureQueue, CursorCommit, PushItem, PushOutcome};
 use crate::planner::kv::{Expiry, KvAnswer, KvKind, KvOp, KvResult};
 use crate::planner::push::QueueFull;
-use crate::planner::queue_options::QueueOptions;
+use crate::planner::queue_options::{QueueOptions, KAFKA_MAX_MESSAGE_BYTES};
 use crate::reader::ReaderError;
 use crate::replicate::typed::Typed;
 use crate::replicate::ProposeError;
@@ -20,7 +20,7 @@ use facade::broker::{
     BrokerAddress, BrokerError, Committed, ConfigEntry, FetchAsk, Fetched, GroupCoordinator, OffsetCommit,
     PartitionBatch, PartitionOffsets, ProduceAnswers, Produced, TopicView,
 };
-use protocol::records::ProducedBatch;
+use facade::TopicSettings;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -70,6 +70,18 @@ impl QueenBroker {
             .map_err(|e| BrokerError::Internal(e.to_string()))?
             .map_err(|e| BrokerError::Internal(e.to_string()))?;
         Ok(found.map(|(offset, timestamp)| (offset as i64, timestamp)))
+    }
+
+    /// The largest batch a produce writes to `topic`: its
+    /// `max.message.bytes`, else the node's `message.max.bytes` (a topic
+    /// that does not exist yet is created with the node's).
+    fn max_message_bytes(&self, topic: &str) -> usize {
+        let store = self.store();
+        let own = store
+            .queues
+            .get(&topic.to_string())
+            .and_then(|row| QueueOptions::parse(&row.options).kafka_max_message_bytes());
+        own.unwrap_or(self.node.settings.kafka_message_max_bytes)
     }
 
     fn refuse_when_full(&self) -> Result<(), BrokerError> {
@@ -192,10 +204,10 @@ impl facade::Broker for QueenBroker {
         &self,
         name: String,
         partitions: u32,
-        retention_ms: Option<i64>,
+        settings: TopicSettings,
     ) -> Result<TopicView, BrokerError> {
         self.refuse_when_full()?;
-        let options = retention_ms.map(retention_options).unwrap_or_default();
+        let options = queue_options(settings);
         if self.ask(Typed::create_topic(name.clone(), partitions, options)).await?.existed {
             return Err(BrokerError::TopicAlreadyExists);
         }
@@ -217,12 +229,12 @@ impl facade::Broker for QueenBroker {
         }
     }
 
-    fn admit(&self, batch: &ProducedBatch) -> Result<(), BrokerError> {
+    fn admit(&self, topic: &str, batch_bytes: usize) -> Result<(), BrokerError> {
         self.refuse_when_full()?;
-        let limit = self.node.settings.max_payload_bytes;
-        match batch.records.iter().map(|r| r.value.as_ref().map_or(0, |v| v.len())).max() {
-            Some(size) if size > limit => Err(BrokerError::RecordTooLarge { size, limit }),
-            _ => Ok(()),
+        let limit = self.max_message_bytes(topic);
+        match batch_bytes > limit {
+            true => Err(BrokerError::RecordTooLarge { size: batch_bytes, limit }),
+            false => Ok(()),
         }
     }
 
@@ -246,8 +258,8 @@ impl facade::Broker for QueenBroker {
                 let store = self.store();
                 locate(&store, &b.topic, b.partition).map(|(q, p)| store.partition(q, p).map(|r| r.name.clone()))
             };
-            let checked =
-                self.admit(&b.batch).and(located).and_then(|name| name.ok_or(BrokerError::UnknownTopicOrPartition));
+            // The facade admitted the batch (`admit`) before it asked here.
+            let checked = located.and_then(|name| name.ok_or(BrokerError::UnknownTopicOrPartition));
             plan.push(checked.and_then(|partition| {
                 let first = items.len();
                 for (i, record) in b.batch.records.iter().enumerate() {
@@ -438,7 +450,9 @@ impl facade::Broker for QueenBroker {
     fn topic_config(&self, topic: &str) -> Option<Vec<ConfigEntry>> {
         let store = self.store();
         let row = store.queues.get(&topic.to_string())?;
-        let retention_s = QueueOptions::parse(&row.options).retention_seconds();
+        let options = QueueOptions::parse(&row.options);
+        let retention_s = options.retention_seconds();
+        let max_message_bytes = options.kafka_max_message_bytes();
         let s = &self.node.settings;
         let fixed =
             |name: &str, value: String| ConfigEntry { name: name.to_string(), value, read_only: true, is_set: false };
@@ -449,31 +463,42 @@ impl facade::Broker for QueenBroker {
                 read_only: false,
                 is_set: retention_s != 0,
             },
+            ConfigEntry {
+                name: "max.message.bytes".to_string(),
+                value: max_message_bytes.unwrap_or(s.kafka_message_max_bytes).to_string(),
+                read_only: false,
+                is_set: max_message_bytes.is_some(),
+            },
             fixed("cleanup.policy", "delete".into()),
             fixed("compression.type", "producer".into()),
-            fixed("max.message.bytes", s.max_payload_bytes.to_string()),
             fixed("message.timestamp.type", "CreateTime".into()),
             fixed("min.insync.replicas", "1".into()),
             fixed("segment.bytes", s.segment_bytes.to_string()),
         ])
     }
 
-    async fn set_retention(&self, topic: String, retention_ms: i64) -> Result<(), BrokerError> {
+    async fn set_topic_settings(&self, topic: String, settings: TopicSettings) -> Result<(), BrokerError> {
         let (namespace, task) = {
             let store = self.store();
             let row = store.queues.get(&topic).ok_or(BrokerError::UnknownTopicOrPartition)?;
             (row.namespace.clone(), row.task.clone())
         };
-        let options = retention_options(retention_ms);
+        let options = queue_options(settings);
         self.ask(Typed::configure(ConfigureQueue { queue: topic, namespace, task, options })).await.map(|_| ())
     }
 }
 
-/// The queue options of a Kafka `retention.ms`: whole seconds, rounded up;
-/// a negative value (Kafka's -1) keeps messages for ever.
-fn retention_options(retention_ms: i64) -> serde_json::Map<String, serde_json::Value> {
-    let seconds = if retention_ms < 0 { 0 } else { (retention_ms + 999) / 1000 };
+/// The queue options of the Kafka settings given, the others left out (a
+/// configure keeps what it does not name). `retention.ms` in whole seconds,
+/// rounded up; a negative one (Kafka's -1) keeps messages for ever.
+fn queue_options(settings: TopicSettings) -> serde_json::Map<String, serde_json::Value> {
     let mut options = serde_json::Map::new();
-    options.insert("retentionSeconds".into(), seconds.into());
+    if let Some(ms) = settings.retention_ms {
+        let seconds = if ms < 0 { 0 } else { (ms + 999) / 1000 };
+        options.insert("retentionSeconds".into(), seconds.into());
+    }
+    if let Some(bytes) = settings.max_message_bytes {
+        options.insert(KAFKA_MAX_MESSAGE_BYTES.into(), bytes.into());
+    }
     options
 }

@@ -57,6 +57,7 @@ pub fn config(s: &Settings, bound: SocketAddr, tokens: Option<Arc<Auth>>) -> Res
         advertised_port: port,
         cluster_id: "queen".to_string(),
         max_request_bytes: s.kafka_max_request_bytes,
+        message_max_bytes: s.kafka_message_max_bytes,
         max_connections: s.kafka_max_connections,
         auto_create_topics: s.kafka_auto_create_topics,
         num_partitions: s.kafka_num_partitions,

@@ -24,6 +24,10 @@ pub fn defaults() -> Map<String, Value> {
     }
 }
 
+/// The option a Kafka topic's `max.message.bytes` is stored as; absent
+/// unless set (CreateTopics, AlterConfigs, or a configure that names it).
+pub const KAFKA_MAX_MESSAGE_BYTES: &str = "kafkaMaxMessageBytes";
+
 /// snake_case → camelCase, as the client converts its keys.
 fn camel(key: &str) -> String {
     let mut out = String::with_capacity(key.len());
@@ -117,6 +121,12 @@ impl QueueOptions {
     /// 0 keeps them for `retentionSeconds` (or for good).
     pub fn completed_retention_seconds(&self) -> i64 {
         self.num("completedRetentionSeconds", 0.0).max(0.0) as i64
+    }
+
+    /// The largest Kafka record batch a produce writes to the queue, in
+    /// bytes as produced (the topic's `max.message.bytes`); none: the node's.
+    pub fn kafka_max_message_bytes(&self) -> Option<usize> {
+        self.0.get(KAFKA_MAX_MESSAGE_BYTES).and_then(Value::as_u64).map(|v| v as usize)
     }
 
     pub fn as_json(&self) -> Value {

@@ -1,5 +1,6 @@
 //! AlterConfigs and IncrementalAlterConfigs: `retention.ms` on a topic is
-//! the queue's retention; a setting set to the value Queen already applies
+//! the queue's retention and `max.message.bytes` the largest batch a
+//! produce may write to it; a setting set to the value Queen already applies
 //! (`cleanup.policy=delete`) is accepted and changes nothing; every other
 //! change is refused with INVALID_CONFIG naming it, so a client never
 //! believes a change that did not happen.
@@ -7,7 +8,7 @@
 use super::describe_configs::TOPIC;
 use crate::broker::ConfigEntry;
 use crate::names::str_bytes;
-use crate::topic_settings::{self, invalid, Refusal, RETENTION_MS};
+use crate::topic_settings::{invalid, Refusal, TopicSettings};
 use crate::{Broker, Facade};
 use protocol::messages::alter_configs_response::AlterConfigsResourceResponse;
 use protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse as IncrementalResult;
@@ -82,37 +83,37 @@ async fn apply<B: Broker>(f: &Facade<B>, (kind, name, settings): Change, validat
         return (ResponseError::UnknownTopicOrPartition.code(), None);
     };
     // Every setting is checked before any is applied.
-    let mut retention = None;
+    let mut applied = TopicSettings::default();
     for (setting, value) in settings {
-        match check(&in_force, &setting, value.as_deref()) {
-            Ok(Some(ms)) => retention = Some(ms),
-            Ok(None) => {}
-            Err((code, message)) => return (code.code(), Some(message)),
+        if let Err((code, message)) = check(&in_force, &mut applied, &setting, value.as_deref()) {
+            return (code.code(), Some(message));
         }
     }
-    match retention {
-        Some(ms) if !validate_only => match f.broker.set_retention(name, ms).await {
-            Ok(()) => (0, None),
-            Err(e) => (e.code(), Some(e.to_string())),
-        },
-        _ => (0, None),
+    if validate_only || applied.is_empty() {
+        return (0, None);
+    }
+    match f.broker.set_topic_settings(name, applied).await {
+        Ok(()) => (0, None),
+        Err(e) => (e.code(), Some(e.to_string())),
     }
 }
 
-/// One setting set to `value`: the retention to apply, nothing for a value
-/// already in force (a no-op, as Kafka accepts it), or why not.
-fn check(in_force: &[ConfigEntry], setting: &str, value: Option<&str>) -> Result<Option<i64>, Refusal> {
-    topic_settings::check_known(setting)?;
-    if setting == RETENTION_MS {
-        return topic_settings::retention_ms(value).map(Some);
+/// One setting set to `value`: taken into `applied` when Queen applies it,
+/// nothing for a value already in force (a no-op, as Kafka accepts it), or
+/// why not.
+fn check(
+    in_force: &[ConfigEntry],
+    applied: &mut TopicSettings,
+    setting: &str,
+    value: Option<&str>,
+) -> Result<(), Refusal> {
+    if applied.take(setting, value)? {
+        return Ok(());
     }
+    const CHANGEABLE: &str = "only retention.ms and max.message.bytes can";
     match in_force.iter().find(|e| e.name == setting) {
-        Some(e) if value == Some(e.value.as_str()) => Ok(None),
-        Some(e) => {
-            Err(invalid(format!("{setting} is {} on Queen and cannot change; only {RETENTION_MS} can", e.value)))
-        }
-        None => {
-            Err(invalid(format!("{setting} is not supported by Queen; only {RETENTION_MS} maps onto a queue option")))
-        }
+        Some(e) if value == Some(e.value.as_str()) => Ok(()),
+        Some(e) => Err(invalid(format!("{setting} is {} on Queen and cannot change; {CHANGEABLE}", e.value))),
+        None => Err(invalid(format!("{setting} is not supported by Queen; {CHANGEABLE}"))),
     }
 }

@@ -5,7 +5,7 @@
 //! does: one unknown setting and the topic is not created.
 
 use crate::names::{str_bytes, uuid};
-use crate::topic_settings::{self, Refusal, RETENTION_MS};
+use crate::topic_settings::{Refusal, TopicSettings};
 use crate::{topics, Broker, Facade};
 use protocol::messages::create_topics_request::{CreatableReplicaAssignment, CreatableTopic};
 use protocol::messages::create_topics_response::CreatableTopicResult;
@@ -15,7 +15,7 @@ use protocol::ResponseError;
 /// What a topic of the request asks for, checked.
 struct Asked {
     partitions: u32,
-    retention_ms: Option<i64>,
+    settings: TopicSettings,
 }
 
 pub async fn handle<B: Broker>(f: &Facade<B>, req: CreateTopicsRequest, version: i16) -> CreateTopicsResponse {
@@ -31,7 +31,7 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: CreateTopicsRequest, version:
             Ok(asked) if req.validate_only => Ok((asked.partitions, None)),
             Ok(asked) => f
                 .broker
-                .create_topic(name.clone(), asked.partitions, asked.retention_ms)
+                .create_topic(name.clone(), asked.partitions, asked.settings)
                 .await
                 .map(|created| (asked.partitions, Some(created)))
                 .map_err(|e| (e.kafka(), e.to_string())),
@@ -72,15 +72,11 @@ fn asked<B: Broker>(f: &Facade<B>, t: &CreatableTopic) -> Result<Asked, Refusal>
     if partitions < 1 {
         return Err((ResponseError::InvalidPartitions, format!("{partitions} partitions: a topic has at least one")));
     }
-    let mut retention_ms = None;
+    let mut settings = TopicSettings::default();
     for c in &t.configs {
-        let setting = c.name.as_str();
-        topic_settings::check_known(setting)?;
-        if setting == RETENTION_MS {
-            retention_ms = Some(topic_settings::retention_ms(c.value.as_deref())?);
-        }
+        settings.take(c.name.as_str(), c.value.as_deref())?;
     }
-    Ok(Asked { partitions: partitions as u32, retention_ms })
+    Ok(Asked { partitions: partitions as u32, settings })
 }
 
 /// Kafka's rule for explicit assignments: partitions 0..n, each on a

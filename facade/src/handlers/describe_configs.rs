@@ -65,7 +65,7 @@ fn broker_config<B: Broker>(f: &Facade<B>) -> Vec<ConfigEntry> {
         entry("broker.id", f.config.node_id.to_string()),
         entry("auto.create.topics.enable", f.config.auto_create_topics.to_string()),
         entry("num.partitions", f.config.num_partitions.to_string()),
-        entry("message.max.bytes", f.config.max_request_bytes.to_string()),
+        entry("message.max.bytes", f.config.message_max_bytes.to_string()),
         entry("group.initial.rebalance.delay.ms", f.config.initial_rebalance_delay.as_millis().to_string()),
     ]
 }

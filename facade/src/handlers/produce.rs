@@ -12,7 +12,7 @@ use crate::{topics, Broker, Facade};
 use protocol::decompress::{any_compressed, Allowance};
 use protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use protocol::messages::{ProduceRequest, ProduceResponse, ResponseKind};
-use protocol::records::decode_produced;
+use protocol::records::{decode_produced, largest_batch_bytes};
 use protocol::ResponseError;
 
 /// `producer`: the authenticated token's subject, stamped on every record.
@@ -104,6 +104,7 @@ fn batch_of<B: Broker>(
     producer: &Option<String>,
 ) -> Result<PartitionBatch, ResponseError> {
     let Some(records) = records else { return Err(ResponseError::CorruptMessage) };
+    f.broker.admit(topic, largest_batch_bytes(&records)).map_err(|e| e.kafka())?;
     let decoded = decode_produced(records, allowance).map_err(|e| {
         tracing::debug!(topic, partition, error = %e, "produce refused");
         ResponseError::CorruptMessage
@@ -113,7 +114,6 @@ fn batch_of<B: Broker>(
     for more in decoded {
         batch.records.extend(more.records);
     }
-    f.broker.admit(&batch).map_err(|e| e.kafka())?;
     f.producers.accept(topic, partition, &batch)?;
     Ok(PartitionBatch { topic: topic.to_string(), partition, batch, producer_sub: producer.clone() })
 }
