@@ -42,13 +42,17 @@ impl<'a> Sealer<'a> {
         self.node
     }
 
-    /// Seals `message` if `queue` is configured with encryptionEnabled.
-    pub fn seal(&mut self, queue: &str, message: &mut Message) -> Result<(), EncryptionError> {
-        let wanted = *self.encrypted.entry(queue.to_string()).or_insert_with(|| {
+    /// Whether `queue` is configured with encryptionEnabled.
+    pub fn seals(&mut self, queue: &str) -> bool {
+        *self.encrypted.entry(queue.to_string()).or_insert_with(|| {
             let store = self.node.view.local();
             store.queue_id(queue).is_some_and(|q| store.traits(q).encrypted)
-        });
-        if wanted {
+        })
+    }
+
+    /// Seals `message` if `queue` is configured with encryptionEnabled.
+    pub fn seal(&mut self, queue: &str, message: &mut Message) -> Result<(), EncryptionError> {
+        if self.seals(queue) {
             self.node.cipher.as_ref().ok_or(EncryptionError::NoKey)?.seal(message);
         }
         Ok(())

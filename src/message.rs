@@ -11,6 +11,7 @@
 //! varint length of the transactionId, and a varint never starts with
 //! `0xFE`), so the marker alone tells the two apart.
 
+use protocol::records::PlainRecord;
 use serde::{Deserialize, Serialize};
 use serde_bytes::{ByteBuf, Bytes};
 use xxhash_rust::xxh3::xxh3_128;
@@ -69,6 +70,26 @@ struct PlainLayoutIn {
 }
 
 impl Message {
+    /// A Kafka record as Queen keeps it: what the producer sent (key,
+    /// value, headers, CreateTime) under `transaction_id`, with the
+    /// producer's authenticated identity if it had one.
+    pub fn from_kafka(record: &PlainRecord, transaction_id: String, producer_sub: Option<String>) -> Self {
+        Self {
+            transaction_id,
+            trace_id: None,
+            key: record.key.as_ref().map(|k| k.to_vec()),
+            value: record.value.as_ref().map(|v| v.to_vec()),
+            headers: record
+                .headers
+                .iter()
+                .map(|(k, v)| (k.clone(), v.as_ref().map(|b| ByteBuf::from(b.to_vec()))))
+                .collect(),
+            timestamp_ms: Some(record.timestamp_ms),
+            encrypted: false,
+            producer_sub,
+        }
+    }
+
     /// A message of a transactionId and a value and nothing else: no trace,
     /// key, headers or producer time, not sealed.
     pub fn new(transaction_id: String, value: Vec<u8>) -> Self {

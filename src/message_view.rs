@@ -6,6 +6,7 @@
 
 use crate::message::{Message, WHOLE_LAYOUT};
 use bytes::Bytes;
+use protocol::records::PlainRecord;
 use serde::Deserialize;
 
 pub struct MessageView {
@@ -75,6 +76,22 @@ impl MessageView {
             timestamp_ms: m.timestamp_ms,
             encrypted: m.encrypted,
         })
+    }
+}
+
+impl MessageView {
+    /// A record of a stored Kafka batch, its bytes slices of the batch's
+    /// decoded buffer.
+    pub fn from_kafka(record: PlainRecord, transaction_id: String) -> Self {
+        Self {
+            transaction_id: transaction_id.into(),
+            trace_id: None,
+            key: record.key,
+            value: record.value,
+            headers: record.headers,
+            timestamp_ms: Some(record.timestamp_ms),
+            encrypted: false,
+        }
     }
 }
 

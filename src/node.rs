@@ -16,7 +16,7 @@ use crate::metrics::Metrics;
 use crate::planner::effect::Entry;
 use crate::planner::Planner;
 use crate::qlog::files::{FileTable, Location};
-use crate::qlog::layout::{Layout, LayoutError, FORMAT};
+use crate::qlog::layout::{Layout, LayoutError, FORMAT, RAFT_FORMAT};
 use crate::qlog::retired::RetiredLogs;
 use crate::qlog::sync_ledger::SyncLedger;
 use crate::qlog::writer::QlogWriter;
@@ -170,7 +170,8 @@ impl Node {
         let wanted =
             Layout { lanes: settings.qlog_lanes, shards: settings.qlog_shards, replicator: replicator_name.into() };
         let storage = OsStorage::shared();
-        let (layout, format) = Layout::open_or_create(&*storage, &qlog_root, &wanted)?;
+        let target = if cluster.is_some() { RAFT_FORMAT } else { FORMAT };
+        let (layout, format) = Layout::open_or_create(&*storage, &qlog_root, &wanted, target)?;
         if layout != wanted {
             tracing::warn!(?layout, "QUEEN_QLOG_SHARDS and QUEEN_QLOG_LANES take effect only on a new directory; keeping the directory's own");
         }
@@ -224,9 +225,9 @@ impl Node {
             version_gate::check(cluster.catalogue, &store)?;
         }
         tracing::info!(last = %recovered.last, replayed = recovered.replayed, cut = recovered.cut, "qlog recovered");
-        if format != FORMAT {
-            Layout::upgrade_format(files.storage(), &qlog_root)?;
-            tracing::info!(from = format, to = FORMAT, "upgraded the data directory's on-disk format: its records read as they are, and only qlog/FORMAT changed");
+        if format != target {
+            Layout::upgrade_format(files.storage(), &qlog_root, target)?;
+            tracing::info!(from = format, to = target, "upgraded the data directory's on-disk format: its records read as they are, and only qlog/FORMAT changed");
         }
 
         let metrics = Arc::new(Metrics::default());

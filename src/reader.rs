@@ -6,10 +6,12 @@ use crate::encryption::{Cipher, EncryptionError};
 use crate::message::Message;
 use crate::message_view::MessageView;
 use crate::qlog::files::{FileTable, Location, ReadError};
-use crate::qlog::message_record::{MessageRecord, MessageRecordError};
+use crate::qlog::kafka_batch::KafkaBatch;
+use crate::qlog::message_record::{MessageRecord, MessageRecordError, Piece};
 use crate::state_view::StateView;
 use crate::store::locator::Span;
 use bytes::Bytes;
+use protocol::records::PlainRecord;
 use std::sync::Arc;
 
 #[derive(Debug, thiserror::Error)]
@@ -22,6 +24,8 @@ pub enum ReaderError {
     Message(#[from] bincode::Error),
     #[error(transparent)]
     Sealed(#[from] EncryptionError),
+    #[error("a stored Kafka batch does not decode: {0}")]
+    KafkaBatch(#[from] protocol::records::RecordsError),
     #[error("the record at byte {pos} of segment {segment} of log {log} is not the one the locator names there")]
     Misplaced { log: u64, segment: u32, pos: u64 },
 }
@@ -44,14 +48,29 @@ pub struct StoredMessage<M = Message> {
     pub message: M,
 }
 
+/// What a Kafka fetch reads: the stored batches themselves, and the
+/// messages stored one by one (HTTP pushes), which it encodes as records.
+pub enum KafkaRun {
+    Batch(Bytes),
+    Messages(Vec<StoredMessage<MessageView>>),
+}
+
 /// What a read decodes a stored payload into: a [`Message`] of its own, or
 /// a [`MessageView`] of slices of the bytes read.
 pub trait Opened: Sized {
     /// The stored message as a reader sees it: decoded, and opened if sealed.
     fn open(reader: &MessageReader, raw: &Bytes) -> Result<Self, ReaderError>;
+
+    /// A record of a stored Kafka batch (never sealed: a sealed queue's
+    /// records are stored one by one), under its transactionId.
+    fn from_kafka(record: PlainRecord, transaction_id: String, producer_sub: Option<&str>) -> Self;
 }
 
 impl Opened for Message {
+    fn from_kafka(record: PlainRecord, transaction_id: String, producer_sub: Option<&str>) -> Self {
+        Message::from_kafka(&record, transaction_id, producer_sub.map(str::to_string))
+    }
+
     fn open(reader: &MessageReader, raw: &Bytes) -> Result<Self, ReaderError> {
         let mut message = Message::decode(raw)?;
         if message.encrypted {
@@ -62,6 +81,10 @@ impl Opened for Message {
 }
 
 impl Opened for MessageView {
+    fn from_kafka(record: PlainRecord, transaction_id: String, _: Option<&str>) -> Self {
+        MessageView::from_kafka(record, transaction_id)
+    }
+
     fn open(reader: &MessageReader, raw: &Bytes) -> Result<Self, ReaderError> {
         let view = MessageView::decode(raw)?;
         if view.encrypted {
@@ -124,18 +147,51 @@ impl MessageReader {
                 continue;
             }
             let Some(record) = self.record_of(queue, partition, &span)? else { continue };
-            while let Some(&&o) = wanted.peek() {
-                if o >= span.end() {
-                    break;
+            for (at, piece) in record.placed_pieces() {
+                let end = at + u64::from(piece.count());
+                // The offsets asked for below this piece are not stored.
+                while wanted.next_if(|o| **o < at).is_some() {}
+                if wanted.peek().is_none_or(|o| **o >= end) {
+                    continue;
                 }
-                wanted.next();
-                if let Some(p) = o.checked_sub(span.first_offset).and_then(|i| record.payloads.get(i as usize)) {
-                    let message = Message::open(self, &p.raw()?)?;
-                    out.push(StoredMessage { offset: o, timestamp_us: record.timestamp_us, message });
+                let mut take = |offset: u64, message: Message| {
+                    out.push(StoredMessage { offset, timestamp_us: record.timestamp_us, message });
+                };
+                match piece {
+                    Piece::Message(p) => {
+                        wanted.next();
+                        take(at, Message::open(self, &p.raw()?)?);
+                    }
+                    Piece::Kafka(batch) => {
+                        for (offset, _, message) in self.kafka_messages::<Message>(&record, batch)? {
+                            if wanted.next_if_eq(&&offset).is_some() {
+                                take(offset, message);
+                            }
+                        }
+                    }
                 }
             }
         }
         Ok(out)
+    }
+
+    /// The messages of a stored Kafka batch of `record`, each with its
+    /// offset and value's size.
+    fn kafka_messages<M: Opened>(
+        &self,
+        record: &MessageRecord,
+        batch: &KafkaBatch,
+    ) -> Result<Vec<(u64, usize, M)>, ReaderError> {
+        let records = batch.records()?;
+        Ok(records
+            .into_iter()
+            .enumerate()
+            .map(|(i, (offset, r))| {
+                let offset = offset as u64;
+                let id = batch.transaction_id(i as u32, record.id, offset);
+                (offset, r.value.as_ref().map_or(0, Bytes::len), M::from_kafka(r, id, batch.producer_sub.as_deref()))
+            })
+            .collect())
     }
 
     /// Messages from `offset` below `end`, at least one, until `budget` payload bytes.
@@ -147,38 +203,92 @@ impl MessageReader {
         end: u64,
         budget: u64,
     ) -> Result<(Vec<StoredMessage<M>>, u64), ReaderError> {
-        // Not every span to the partition's end: a reader far behind would copy
-        // them all for each read. A read that needs more than this many answers
-        // what it has, at least one message, and the caller reads on from there.
-        let spans: Vec<Span> = {
-            let store = self.view.local();
-            let from = store.locator.from_offset(queue, partition, offset);
-            from.iter().take_while(|s| s.first_offset < end).take(SPANS_PER_READ).copied().collect()
-        };
         let mut out = Vec::new();
         let mut used = 0u64;
-        for span in spans {
+        for span in self.spans_from(queue, partition, offset, end) {
             let Some(record) = self.record_of(queue, partition, &span)? else { continue };
             if out.capacity() == 0 {
                 // Room for the read at the first record's mean size: grown by
                 // doubling, the list was copied over about once more.
-                let mean =
-                    record.payloads.iter().map(|p| p.raw_len() as u64).sum::<u64>() / u64::from(span.count.max(1));
+                let stored: usize = record.pieces.iter().map(Piece::stored_len).sum();
+                let mean = stored as u64 / u64::from(span.count.max(1));
                 out.reserve((budget / mean.max(1) + 1).min(end - offset).min(1 << 16) as usize);
             }
-            for (i, payload) in record.payloads.iter().enumerate() {
-                let at = record.span.first_offset + i as u64;
-                if at < offset || at >= end {
+            for (at, piece) in record.placed_pieces() {
+                if at + u64::from(piece.count()) <= offset || at >= end {
                     continue;
                 }
-                if !out.is_empty() && used + payload.raw_len() as u64 > budget {
-                    return Ok((out, used));
+                let messages = match piece {
+                    Piece::Message(p) => vec![(at, p.raw_len(), M::open(self, &p.raw()?)?)],
+                    Piece::Kafka(batch) => self.kafka_messages(&record, batch)?,
+                };
+                for (at, size, message) in messages {
+                    if at < offset || at >= end {
+                        continue;
+                    }
+                    if !out.is_empty() && used + size as u64 > budget {
+                        return Ok((out, used));
+                    }
+                    used += size as u64;
+                    out.push(StoredMessage { offset: at, timestamp_us: record.timestamp_us, message });
                 }
-                used += payload.raw_len() as u64;
-                let message = M::open(self, &payload.raw()?)?;
-                out.push(StoredMessage { offset: at, timestamp_us: record.timestamp_us, message });
             }
         }
         Ok((out, used))
+    }
+
+    /// What a Kafka fetch from `offset` below `end` answers, at least one
+    /// run, until `budget` bytes: stored batches as they are (whole, so
+    /// one may begin before `offset`, as Kafka's do; a consumer skips what
+    /// it did not ask for), and the messages stored one by one between
+    /// them, to encode.
+    pub fn read_for_kafka(
+        &self,
+        queue: u64,
+        partition: u64,
+        offset: u64,
+        end: u64,
+        budget: u64,
+    ) -> Result<(Vec<KafkaRun>, u64), ReaderError> {
+        let mut runs: Vec<KafkaRun> = Vec::new();
+        let mut used = 0u64;
+        for span in self.spans_from(queue, partition, offset, end) {
+            let Some(record) = self.record_of(queue, partition, &span)? else { continue };
+            for (at, piece) in record.placed_pieces() {
+                if at + u64::from(piece.count()) <= offset || at >= end {
+                    continue;
+                }
+                let size = match piece {
+                    Piece::Message(p) => p.raw_len(),
+                    Piece::Kafka(batch) => batch.bytes.len(),
+                } as u64;
+                if !runs.is_empty() && used + size > budget {
+                    return Ok((runs, used));
+                }
+                used += size;
+                match (piece, runs.last_mut()) {
+                    (Piece::Kafka(batch), _) => runs.push(KafkaRun::Batch(batch.bytes.clone())),
+                    (Piece::Message(p), last) => {
+                        let message = MessageView::open(self, &p.raw()?)?;
+                        let stored = StoredMessage { offset: at, timestamp_us: record.timestamp_us, message };
+                        match last {
+                            Some(KafkaRun::Messages(messages)) => messages.push(stored),
+                            _ => runs.push(KafkaRun::Messages(vec![stored])),
+                        }
+                    }
+                }
+            }
+        }
+        Ok((runs, used))
+    }
+
+    /// The spans from the one holding `offset`, below `end`. Not every span
+    /// to the partition's end: a reader far behind would copy them all for
+    /// each read. A read that needs more than this many answers what it
+    /// has, at least one message, and the caller reads on from there.
+    fn spans_from(&self, queue: u64, partition: u64, offset: u64, end: u64) -> Vec<Span> {
+        let store = self.view.local();
+        let from = store.locator.from_offset(queue, partition, offset);
+        from.iter().take_while(|s| s.first_offset < end).take(SPANS_PER_READ).copied().collect()
     }
 }

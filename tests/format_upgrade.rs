@@ -1,4 +1,5 @@
-//! A data directory of on-disk format 3 is upgraded at boot to format 4.
+//! Data directories of on-disk formats 3 and 4 are upgraded at boot to
+//! format 5.
 //!
 //! `tests/fixtures/format3.tar.gz` was written by the build before format 4
 //! (commit bda1035): 24 pushes of two messages each, to queue `orders`
@@ -9,13 +10,15 @@
 
 mod common;
 
+use common::kafka::{batch, fetch, produce, produced, KafkaConn};
 use common::Node;
+use protocol::messages::{ApiKey, ResponseKind};
 use serde_json::{json, Value};
 use std::path::Path;
 
-fn unpack_fixture(dir: &Path) {
+fn unpack_fixture(dir: &Path, name: &str) {
     std::fs::create_dir_all(dir).unwrap();
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/format3.tar.gz");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name);
     let status = std::process::Command::new("tar").arg("-xzf").arg(&fixture).arg("-C").arg(dir).status().unwrap();
     assert!(status.success(), "unpack {}", fixture.display());
 }
@@ -24,11 +27,11 @@ fn unpack_fixture(dir: &Path) {
 async fn a_format_3_directory_is_upgraded_at_boot_and_keeps_every_message_and_row() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("data");
-    unpack_fixture(&dir);
+    unpack_fixture(&dir, "format3.tar.gz");
     assert_eq!(std::fs::read_to_string(dir.join("qlog/FORMAT")).unwrap(), "3\n");
 
     let node = Node::start(&dir, &[("QUEEN_RAFT_SEGMENT_BYTES", "4096")]).await;
-    assert_eq!(std::fs::read_to_string(dir.join("qlog/FORMAT")).unwrap(), "4\n", "FORMAT is rewritten");
+    assert_eq!(std::fs::read_to_string(dir.join("qlog/FORMAT")).unwrap(), "5\n", "FORMAT is rewritten");
     assert!(node.log_text().contains("upgraded the data directory's on-disk format"), "{}", node.log_text());
 
     for (partition, first) in [("p1", 1), ("p2", 2), ("p0", 3)] {
@@ -64,5 +67,66 @@ async fn a_format_3_directory_is_upgraded_at_boot_and_keeps_every_message_and_ro
     let read = node.read_all("orders", "p2").await;
     assert_eq!(read.records.len(), 9);
     assert_eq!(read.records[8].1, "tx-25");
+    assert_eq!(std::fs::read_to_string(dir.join("qlog/FORMAT")).unwrap(), "5\n");
+}
+
+/// The Kafka records and HTTP messages of one partition, read over Kafka:
+/// (offset, value) from offset 0.
+async fn kafka_read(conn: &mut KafkaConn, topic: &str) -> Vec<(i64, Vec<u8>)> {
+    let mut out = Vec::new();
+    loop {
+        let answer = conn.call(ApiKey::Fetch, 12, fetch(topic, 0, out.len() as i64, 0, 0)).await;
+        let ResponseKind::Fetch(r) = answer else { panic!("not a fetch answer: {answer:?}") };
+        let p = &r.responses[0].partitions[0];
+        assert_eq!(p.error_code, 0);
+        let records = protocol::records::decode_fetched(p.records.clone().unwrap_or_default()).unwrap();
+        let next: Vec<_> = records.into_iter().filter(|(o, _)| *o >= out.len() as i64).collect();
+        if next.is_empty() {
+            return out;
+        }
+        out.extend(next.into_iter().map(|(o, r)| (o, r.value.unwrap_or_default().to_vec())));
+    }
+}
+
+/// `tests/fixtures/format4.tar.gz` was written by the build before format 5
+/// (commit 8330170) with 4 KiB segments: on queue `mixed`, partition `0`,
+/// ten HTTP pushes (transactionIds http-0..http-9, payload {"n": i}), each
+/// followed by three zstd-compressed records from confluent-kafka (key
+/// `k{i}`, value `kafka-{i}-{j}` twenty times, two headers named `h`),
+/// then a kill -9.
+#[tokio::test]
+async fn a_format_4_directory_of_kafka_records_is_upgraded_at_boot_and_reads_back_over_both_protocols() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    unpack_fixture(&dir, "format4.tar.gz");
     assert_eq!(std::fs::read_to_string(dir.join("qlog/FORMAT")).unwrap(), "4\n");
+    let node = Node::start(&dir, &[("QUEEN_RAFT_SEGMENT_BYTES", "4096")]).await;
+    assert_eq!(std::fs::read_to_string(dir.join("qlog/FORMAT")).unwrap(), "5\n", "FORMAT is rewritten");
+
+    let wanted = |i: usize, j: usize| format!("kafka-{i}-{j}").repeat(20).into_bytes();
+    let read = node.read_all("mixed", "0").await;
+    assert_eq!(read.records.len(), 40);
+    for (i, chunk) in read.records.chunks(4).enumerate() {
+        assert_eq!((chunk[0].1.as_str(), &chunk[0].2), (format!("http-{i}").as_str(), &json!({"n": i})));
+        for j in 0..3 {
+            assert_eq!(chunk[1 + j].2, json!(String::from_utf8(wanted(i, j)).unwrap()), "offset {}", chunk[1 + j].0);
+        }
+    }
+    let mut conn = KafkaConn::connect(node.kafka_port).await;
+    let records = kafka_read(&mut conn, "mixed").await;
+    assert_eq!(records.iter().map(|r| r.0).collect::<Vec<_>>(), (0..40).collect::<Vec<_>>());
+    assert_eq!(records[5].1, wanted(1, 0));
+
+    // A batch produced now is stored as it came, after the format 4
+    // records, and every one reads back after a crash.
+    let answer = conn.call(ApiKey::Produce, 9, produce("mixed", 0, batch(-1, -1, -1, &["after".to_string()]))).await;
+    assert_eq!(produced(answer), (0, 40));
+    let mut node = node;
+    node.kill9();
+    let node = node.restart().await;
+    let mut conn = KafkaConn::connect(node.kafka_port).await;
+    let records = kafka_read(&mut conn, "mixed").await;
+    assert_eq!(records.len(), 41);
+    assert_eq!(records[40].1, b"after");
+    assert_eq!(node.read_all("mixed", "0").await.records.len(), 41);
 }

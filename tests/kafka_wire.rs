@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::kafka::{batch, produce, produced, KafkaConn};
+use common::kafka::{batch, fetch, produce, produced, KafkaConn};
 use common::Node;
 use protocol::messages::{
     ApiKey, ApiVersionsRequest, EndTxnRequest, InitProducerIdRequest, ProducerId, RequestKind, ResponseKind, TopicName,
@@ -178,22 +178,6 @@ async fn pipelined_produces_keep_their_order_and_a_request_behind_them_sees_them
     assert_eq!(produced(skipped).0, ResponseError::OutOfOrderSequenceNumber.code());
 }
 
-fn fetch(topic: &str, partition: i32, offset: i64, min_bytes: i32, max_wait_ms: i32) -> RequestKind {
-    use protocol::messages::fetch_request::{FetchPartition, FetchTopic};
-    let p =
-        FetchPartition::default().with_partition(partition).with_fetch_offset(offset).with_partition_max_bytes(1 << 20);
-    let t =
-        FetchTopic::default().with_topic(TopicName(StrBytes::from_string(topic.to_string()))).with_partitions(vec![p]);
-    RequestKind::Fetch(
-        protocol::messages::FetchRequest::default()
-            .with_replica_id(protocol::messages::BrokerId(-1))
-            .with_max_wait_ms(max_wait_ms)
-            .with_min_bytes(min_bytes)
-            .with_max_bytes(1 << 20)
-            .with_topics(vec![t]),
-    )
-}
-
 /// (error code, high watermark, record bytes) of the one partition a fetch answered.
 fn fetched(answer: ResponseKind) -> (i16, i64, usize) {
     let ResponseKind::Fetch(r) = answer else { panic!("not a fetch answer: {answer:?}") };
@@ -287,8 +271,12 @@ async fn a_fetch_keeps_within_max_bytes_and_partition_max_bytes_but_for_the_firs
     let node = Node::start(&tmp.path().join("data"), &[("QUEEN_KAFKA_NUM_PARTITIONS", "2")]).await;
     let mut conn = KafkaConn::connect(node.kafka_port).await;
     let values: Vec<String> = (0..10).map(|i| format!("{i}").repeat(100_000)).collect();
+    // A batch of one record each: a fetch answers whole stored batches, as
+    // Kafka's do, so the limits below fall between records.
+    let batches: Vec<u8> = values.iter().flat_map(|v| batch(-1, -1, -1, std::slice::from_ref(v))).collect();
     for p in 0..2 {
-        assert_eq!(produced(conn.call(ApiKey::Produce, 9, produce("big", p, batch(-1, -1, -1, &values))).await).0, 0);
+        let request = produce("big", p, bytes::Bytes::from(batches.clone()));
+        assert_eq!(produced(conn.call(ApiKey::Produce, 9, request).await).0, 0);
     }
     // Each record takes a little over 100,000 bytes. The answer's records
     // stay within max_bytes, each partition's within its own limit.
@@ -347,7 +335,14 @@ fn timed_batch(timestamps: &[i64]) -> bytes::Bytes {
             headers: vec![],
         })
         .collect();
-    let batch = ProducedBatch { producer_id: -1, producer_epoch: -1, base_sequence: -1, transactional: false, records };
+    let batch = ProducedBatch {
+        producer_id: -1,
+        producer_epoch: -1,
+        base_sequence: -1,
+        transactional: false,
+        records,
+        wire: bytes::Bytes::new(),
+    };
     encode_produced(&batch, Compression::None).expect("encode a batch")
 }
 
@@ -417,4 +412,50 @@ async fn list_offsets_by_time_answers_by_the_records_timestamps_out_of_order_acr
     let node = node.restart().await;
     let mut conn = KafkaConn::connect(node.kafka_port).await;
     assert_eq!(list_offsets(&mut conn, "times", &asked).await, want);
+}
+
+/// What confluent-kafka (librdkafka 2.x) sent for 20 records in each
+/// compression, captured by `scripts/capture-kafka-requests.py`: a Produce
+/// v10 frame whose one batch holds records with a repeated header key.
+fn captured_produce(codec: &str) -> protocol::messages::ProduceRequest {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("protocol/tests/captured/confluent-{codec}-0-v10.bin"));
+    let mut buf = bytes::BytesMut::from(&std::fs::read(&path).unwrap()[..]);
+    let frame = protocol::frame::split_frame(&mut buf, usize::MAX >> 1).unwrap().unwrap();
+    match protocol::request::decode(frame).unwrap().body {
+        RequestKind::Produce(p) => p,
+        other => panic!("{} is not a produce: {other:?}", path.display()),
+    }
+}
+
+#[tokio::test]
+async fn a_batch_a_real_client_compressed_is_fetched_byte_for_byte_as_it_was_produced() {
+    let tmp = tempfile::tempdir().unwrap();
+    let node = Node::start(&tmp.path().join("data"), &[]).await;
+    let mut conn = KafkaConn::connect(node.kafka_port).await;
+    for (codec, id) in [("gzip", 1u8), ("snappy", 2), ("lz4", 3), ("zstd", 4)] {
+        let mut request = captured_produce(codec);
+        request.topic_data[0].name = TopicName(StrBytes::from_string(format!("squeezed-{codec}")));
+        let produced_bytes = request.topic_data[0].partition_data[0].records.clone().unwrap();
+        assert_eq!(produced_bytes[22] & 7, id, "{codec}: the client compressed the batch");
+        // Twice: the second batch lands at offset 20, its header rewritten.
+        for base in [0, 20] {
+            let answer = conn.call(ApiKey::Produce, 10, RequestKind::Produce(request.clone())).await;
+            assert_eq!(produced(answer), (0, base), "{codec}");
+        }
+        let answer = conn.call(ApiKey::Fetch, 12, fetch(&format!("squeezed-{codec}"), 0, 25, 0, 0)).await;
+        let ResponseKind::Fetch(r) = answer else { panic!("not a fetch answer: {answer:?}") };
+        let fetched_bytes = r.responses[0].partitions[0].records.clone().unwrap();
+        // The stored batch holding offset 25 is the second, whole: its base
+        // offset is where it landed, its leader epoch 0, and every byte from
+        // the magic on (CRC, compression, records) is the client's.
+        assert_eq!(fetched_bytes.len(), produced_bytes.len(), "{codec}: one batch, as long as produced");
+        assert_eq!(i64::from_be_bytes(fetched_bytes[..8].try_into().unwrap()), 20, "{codec}: base offset");
+        assert_eq!(fetched_bytes[8..12], produced_bytes[8..12], "{codec}: batch length");
+        assert_eq!(fetched_bytes[16..], produced_bytes[16..], "{codec}: the batch as it came");
+        let records = protocol::records::decode_fetched(fetched_bytes).unwrap();
+        assert_eq!(records.iter().map(|r| r.0).collect::<Vec<_>>(), (20..40).collect::<Vec<_>>());
+        let headers: Vec<&str> = records[0].1.headers.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(headers, ["h", "h", "other"], "{codec}: headers are a list");
+    }
 }

@@ -187,6 +187,7 @@ async fn concurrent_compressed_produces_stay_within_the_decompression_budget() {
         base_sequence: -1,
         transactional: false,
         records: vec![record; 6],
+        wire: Bytes::new(),
     };
     let records = encode_produced(&batch, Compression::Zstd).unwrap();
     assert!(records.len() < 10_000, "a batch is a few KB on the wire ({} bytes)", records.len());

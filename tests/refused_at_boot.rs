@@ -187,7 +187,7 @@ async fn a_directory_of_an_earlier_format_is_refused() {
     node.terminate();
     std::fs::remove_file(dir.join("qlog/FORMAT")).unwrap();
     let log = expect_refusal(&dir, &[]);
-    assert!(log.contains("holds on-disk format 1 (no FORMAT file) and this build reads format 4"), "{log}");
+    assert!(log.contains("holds on-disk format 1 (no FORMAT file) and this build reads format 5"), "{log}");
 }
 
 #[tokio::test]

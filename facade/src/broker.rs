@@ -3,6 +3,7 @@
 //! path an HTTP request takes; the facade itself keeps no data.
 
 use crate::topic_settings::TopicSettings;
+use bytes::Bytes;
 use protocol::records::{PlainRecord, ProducedBatch};
 use protocol::ResponseError;
 use std::future::Future;
@@ -30,7 +31,11 @@ pub struct PartitionOffsets {
 pub struct PartitionBatch {
     pub topic: String,
     pub partition: i32,
+    /// The request's batches for the partition merged: their records, and
+    /// the producer fields of the first.
     pub batch: ProducedBatch,
+    /// Each of those batches as it came, to be stored so.
+    pub wires: Vec<Bytes>,
     /// The producer's authenticated identity (an OAUTHBEARER token's
     /// `sub`), stored with each record as HTTP stores `producerSub`.
     pub producer_sub: Option<String>,
@@ -56,9 +61,20 @@ pub struct FetchAsk {
 
 #[derive(Debug, Clone)]
 pub struct Fetched {
-    /// Ascending, gapless offsets from the one asked for.
-    pub records: Vec<(i64, PlainRecord)>,
+    /// Ascending, gapless offsets: from the one asked for, or from the
+    /// first of a stored batch holding it (a consumer skips the offsets
+    /// below the one it asked for, as it does of Kafka's batches).
+    pub runs: Vec<FetchedRun>,
     pub offsets: PartitionOffsets,
+}
+
+/// A stretch of a fetched partition.
+#[derive(Debug, Clone)]
+pub enum FetchedRun {
+    /// Record batches stored as they were produced: answered as they are.
+    Batches(Bytes),
+    /// Records stored one by one, with their offsets: encoded as a batch.
+    Records(Vec<(i64, PlainRecord)>),
 }
 
 #[derive(Debug, Clone)]

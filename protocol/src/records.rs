@@ -30,6 +30,9 @@ pub struct ProducedBatch {
     pub base_sequence: i32,
     pub transactional: bool,
     pub records: Vec<PlainRecord>,
+    /// The batch as it came, CRC and compression included; empty for one
+    /// made to be encoded.
+    pub wire: Bytes,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -69,33 +72,43 @@ pub fn decode_produced(
 ) -> Result<Vec<ProducedBatch>, RecordsError> {
     let mut sets = Vec::new();
     while bytes.has_remaining() {
+        let before = bytes.clone();
         let set = RecordBatchDecoder::decode_with_custom_compression(&mut bytes, Some(decompress::bounded(allowance)))
             .map_err(|e| RecordsError::Corrupt(format!("{e:#}")))?;
-        sets.push(set);
+        sets.push((before.slice(..before.len() - bytes.len()), set));
     }
     let mut out = Vec::with_capacity(sets.len());
-    for set in sets {
+    for (wire, set) in sets {
         if set.version != 2 {
             return Err(RecordsError::OldMagic(set.version));
         }
         let Some(first) = set.records.first() else { continue };
+        // The batch is served as it came, so its records' offsets must be
+        // the ones the broker gives them: consecutive from the first.
+        if set.records.iter().enumerate().any(|(i, r)| r.offset != first.offset + i as i64) {
+            return Err(RecordsError::Corrupt("the batch's record offsets are not consecutive".into()));
+        }
         out.push(ProducedBatch {
             producer_id: first.producer_id,
             producer_epoch: first.producer_epoch,
             base_sequence: first.sequence,
             transactional: first.transactional,
             records: set.records.into_iter().map(plain).collect(),
+            wire,
         });
     }
     Ok(out)
 }
 
-/// Decodes a fetch answer's record set, as a consumer does: each record
-/// with its offset.
+/// Decodes a fetch answer's record set, as a consumer does, or a batch the
+/// broker stored as produced: each record with its offset. What it
+/// decompresses is not bounded: a stored batch was, at its produce.
 pub fn decode_fetched(mut bytes: Bytes) -> Result<Vec<(i64, PlainRecord)>, RecordsError> {
     let mut out = Vec::new();
+    let unbounded = decompress::Allowance::new(isize::MAX as usize);
     while bytes.has_remaining() {
-        let set = RecordBatchDecoder::decode(&mut bytes).map_err(|e| RecordsError::Corrupt(format!("{e:#}")))?;
+        let set = RecordBatchDecoder::decode_with_custom_compression(&mut bytes, Some(decompress::bounded(&unbounded)))
+            .map_err(|e| RecordsError::Corrupt(format!("{e:#}")))?;
         out.extend(set.records.into_iter().map(|r| (r.offset, plain(r))));
     }
     Ok(out)

@@ -47,10 +47,10 @@ proptest! {
         producer_id in -1i64..1000,
         base_sequence in 0i32..1_000_000,
     ) {
-        let batch = ProducedBatch { producer_id, producer_epoch: 0, base_sequence, transactional: false, records };
+        let batch = ProducedBatch { producer_id, producer_epoch: 0, base_sequence, transactional: false, records, wire: Bytes::new() };
         let bytes = encode_produced(&batch, compression).unwrap();
-        let decoded = decode_produced(bytes, &protocol::decompress::Allowance::new(1 << 24)).unwrap();
-        prop_assert_eq!(decoded, vec![batch]);
+        let decoded = decode_produced(bytes.clone(), &protocol::decompress::Allowance::new(1 << 24)).unwrap();
+        prop_assert_eq!(decoded, vec![ProducedBatch { wire: bytes, ..batch }]);
     }
 
     #[test]
@@ -103,6 +103,7 @@ fn the_largest_batch_of_a_set_is_measured_off_its_headers() {
         producer_epoch: -1,
         base_sequence: -1,
         transactional: false,
+        wire: Bytes::new(),
         records: (0..n)
             .map(|i| PlainRecord {
                 timestamp_ms: 0,

@@ -63,7 +63,16 @@ pub async fn propose(
     node: &Node,
     items: Vec<PushItem>,
 ) -> Result<(Vec<(String, String, String)>, Vec<PushOutcome>), ApiError> {
-    let names = items.iter().map(|i| (i.queue.clone(), i.partition.clone(), i.transaction_id.clone())).collect();
+    let names = items
+        .iter()
+        .map(|i| {
+            (
+                i.queue.clone(),
+                i.partition.clone(),
+                i.transaction_id().expect("an HTTP push item is one message").to_string(),
+            )
+        })
+        .collect();
     match node.replicator.ask(Typed::push(items)).await? {
         Ok(outcomes) => Ok((names, outcomes)),
         Err(full) => Err(queue_full(&full)),

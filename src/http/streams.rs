@@ -192,7 +192,10 @@ pub async fn cycle(
         store.queue_name(q).map(str::to_string)
     });
     let count = body.get("ack").and_then(|a| a.get("count")).and_then(Value::as_u64).unwrap_or(0);
-    let pushed: Vec<(String, String)> = pushes.iter().map(|p| (p.queue.clone(), p.transaction_id.clone())).collect();
+    let pushed: Vec<(String, String)> = pushes
+        .iter()
+        .map(|p| (p.queue.clone(), p.transaction_id().expect("an HTTP push item is one message").to_string()))
+        .collect();
     let cycle =
         Cycle { query_id: query_id.clone(), partition: canonical_partition(&partition_text), state, pushes, ack };
     let base = |success: bool| {

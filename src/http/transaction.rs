@@ -134,8 +134,11 @@ pub async fn commit(
     }
     let kv_ops = bundle.kv.clone();
     let timer_ops = bundle.timers.clone();
-    let push_names: Vec<(String, String)> =
-        bundle.pushes.iter().map(|p| (p.queue.clone(), p.transaction_id.clone())).collect();
+    let push_names: Vec<(String, String)> = bundle
+        .pushes
+        .iter()
+        .map(|p| (p.queue.clone(), p.transaction_id().expect("an HTTP push item is one message").to_string()))
+        .collect();
     let ack_ids: Vec<String> = bundle.acks.iter().map(|a| a.transaction_id.clone()).collect();
     let answer = node.replicator.ask(Typed::transaction(bundle)).await?;
     let (pushes, acks, kv_results, timer_results) = match answer {

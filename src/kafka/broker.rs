@@ -3,21 +3,24 @@
 //! for the HTTP API. Kafka partition number p is the queue's p-th partition
 //! in creation order (partition ids only grow, so id order is that order).
 
-use super::records::{to_message, to_record, transaction_id};
+use super::records::{to_record, transaction_id};
 use super::time_index::TimeIndex;
 use crate::encryption::Sealer;
-use crate::message_view::MessageView;
+use crate::message::Message;
 use crate::node::Node;
-use crate::planner::command::{Command, ConfigureQueue, CursorCommit, PushItem, PushOutcome};
+use crate::planner::command::{Command, ConfigureQueue, CursorCommit, PushBody, PushItem, PushOutcome};
 use crate::planner::kv::{Expiry, KvAnswer, KvKind, KvOp, KvResult};
 use crate::planner::push::QueueFull;
 use crate::planner::queue_options::{QueueOptions, KAFKA_MAX_MESSAGE_BYTES};
-use crate::reader::ReaderError;
+use crate::qlog::kafka_batch::KafkaBatch;
+use crate::reader::{KafkaRun, ReaderError};
+use crate::replicate::raft::version_gate::cluster_catalogue;
 use crate::replicate::typed::Typed;
 use crate::replicate::ProposeError;
 use crate::store::Store;
+use bytes::Bytes;
 use facade::broker::{
-    BrokerAddress, BrokerError, Committed, ConfigEntry, FetchAsk, Fetched, GroupCoordinator, OffsetCommit,
+    BrokerAddress, BrokerError, Committed, ConfigEntry, FetchAsk, Fetched, FetchedRun, GroupCoordinator, OffsetCommit,
     PartitionBatch, PartitionOffsets, ProduceAnswers, Produced, TopicView,
 };
 use facade::TopicSettings;
@@ -45,6 +48,14 @@ fn broker_error(e: ProposeError) -> BrokerError {
 impl QueenBroker {
     pub fn new(node: Arc<Node>) -> Self {
         Self { node, times: Arc::default() }
+    }
+
+    /// Whether a produced batch is stored as it came. Always on one node; a
+    /// cluster only once every member reads such batches (its effect
+    /// catalogue is 2 or later), since an older build could not read them
+    /// back.
+    fn stores_batches_as_they_came(&self) -> bool {
+        self.node.settings.raft_node_id.is_none() || cluster_catalogue(&self.store()) >= 2
     }
 
     fn store(&self) -> std::sync::RwLockReadGuard<'_, Store> {
@@ -147,14 +158,21 @@ impl PartitionRead {
         let budget = max_bytes.min(*left);
         let end = offsets.high_watermark as u64;
         if offset == end || budget == 0 {
-            return Ok(Fetched { records: Vec::new(), offsets });
+            return Ok(Fetched { runs: Vec::new(), offsets });
         }
-        let (messages, used) = node
+        let (runs, used) = node
             .reader
-            .read_from::<MessageView>(queue, partition, offset, end, budget as u64)
+            .read_for_kafka(queue, partition, offset, end, budget as u64)
             .map_err(|e| BrokerError::Internal(e.to_string()))?;
         *left = left.saturating_sub(used as usize);
-        Ok(Fetched { records: messages.into_iter().map(to_record).collect(), offsets })
+        let runs = runs
+            .into_iter()
+            .map(|run| match run {
+                KafkaRun::Batch(bytes) => FetchedRun::Batches(bytes),
+                KafkaRun::Messages(messages) => FetchedRun::Records(messages.into_iter().map(to_record).collect()),
+            })
+            .collect();
+        Ok(Fetched { runs, offsets })
     }
 }
 
@@ -242,14 +260,15 @@ impl facade::Broker for QueenBroker {
     /// (where this node plans; a follower forwards it and waits), so the
     /// connection may read its next request while this one is written.
     async fn produce(&self, batches: Vec<PartitionBatch>) -> ProduceAnswers {
-        // The records' bytes count at the disk gate until they are durable, so
+        // The batches' bytes count at the disk gate until they are durable, so
         // producers side by side cannot carry the volume past the gate.
-        let bytes = batches.iter().flat_map(|b| &b.batch.records).map(|r| r.value.as_ref().map_or(0, |v| v.len()));
+        let bytes = batches.iter().flat_map(|b| &b.wires).map(Bytes::len);
         let Some(admission) = self.node.disk_gate.admit(bytes.sum::<usize>() as u64) else {
             let full = batches.iter().map(|_| Err(BrokerError::StorageFull)).collect();
             return Box::pin(std::future::ready(full));
         };
-        // Per batch: its first item in `items` and its record count, or why not.
+        let as_they_came = self.stores_batches_as_they_came();
+        // Per batch: its first item in `items` and its item count, or why not.
         let mut plan: Vec<Result<(usize, usize), BrokerError>> = Vec::with_capacity(batches.len());
         let mut items: Vec<PushItem> = Vec::new();
         let mut sealer = Sealer::new(&self.node);
@@ -262,14 +281,25 @@ impl facade::Broker for QueenBroker {
             let checked = located.and_then(|name| name.ok_or(BrokerError::UnknownTopicOrPartition));
             plan.push(checked.and_then(|partition| {
                 let first = items.len();
-                for (i, record) in b.batch.records.iter().enumerate() {
-                    let mut message = to_message(record, transaction_id(&b.batch, i));
-                    message.producer_sub.clone_from(&b.producer_sub);
-                    sealer.seal(&b.topic, &mut message).map_err(|e| BrokerError::Internal(e.to_string()))?;
-                    let level = self.node.settings.zstd_level;
-                    items.push(PushItem::new(b.topic.clone(), partition.clone(), &message, level));
+                let item = |body| PushItem { queue: b.topic.clone(), partition: partition.clone(), body };
+                // A sealed queue's records are sealed one by one, each under
+                // its own transactionId.
+                if as_they_came && !sealer.seals(&b.topic) {
+                    for wire in &b.wires {
+                        let batch = KafkaBatch::new(wire.clone(), b.producer_sub.clone())
+                            .map_err(|e| BrokerError::CorruptRecords(e.to_string()))?;
+                        items.push(item(PushBody::Kafka(batch)));
+                    }
+                } else {
+                    for (i, record) in b.batch.records.iter().enumerate() {
+                        let mut message =
+                            Message::from_kafka(record, transaction_id(&b.batch, i), b.producer_sub.clone());
+                        sealer.seal(&b.topic, &mut message).map_err(|e| BrokerError::Internal(e.to_string()))?;
+                        let level = self.node.settings.zstd_level;
+                        items.push(PushItem::new(b.topic.clone(), partition.clone(), &message, level));
+                    }
                 }
-                Ok((first, b.batch.records.len()))
+                Ok((first, items.len() - first))
             }));
         }
         type Pushed = Result<Result<Vec<PushOutcome>, QueueFull>, BrokerError>;

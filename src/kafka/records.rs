@@ -3,7 +3,6 @@
 //! record whose value is the payload's JSON text, with Queen's ids in
 //! headers and the append time as its timestamp.
 
-use crate::message::Message;
 use crate::message_view::MessageView;
 use crate::reader::StoredMessage;
 use protocol::records::{PlainRecord, ProducedBatch};
@@ -20,23 +19,6 @@ pub fn transaction_id(batch: &ProducedBatch, index: usize) -> String {
         format!("kafka:{}:{}:{}", batch.producer_id, batch.producer_epoch, sequence)
     } else {
         uuid::Uuid::new_v4().to_string()
-    }
-}
-
-pub fn to_message(record: &PlainRecord, transaction_id: String) -> Message {
-    Message {
-        transaction_id,
-        trace_id: None,
-        key: record.key.as_ref().map(|k| k.to_vec()),
-        value: record.value.as_ref().map(|v| v.to_vec()),
-        headers: record
-            .headers
-            .iter()
-            .map(|(k, v)| (k.clone(), v.as_ref().map(|b| serde_bytes::ByteBuf::from(b.to_vec()))))
-            .collect(),
-        timestamp_ms: Some(record.timestamp_ms),
-        encrypted: false,
-        producer_sub: None,
     }
 }
 

@@ -1,6 +1,7 @@
 //! Commands: what a front end asks of the planner, and what it answers.
 
-use crate::message::Message;
+use crate::message::{transaction_hash, Message};
+use crate::qlog::kafka_batch::KafkaBatch;
 use crate::qlog::message_record::StoredPayload;
 
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -191,9 +192,21 @@ pub struct AckOutcome {
 pub struct PushItem {
     pub queue: String,
     pub partition: String,
-    pub transaction_id: String,
-    /// The encoded message, compressed as the qlog will store it.
-    pub payload: StoredPayload,
+    pub body: PushBody,
+}
+
+/// What a push item brings: one message, or a Kafka batch of several.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub enum PushBody {
+    Message {
+        transaction_id: String,
+        /// The encoded message, compressed as the qlog will store it.
+        payload: StoredPayload,
+    },
+    /// Stored as it came; its messages' transactionIds are derived from
+    /// its header or from where they land (`KafkaBatch::transaction_id`),
+    /// and it is a duplicate, whole, when its first message is.
+    Kafka(KafkaBatch),
 }
 
 impl PushItem {
@@ -201,7 +214,35 @@ impl PushItem {
     /// thread, so the sequencer only copies bytes.
     pub fn new(queue: String, partition: String, message: &Message, zstd_level: i32) -> Self {
         let payload = StoredPayload::prepare(message.encode(), zstd_level);
-        Self { queue, partition, transaction_id: message.transaction_id.clone(), payload }
+        Self { queue, partition, body: PushBody::Message { transaction_id: message.transaction_id.clone(), payload } }
+    }
+
+    /// The transactionId of a message; none for a Kafka batch, whose
+    /// messages' ids are derived as they are planned.
+    pub fn transaction_id(&self) -> Option<&str> {
+        match &self.body {
+            PushBody::Message { transaction_id, .. } => Some(transaction_id),
+            PushBody::Kafka(_) => None,
+        }
+    }
+
+    /// The hash under which the item would be a duplicate of one stored
+    /// before: the message's transactionId, or a Kafka batch's first
+    /// message's when its producer was idempotent (the place of any other
+    /// is new by construction).
+    pub fn dedup_hash(&self) -> Option<[u8; 16]> {
+        match &self.body {
+            PushBody::Message { transaction_id, .. } => Some(transaction_hash(transaction_id)),
+            PushBody::Kafka(batch) => batch.idempotent_transaction_id(0).map(|id| transaction_hash(&id)),
+        }
+    }
+
+    /// The messages it brings.
+    pub fn count(&self) -> u32 {
+        match &self.body {
+            PushBody::Message { .. } => 1,
+            PushBody::Kafka(batch) => batch.count,
+        }
     }
 }
 

@@ -326,11 +326,16 @@ impl Overlay {
 
     /// The next offset of the partition, reserved for one message.
     pub fn take_offset(&mut self, store: &Store, queue: u64, partition: u64) -> u64 {
+        self.take_offsets(store, queue, partition, 1)
+    }
+
+    /// `n` consecutive offsets of the partition; answers the first.
+    pub fn take_offsets(&mut self, store: &Store, queue: u64, partition: u64, n: u32) -> u64 {
         let next = self
             .next_offsets
             .update(self.stamp, (queue, partition), || store.partition(queue, partition).map_or(0, |p| p.next_offset));
         let offset = *next;
-        *next += 1;
+        *next += u64::from(n);
         offset
     }
 

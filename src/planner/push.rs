@@ -2,12 +2,12 @@
 //! messages whose transactionId the partition already holds, and give the
 //! rest gapless offsets.
 
-use super::command::{PushItem, PushOutcome, PushStatus, QUEUE_MODE};
+use super::command::{PushBody, PushItem, PushOutcome, PushStatus, QUEUE_MODE};
 use super::effect::Effect;
 use super::overlay::Overlay;
 use crate::log_id::LogId;
 use crate::message::transaction_hash;
-use crate::qlog::message_record::{MessageRecord, MessageSpan};
+use crate::qlog::message_record::{MessageRecord, MessageSpan, Piece};
 use crate::store::Store;
 use foldhash::{HashSet, HashSetExt};
 use std::collections::BTreeMap;
@@ -34,29 +34,40 @@ pub fn check_max_size(store: &Store, overlay: &Overlay, items: &[PushItem]) -> R
     struct Adding {
         max: u64,
         new: HashSet<(Option<u64>, [u8; 16])>,
+        /// Messages that cannot be duplicates (a Kafka batch's beyond its
+        /// first, or all of one from a producer that is not idempotent).
+        new_by_place: u64,
     }
     let mut adding: BTreeMap<u64, Adding> = BTreeMap::new();
     for item in items {
         let Some(queue) = overlay.queue_id(store, &item.queue) else { continue };
         // The bound is read once per queue: from an unapplied configure it
         // means parsing the queue's options.
-        let slot =
-            adding.entry(queue).or_insert_with(|| Adding { max: overlay.max_size(store, queue), new: HashSet::new() });
+        let slot = adding.entry(queue).or_insert_with(|| Adding {
+            max: overlay.max_size(store, queue),
+            new: HashSet::new(),
+            new_by_place: 0,
+        });
         if slot.max == 0 {
             continue;
         }
-        let hash = transaction_hash(&item.transaction_id);
+        let Some(hash) = item.dedup_hash() else {
+            slot.new_by_place += u64::from(item.count());
+            continue;
+        };
         let partition = overlay.partition_id(store, queue, &item.partition);
         if partition.is_none_or(|p| overlay.dedup(store, queue, p, &hash).is_none()) {
             slot.new.insert((partition, hash));
+            slot.new_by_place += u64::from(item.count()) - 1;
         }
     }
-    for (queue, Adding { max, new }) in adding {
-        if max == 0 || new.is_empty() {
+    for (queue, Adding { max, new, new_by_place }) in adding {
+        let adds = new.len() as u64 + new_by_place;
+        if max == 0 || adds == 0 {
             continue;
         }
         let unfinished = overlay.unfinished(store, queue, QUEUE_MODE);
-        if unfinished + new.len() as u64 > max {
+        if unfinished + adds > max {
             let name = store.queue_name(queue).unwrap_or_default().to_string();
             return Err(QueueFull { queue: name, max_size: max, unfinished });
         }
@@ -94,8 +105,7 @@ pub fn plan_push(
                 p
             }
         };
-        let hash = transaction_hash(&item.transaction_id);
-        if let Some(offset) = overlay.dedup(store, queue, partition, &hash) {
+        if let Some(offset) = item.dedup_hash().and_then(|hash| overlay.dedup(store, queue, partition, &hash)) {
             outcomes.push(PushOutcome {
                 queue_id: queue,
                 partition_id: partition,
@@ -104,8 +114,19 @@ pub fn plan_push(
             });
             continue;
         }
-        let offset = overlay.take_offset(store, queue, partition);
-        overlay.record_dedup(queue, partition, hash, offset);
+        let offset = overlay.take_offsets(store, queue, partition, item.count());
+        let (hashes, piece) = match item.body {
+            PushBody::Message { transaction_id, payload } => {
+                (vec![transaction_hash(&transaction_id)], Piece::Message(payload))
+            }
+            PushBody::Kafka(batch) => {
+                let ids = (0..batch.count).map(|i| batch.transaction_id(i, id, offset + u64::from(i)));
+                (ids.map(|t| transaction_hash(&t)).collect(), Piece::Kafka(batch))
+            }
+        };
+        for (i, hash) in hashes.iter().enumerate() {
+            overlay.record_dedup(queue, partition, *hash, offset + i as u64);
+        }
         let slot = match order.iter().position(|k| *k == (queue, partition)) {
             Some(i) => i,
             None => {
@@ -118,11 +139,11 @@ pub fn plan_push(
             span: MessageSpan { queue, partition, first_offset: offset, count: 0 },
             timestamp_us,
             hashes: Vec::new(),
-            payloads: Vec::new(),
+            pieces: Vec::new(),
         });
-        record.span.count += 1;
-        record.hashes.push(hash);
-        record.payloads.push(item.payload);
+        record.span.count += piece.count();
+        record.hashes.extend(hashes);
+        record.pieces.push(piece);
         outcomes.push(PushOutcome { queue_id: queue, partition_id: partition, offset, status: PushStatus::Queued });
     }
 

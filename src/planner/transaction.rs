@@ -12,7 +12,7 @@ use super::overlay::Overlay;
 use super::push;
 use super::timers::{self, TimerOp, TimerResult};
 use crate::log_id::LogId;
-use crate::message::transaction_hash;
+
 use crate::qlog::message_record::MessageRecord;
 use crate::store::rows::KvRow;
 use crate::store::Store;
@@ -73,7 +73,7 @@ fn plan(store: &Store, overlay: &mut Overlay, id: LogId, now_us: i64, bundle: Bu
     for (item, p) in bundle.pushes.iter().enumerate() {
         let stored = overlay.queue_id(store, &p.queue).and_then(|q| {
             let part = overlay.partition_id(store, q, &p.partition)?;
-            overlay.dedup(store, q, part, &transaction_hash(&p.transaction_id))
+            overlay.dedup(store, q, part, &p.dedup_hash()?)
         });
         if let Some(offset) = stored {
             return Err(Refusal::Duplicate { item, offset });

@@ -13,13 +13,21 @@ pub const SYSTEM_LOG: u64 = 0;
 /// 2: varint record heads, dedup rows keyed by offset. 3: partition rows
 /// carry `txns_start`, and entries the `Retain` effect. 4: entry records
 /// name their leader (term, node id), membership entries and the
-/// `membership` keyspace. A directory without a `FORMAT` file was written
-/// by a build before format 2.
-pub const FORMAT: u32 = 4;
-/// The format this build upgrades at boot: its records read as they are
-/// (an entry record of kind 2 as led by the single node), so the upgrade
-/// rewrites `FORMAT` and nothing else, once recovery has read the directory.
-pub const UPGRADED_FORMAT: u32 = 3;
+/// `membership` keyspace. 5: a message record may hold a Kafka record
+/// batch as it was produced (piece flag 2). A directory without a `FORMAT`
+/// file was written by a build before format 2.
+pub const FORMAT: u32 = 5;
+/// The format a raft directory writes: there what the entries may hold is
+/// the cluster's effect catalogue's to say (`version_gate.rs`), so that
+/// the previous release still boots on the directory, as a rollback needs,
+/// until the leader raises the catalogue; Kafka batches come with
+/// catalogue 2.
+pub const RAFT_FORMAT: u32 = 4;
+/// The formats this build upgrades at boot to the one it writes: their
+/// records read as they are (an entry record of kind 2 as led by the
+/// single node), so the upgrade rewrites `FORMAT` and nothing else, once
+/// recovery has read the directory.
+pub const UPGRADED_FORMATS: [u32; 2] = [3, 4];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Layout {
@@ -40,8 +48,8 @@ pub enum LayoutError {
     ForeignReplicator { path: PathBuf, found: String, wanted: String },
     #[error("{path} is missing while the qlog directory exists: the layout is fixed when the directory is created")]
     Missing { path: PathBuf },
-    #[error("{path}: this data directory holds on-disk format {found} and this build reads format {FORMAT} (and upgrades format {UPGRADED_FORMAT} at boot) only; start it with the build that wrote it, or on a new directory")]
-    ForeignFormat { path: PathBuf, found: String },
+    #[error("{path}: this data directory holds on-disk format {found} and this build reads format {wanted} (and upgrades the older formats 3 and 4 at boot) only; start it with the build that wrote it, or on a new directory")]
+    ForeignFormat { path: PathBuf, found: String, wanted: u32 },
 }
 
 impl Layout {
@@ -55,9 +63,16 @@ impl Layout {
     }
 
     /// Reads the layout of an existing `qlog/`, or writes `wanted` into a
-    /// new one; answers it with the directory's format (`FORMAT` or
-    /// `UPGRADED_FORMAT`, which `upgrade_format` then rewrites).
-    pub fn open_or_create(storage: &dyn Storage, root: &Path, wanted: &Layout) -> Result<(Layout, u32), LayoutError> {
+    /// new one of format `format` (`FORMAT`, or `RAFT_FORMAT`); answers it
+    /// with the directory's format: `format`, or an older one of
+    /// `UPGRADED_FORMATS`, which `upgrade_format` then rewrites.
+    pub fn open_or_create(
+        storage: &dyn Storage,
+        root: &Path,
+        wanted: &Layout,
+        format: u32,
+    ) -> Result<(Layout, u32), LayoutError> {
+        let wanted_format = format;
         let io = |path: &Path| {
             let path = path.to_path_buf();
             move |source| LayoutError::Io { path, source }
@@ -69,7 +84,7 @@ impl Layout {
                 ("LANES", wanted.lanes.to_string()),
                 ("SHARDS", wanted.shards.to_string()),
                 ("REPLICATOR", wanted.replicator.clone()),
-                ("FORMAT", FORMAT.to_string()),
+                ("FORMAT", wanted_format.to_string()),
             ] {
                 let path = root.join(name);
                 storage.write_durable(&path, format!("{value}\n").as_bytes()).map_err(io(&path))?;
@@ -78,7 +93,7 @@ impl Layout {
             if let Some(parent) = root.parent() {
                 storage.sync_dir(parent).map_err(io(parent))?;
             }
-            return Ok((wanted.clone(), FORMAT));
+            return Ok((wanted.clone(), wanted_format));
         }
         let read = |name: &str| -> Result<String, LayoutError> {
             let path = root.join(name);
@@ -99,8 +114,11 @@ impl Layout {
             Err(e) => return Err(e),
         };
         let format = match format.parse::<u32>() {
-            Ok(f) if f == FORMAT || f == UPGRADED_FORMAT => f,
-            _ => return Err(LayoutError::ForeignFormat { path: root.join("FORMAT"), found: format }),
+            Ok(f) if f == wanted_format || (UPGRADED_FORMATS.contains(&f) && f < wanted_format) => f,
+            _ => {
+                let path = root.join("FORMAT");
+                return Err(LayoutError::ForeignFormat { path, found: format, wanted: wanted_format });
+            }
         };
         if layout.replicator != wanted.replicator {
             return Err(LayoutError::ForeignReplicator {
@@ -112,12 +130,12 @@ impl Layout {
         Ok((layout, format))
     }
 
-    /// Rewrites the `FORMAT` of a format 3 directory that recovery has read
-    /// as this build's: durably, before this build writes its first record
-    /// of format 4 (a build of format 3 refuses the directory from then on).
-    pub fn upgrade_format(storage: &dyn Storage, root: &Path) -> Result<(), LayoutError> {
+    /// Rewrites the `FORMAT` of an older directory that recovery has read as
+    /// `format`: durably, before this build writes its first record of that
+    /// format (a build of the older one refuses the directory from then on).
+    pub fn upgrade_format(storage: &dyn Storage, root: &Path, format: u32) -> Result<(), LayoutError> {
         let path = root.join("FORMAT");
-        replace_durable(storage, &path, format!("{FORMAT}\n").as_bytes())
+        replace_durable(storage, &path, format!("{format}\n").as_bytes())
             .map_err(|source| LayoutError::Io { path, source })
     }
 }

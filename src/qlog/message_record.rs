@@ -3,9 +3,14 @@
 //!
 //! Body: kind `1`, then as LEB128 varints term, index, queue, partition,
 //! first offset and count, then the timestamp (µs since the epoch) as i64
-//! LE, then `count` 16-byte transactionId hashes, then `count` payloads, each
-//! `[flags u8][stored length varint]([raw length varint] if compressed)[bytes]`.
+//! LE, then `count` 16-byte transactionId hashes, then the pieces that hold
+//! the `count` messages in order. A piece is one message,
+//! `[flags u8: 0 raw, 1 zstd][stored length varint]([raw length varint] if
+//! zstd)[bytes]`, or a Kafka record batch of several (format 5),
+//! `[2][messages varint][producerSub: 0, or its length + 1, varint][its
+//! UTF-8][batch length varint][the batch]` (`kafka_batch.rs`).
 
+use super::kafka_batch::KafkaBatch;
 use super::record::{put_varint, Fields, RecordKind};
 use crate::log_id::LogId;
 use bytes::Bytes;
@@ -15,6 +20,7 @@ use zstd::bulk::{Compressor, Decompressor};
 /// Payloads below this size are never compressed.
 pub const COMPRESS_MIN_BYTES: usize = 512;
 const FLAG_ZSTD: u8 = 1;
+const FLAG_KAFKA_BATCH: u8 = 2;
 
 /// Where an append's messages sit in their partition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,6 +153,32 @@ impl StoredPayload {
     }
 }
 
+/// What one place of a message record holds: one message, or a Kafka
+/// batch of several as its producer sent it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Piece {
+    Message(StoredPayload),
+    Kafka(KafkaBatch),
+}
+
+impl Piece {
+    /// The messages, and so the offsets, it holds.
+    pub fn count(&self) -> u32 {
+        match self {
+            Self::Message(_) => 1,
+            Self::Kafka(batch) => batch.count,
+        }
+    }
+
+    /// Its bytes as the qlog stores them.
+    pub fn stored_len(&self) -> usize {
+        match self {
+            Self::Message(StoredPayload::Raw(b)) | Self::Message(StoredPayload::Zstd { bytes: b, .. }) => b.len(),
+            Self::Kafka(batch) => batch.bytes.len(),
+        }
+    }
+}
+
 /// A message record as written and as read back.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MessageRecord {
@@ -154,7 +186,8 @@ pub struct MessageRecord {
     pub span: MessageSpan,
     pub timestamp_us: i64,
     pub hashes: Vec<[u8; 16]>,
-    pub payloads: Vec<StoredPayload>,
+    /// The `span.count` messages, in order.
+    pub pieces: Vec<Piece>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -163,19 +196,32 @@ pub enum MessageRecordError {
     Short,
     #[error("message record payload does not decompress: {0}")]
     Decompress(std::io::Error),
+    #[error("message record's pieces hold {held} messages where its span counts {count}")]
+    Miscounted { held: u64, count: u32 },
+    #[error("message record's piece of flags {0} is of no kind this build knows")]
+    UnknownPiece(u8),
+    #[error("message record's Kafka batch: {0}")]
+    KafkaBatch(#[from] super::kafka_batch::KafkaBatchError),
 }
 
 impl MessageRecord {
+    /// The pieces, each with the offset of its first message.
+    pub fn placed_pieces(&self) -> impl Iterator<Item = (u64, &Piece)> {
+        self.pieces.iter().scan(self.span.first_offset, |next, piece| {
+            let at = *next;
+            *next += u64::from(piece.count());
+            Some((at, piece))
+        })
+    }
+
+    /// The piece holding `offset`, with the offset of its first message.
+    pub fn piece_at(&self, offset: u64) -> Option<(u64, &Piece)> {
+        self.placed_pieces().find(|(at, piece)| (*at..at + u64::from(piece.count())).contains(&offset))
+    }
+
     /// Appends the body to `out`.
     pub fn encode_into(&self, out: &mut Vec<u8>) {
-        let payload_bytes: usize = self
-            .payloads
-            .iter()
-            .map(|p| match p {
-                StoredPayload::Raw(b) => b.len() + 6,
-                StoredPayload::Zstd { bytes, .. } => bytes.len() + 11,
-            })
-            .sum();
+        let payload_bytes: usize = self.pieces.iter().map(|p| p.stored_len() + 11).sum();
         out.reserve(69 + 16 * self.hashes.len() + payload_bytes);
         out.push(RecordKind::Message as u8);
         for v in [self.id.term, self.id.index, self.span.queue, self.span.partition, self.span.first_offset] {
@@ -186,20 +232,35 @@ impl MessageRecord {
         for h in &self.hashes {
             out.extend_from_slice(h);
         }
-        for p in &self.payloads {
+        let mut offset = self.span.first_offset;
+        for p in &self.pieces {
             match p {
-                StoredPayload::Zstd { raw_len, bytes } => {
+                Piece::Kafka(batch) => {
+                    out.push(FLAG_KAFKA_BATCH);
+                    put_varint(out, batch.count.into());
+                    match &batch.producer_sub {
+                        Some(sub) => {
+                            put_varint(out, sub.len() as u64 + 1);
+                            out.extend_from_slice(sub.as_bytes());
+                        }
+                        None => put_varint(out, 0),
+                    }
+                    put_varint(out, batch.bytes.len() as u64);
+                    batch.write_placed(out, offset);
+                }
+                Piece::Message(StoredPayload::Zstd { raw_len, bytes }) => {
                     out.push(FLAG_ZSTD);
                     put_varint(out, bytes.len() as u64);
                     put_varint(out, (*raw_len).into());
                     out.extend_from_slice(bytes);
                 }
-                StoredPayload::Raw(bytes) => {
+                Piece::Message(StoredPayload::Raw(bytes)) => {
                     out.push(0);
                     put_varint(out, bytes.len() as u64);
                     out.extend_from_slice(bytes);
                 }
             }
+            offset += u64::from(p.count());
         }
     }
 
@@ -235,19 +296,50 @@ impl MessageRecord {
             return Err(MessageRecordError::Short);
         }
         let hashes = (0..n).map(|_| f.array16()).collect::<Option<Vec<_>>>().ok_or(MessageRecordError::Short)?;
-        let mut payloads = Vec::with_capacity(n);
-        for _ in 0..n {
+        let mut pieces = Vec::new();
+        let mut held = 0u64;
+        while held < u64::from(span.count) {
             let flags = f.u8().ok_or(MessageRecordError::Short)?;
-            let stored = f.varint().ok_or(MessageRecordError::Short)? as usize;
-            if flags & FLAG_ZSTD != 0 {
-                let raw_len = f.varint().and_then(|v| u32::try_from(v).ok()).ok_or(MessageRecordError::Short)?;
-                let bytes = body.slice_ref(f.bytes(stored).ok_or(MessageRecordError::Short)?);
-                payloads.push(StoredPayload::Zstd { raw_len, bytes });
-            } else {
-                payloads.push(StoredPayload::Raw(body.slice_ref(f.bytes(stored).ok_or(MessageRecordError::Short)?)));
-            }
+            let piece = match flags {
+                0 | FLAG_ZSTD => {
+                    let stored = f.varint().ok_or(MessageRecordError::Short)? as usize;
+                    if flags == FLAG_ZSTD {
+                        let raw_len =
+                            f.varint().and_then(|v| u32::try_from(v).ok()).ok_or(MessageRecordError::Short)?;
+                        let bytes = body.slice_ref(f.bytes(stored).ok_or(MessageRecordError::Short)?);
+                        Piece::Message(StoredPayload::Zstd { raw_len, bytes })
+                    } else {
+                        Piece::Message(StoredPayload::Raw(
+                            body.slice_ref(f.bytes(stored).ok_or(MessageRecordError::Short)?),
+                        ))
+                    }
+                }
+                FLAG_KAFKA_BATCH => {
+                    let count = f.varint().ok_or(MessageRecordError::Short)?;
+                    let producer_sub = match f.varint().ok_or(MessageRecordError::Short)? as usize {
+                        0 => None,
+                        n => {
+                            let sub = f.bytes(n - 1).ok_or(MessageRecordError::Short)?;
+                            Some(String::from_utf8_lossy(sub).into_owned())
+                        }
+                    };
+                    let stored = f.varint().ok_or(MessageRecordError::Short)? as usize;
+                    let bytes = body.slice_ref(f.bytes(stored).ok_or(MessageRecordError::Short)?);
+                    let batch = KafkaBatch::new(bytes, producer_sub)?;
+                    if u64::from(batch.count) != count {
+                        return Err(MessageRecordError::Miscounted { held: count, count: batch.count });
+                    }
+                    Piece::Kafka(batch)
+                }
+                other => return Err(MessageRecordError::UnknownPiece(other)),
+            };
+            held += u64::from(piece.count());
+            pieces.push(piece);
         }
-        Ok(Self { id, span, timestamp_us, hashes, payloads })
+        if held != u64::from(span.count) {
+            return Err(MessageRecordError::Miscounted { held, count: span.count });
+        }
+        Ok(Self { id, span, timestamp_us, hashes, pieces })
     }
 }
 
@@ -281,7 +373,7 @@ mod tests {
             span: MessageSpan { queue: 3, partition: 4, first_offset: 10, count: payloads.len() as u32 },
             timestamp_us: 1_700_000_000_000_000,
             hashes: (0..payloads.len()).map(|i| crate::message::transaction_hash(&i.to_string())).collect(),
-            payloads,
+            pieces: payloads.into_iter().map(Piece::Message).collect(),
         }
     }
 
@@ -292,7 +384,14 @@ mod tests {
             let r = record(raw.clone(), level);
             let back = MessageRecord::decode(&encoded(&r)).unwrap();
             assert_eq!(back, r);
-            let payloads: Vec<Vec<u8>> = back.payloads.iter().map(|p| p.raw().unwrap().to_vec()).collect();
+            let payloads: Vec<Vec<u8>> = back
+                .pieces
+                .iter()
+                .map(|p| match p {
+                    Piece::Message(p) => p.raw().unwrap().to_vec(),
+                    Piece::Kafka(_) => unreachable!("no batch was written"),
+                })
+                .collect();
             assert_eq!(payloads, raw);
         }
         assert!(
@@ -317,8 +416,51 @@ mod tests {
         assert!(looks_incompressible(&noise));
     }
 
+    /// A Kafka batch of three beside two single messages: five offsets,
+    /// the batch written based at its own first offset.
+    fn mixed() -> MessageRecord {
+        let records = (0..3)
+            .map(|i| protocol::records::PlainRecord {
+                timestamp_ms: i,
+                key: None,
+                value: Some(Bytes::from(vec![b'k'; 600])),
+                headers: vec![],
+            })
+            .collect();
+        let produced = protocol::records::ProducedBatch {
+            producer_id: -1,
+            producer_epoch: -1,
+            base_sequence: -1,
+            transactional: false,
+            records,
+            wire: bytes::Bytes::new(),
+        };
+        let bytes = protocol::records::encode_produced(&produced, protocol::records::Compression::Zstd).unwrap();
+        let batch = KafkaBatch::new(bytes, Some("billing".into())).unwrap();
+        let mut r = record(vec![b"first".to_vec(), b"last".to_vec()], 0);
+        r.pieces.insert(1, Piece::Kafka(batch));
+        r.span.count = 5;
+        r.hashes = (0..5).map(|i| crate::message::transaction_hash(&i.to_string())).collect();
+        r
+    }
+
+    #[test]
+    fn a_kafka_batch_is_a_piece_of_several_messages_placed_at_its_offset() {
+        let back = MessageRecord::decode(&encoded(&mixed())).unwrap();
+        assert_eq!(back.pieces.iter().map(Piece::count).collect::<Vec<_>>(), [1, 3, 1]);
+        let Piece::Kafka(batch) = &back.pieces[1] else { panic!("the batch reads back as one") };
+        assert_eq!(batch.producer_sub.as_deref(), Some("billing"));
+        let offsets: Vec<i64> = batch.records().unwrap().iter().map(|(o, _)| *o).collect();
+        assert_eq!(offsets, [11, 12, 13], "the batch is based at the offset after the first message (10)");
+        assert_eq!(MessageRecord::decode(&encoded(&back)).unwrap(), back, "placing again changes nothing");
+    }
+
     #[test]
     fn a_short_body_is_an_error_not_a_panic() {
+        let body = encoded(&mixed());
+        for cut in 0..body.len() {
+            assert!(MessageRecord::decode(&body[..cut]).is_err());
+        }
         let body = encoded(&record(vec![b"x".to_vec(), vec![b'b'; 1000]], 1));
         for cut in 0..body.len() {
             assert!(MessageRecord::decode(&body[..cut]).is_err());

@@ -6,6 +6,7 @@ pub mod entry_index;
 pub mod entry_record;
 pub mod files;
 pub mod index_file;
+pub mod kafka_batch;
 pub mod layout;
 pub mod message_record;
 pub mod pending_sync;

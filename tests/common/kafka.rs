@@ -97,7 +97,14 @@ pub fn batch(producer_id: i64, epoch: i16, base_sequence: i32, values: &[String]
         .iter()
         .map(|v| PlainRecord { timestamp_ms: 1, key: None, value: Some(Bytes::from(v.clone())), headers: vec![] })
         .collect();
-    let batch = ProducedBatch { producer_id, producer_epoch: epoch, base_sequence, transactional: false, records };
+    let batch = ProducedBatch {
+        producer_id,
+        producer_epoch: epoch,
+        base_sequence,
+        transactional: false,
+        records,
+        wire: Bytes::new(),
+    };
     encode_produced(&batch, Compression::None).expect("encode a batch")
 }
 
@@ -108,6 +115,23 @@ pub fn produce(topic: &str, partition: i32, records: Bytes) -> RequestKind {
         .with_name(TopicName(StrBytes::from_string(topic.to_string())))
         .with_partition_data(vec![data]);
     RequestKind::Produce(ProduceRequest::default().with_acks(-1).with_timeout_ms(10_000).with_topic_data(vec![topic]))
+}
+
+/// A fetch of one partition from `offset`, up to 1 MiB.
+pub fn fetch(topic: &str, partition: i32, offset: i64, min_bytes: i32, max_wait_ms: i32) -> RequestKind {
+    use protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+    let p =
+        FetchPartition::default().with_partition(partition).with_fetch_offset(offset).with_partition_max_bytes(1 << 20);
+    let t =
+        FetchTopic::default().with_topic(TopicName(StrBytes::from_string(topic.to_string()))).with_partitions(vec![p]);
+    RequestKind::Fetch(
+        protocol::messages::FetchRequest::default()
+            .with_replica_id(protocol::messages::BrokerId(-1))
+            .with_max_wait_ms(max_wait_ms)
+            .with_min_bytes(min_bytes)
+            .with_max_bytes(1 << 20)
+            .with_topics(vec![t]),
+    )
 }
 
 /// (error code, base offset) of the one partition a produce answered.

@@ -6,7 +6,7 @@ use queen::clock::SystemClock;
 use queen::metrics::Metrics;
 use queen::qlog::entry_index::EntryIndex;
 use queen::qlog::files::FileTable;
-use queen::qlog::layout::Layout;
+use queen::qlog::layout::{Layout, RAFT_FORMAT};
 use queen::qlog::retired::RetiredLogs;
 use queen::qlog::writer::QlogWriter;
 use queen::replicate::log_store::raft_state::RaftState;
@@ -36,7 +36,7 @@ pub fn open() -> (Dir, RaftMachine) {
     let root = tmp.path().join("qlog");
     let storage = OsStorage::shared();
     let wanted = Layout { lanes: 1, shards: 0, replicator: "openraft".into() };
-    let (layout, _) = Layout::open_or_create(&*storage, &root, &wanted).unwrap();
+    let (layout, _) = Layout::open_or_create(&*storage, &root, &wanted, RAFT_FORMAT).unwrap();
     let files = Arc::new(FileTable::new(root.clone(), 64, storage.clone()));
     let writer = QlogWriter::new(
         root,

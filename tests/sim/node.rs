@@ -18,8 +18,8 @@ use queen::planner::command::{Answer, Command};
 use queen::planner::effect::{Effect, Entry, EntryBody};
 use queen::planner::{Planned, Planner};
 use queen::qlog::files::{FileTable, Location};
-use queen::qlog::layout::Layout;
-use queen::qlog::message_record::MessageRecord;
+use queen::qlog::layout::{Layout, FORMAT};
+use queen::qlog::message_record::{MessageRecord, Piece};
 use queen::qlog::reclaim::{Freed, Pass, Policy};
 use queen::qlog::retired::RetiredLogs;
 use queen::qlog::writer::{EntryWrite, QlogWriter};
@@ -84,7 +84,7 @@ impl SimNode {
     pub fn boot(storage: &SimStorage, checkpoint_dir: &Path, segment_bytes: u64) -> Result<SimNode, String> {
         let root = PathBuf::from(QLOG_ROOT);
         let wanted = Layout { lanes: 1, shards: 0, replicator: "local".into() };
-        let (layout, _) = Layout::open_or_create(storage, &root, &wanted).map_err(|e| e.to_string())?;
+        let (layout, _) = Layout::open_or_create(storage, &root, &wanted, FORMAT).map_err(|e| e.to_string())?;
         let checkpoint = CheckpointFile::open(checkpoint_dir).map_err(|e| e.to_string())?;
         let rows = checkpoint.load().map_err(|e| e.to_string())?;
         let mut store = Store::from_rows(rows, checkpoint.path()).map_err(|e| e.to_string())?;
@@ -274,7 +274,9 @@ impl SimNode {
         }
         let body = self.files.read_body(span.at).map_err(|e| format!("{span:?}: {e}"))?;
         let record = MessageRecord::decode(&body).map_err(|e| e.to_string())?;
-        let payload = record.payloads.get((offset - span.first_offset) as usize).ok_or("no such payload")?;
+        let Some((_, Piece::Message(payload))) = record.piece_at(offset) else {
+            return Err(format!("offset {offset} of {span:?} holds no message stored one by one"));
+        };
         let message = Message::decode(&payload.raw().map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
         Ok((message.transaction_id.clone(), message.value_bytes().to_vec()))
     }

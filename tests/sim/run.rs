@@ -11,7 +11,9 @@ use super::storage::{Crash, FaultCounts, Faults, SimStorage};
 use queen::log_id::LogId;
 use queen::message::Message;
 use queen::planner::apply::apply;
-use queen::planner::command::{AckItem, AckStatus, Answer, Command, PopRequest, PushItem, PushStatus, Subscription};
+use queen::planner::command::{
+    AckItem, AckStatus, Answer, Command, PopRequest, PushBody, PushItem, PushStatus, Subscription,
+};
 use queen::planner::effect::Entry;
 use queen::planner::kv::{row_key, Expiry, KvAnswer, KvKind, KvOp, KvResult};
 use queen::planner::timers::{TimerOp, TimerResult, TimerVerb};
@@ -380,8 +382,11 @@ impl Run {
             (Command::Push(items), Answer::Pushed(outcomes)) => {
                 assert_eq!(items.len(), outcomes.len(), "one outcome per pushed item");
                 for (item, out) in items.iter().zip(outcomes) {
-                    let key = (item.queue.clone(), item.partition.clone(), item.transaction_id.clone());
-                    let value = item.payload.raw().map(|raw| Message::decode(&raw).unwrap().value_bytes().to_vec());
+                    let PushBody::Message { transaction_id, payload } = &item.body else {
+                        panic!("the simulation pushes messages one by one, never a Kafka batch")
+                    };
+                    let key = (item.queue.clone(), item.partition.clone(), transaction_id.clone());
+                    let value = payload.raw().map(|raw| Message::decode(&raw).unwrap().value_bytes().to_vec());
                     match (self.model.acked.get(&key), out.status) {
                         (Some((offset, _)), PushStatus::Duplicate) if *offset == out.offset => {}
                         (Some((offset, _)), status) => self.violation(&format!(
@@ -394,7 +399,7 @@ impl Run {
                             self.model.acked.insert(key, (out.offset, value.unwrap()));
                             self.model
                                 .by_offset
-                                .insert((out.queue_id, out.partition_id, out.offset), item.transaction_id.clone());
+                                .insert((out.queue_id, out.partition_id, out.offset), transaction_id.clone());
                         }
                     }
                 }

@@ -12,7 +12,7 @@ use openraft::RaftLogReader;
 use queen::message::Message;
 use queen::planner::kv::row_key;
 use queen::qlog::files::FileTable;
-use queen::qlog::message_record::MessageRecord;
+use queen::qlog::message_record::{MessageRecord, Piece};
 use queen::replicate::raft::types::RaftLogId;
 use queen::store::Store;
 use std::collections::{BTreeMap, HashMap};
@@ -27,7 +27,9 @@ fn read(store: &Store, files: &FileTable, q: u64, p: u64, offset: u64) -> Result
     }
     let body = files.read_body(span.at).map_err(|e| format!("{span:?}: {e}"))?;
     let record = MessageRecord::decode(&body).map_err(|e| e.to_string())?;
-    let payload = record.payloads.get((offset - span.first_offset) as usize).ok_or("no such payload")?;
+    let Some((_, Piece::Message(payload))) = record.piece_at(offset) else {
+        return Err(format!("offset {offset} of {span:?} holds no message stored one by one"));
+    };
     let message = Message::decode(&payload.raw().map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
     Ok((message.transaction_id.clone(), message.value_bytes().to_vec()))
 }

@@ -18,7 +18,7 @@ use queen::apply_watch::ApplyWatch;
 use queen::clock::Clock;
 use queen::planner::effect::Entry;
 use queen::qlog::files::{FileTable, Location};
-use queen::qlog::layout::Layout;
+use queen::qlog::layout::{Layout, RAFT_FORMAT};
 use queen::qlog::retired::RetiredLogs;
 use queen::qlog::writer::QlogWriter;
 use queen::recovery::{recover, Replay, ReplayApply};
@@ -141,7 +141,7 @@ pub async fn boot(
     let shared: Arc<dyn Storage> = Arc::new(fenced.clone());
     let root = PathBuf::from(QLOG_ROOT);
     let wanted = Layout { lanes: 1, shards: 0, replicator: "openraft".into() };
-    let (layout, _) = Layout::open_or_create(&*shared, &root, &wanted).map_err(|e| e.to_string())?;
+    let (layout, _) = Layout::open_or_create(&*shared, &root, &wanted, RAFT_FORMAT).map_err(|e| e.to_string())?;
     let files = Arc::new(FileTable::new(root.clone(), 64, shared.clone()));
     let state = RaftState::open(shared.clone(), Path::new(RAFT_DIR)).map_err(|e| e.to_string())?;
     let guard = Arc::new(ApplyGuard::open(shared.clone(), Path::new(RAFT_DIR), None, None).map_err(|e| e.to_string())?);

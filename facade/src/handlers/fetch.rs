@@ -9,7 +9,7 @@
 //! high watermark. Fetch sessions are declined (session id 0): every fetch
 //! is a full one, which KIP-227 lets a broker choose.
 
-use crate::broker::{BrokerError, FetchAsk, Fetched, PartitionOffsets};
+use crate::broker::{BrokerError, FetchAsk, Fetched, FetchedRun, PartitionOffsets};
 use crate::names::topic_name;
 use crate::{Broker, Facade};
 use protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
@@ -134,15 +134,32 @@ fn encode_partition(
     may_exceed: bool,
 ) -> Result<(PartitionOffsets, bytes::Bytes, usize), ResponseError> {
     let fetched = fetched.map_err(|e| e.kafka())?;
-    // The broker sizes its read by the stored messages, which is near but
-    // not exactly the bytes they encode to: the encoding decides.
-    let bytes = encode_fetched(&fetched.records, budget).map_err(|e| {
-        tracing::error!(topic, partition, error = %e, "fetch: stored records do not encode");
-        ResponseError::UnknownServerError
-    })?;
-    if bytes.len() > budget && !may_exceed {
-        return Ok((fetched.offsets, bytes::Bytes::new(), 0));
+    // The broker sizes its read by what it stores, which is near but not
+    // exactly the bytes records encode to: the encoding decides. A run that
+    // does not fit ends the answer; the first is answered whatever its size
+    // when `may_exceed`, so that a consumer always progresses.
+    let mut parts: Vec<bytes::Bytes> = Vec::with_capacity(fetched.runs.len());
+    let mut size = 0usize;
+    for run in &fetched.runs {
+        let left = budget.saturating_sub(size);
+        let bytes = match run {
+            FetchedRun::Batches(bytes) => bytes.clone(),
+            FetchedRun::Records(records) => encode_fetched(records, left).map_err(|e| {
+                tracing::error!(topic, partition, error = %e, "fetch: stored records do not encode");
+                ResponseError::UnknownServerError
+            })?,
+        };
+        if bytes.len() > left && !(may_exceed && parts.is_empty()) {
+            break;
+        }
+        size += bytes.len();
+        parts.push(bytes);
     }
-    let size = bytes.len();
+    // One stretch, the common case, is answered without a copy.
+    let bytes = match parts.len() {
+        0 => bytes::Bytes::new(),
+        1 => parts.pop().expect("one part"),
+        _ => parts.concat().into(),
+    };
     Ok((fetched.offsets, bytes, size))
 }

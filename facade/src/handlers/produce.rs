@@ -109,11 +109,12 @@ fn batch_of<B: Broker>(
         tracing::debug!(topic, partition, error = %e, "produce refused");
         ResponseError::CorruptMessage
     })?;
+    let wires = decoded.iter().map(|b| b.wire.clone()).collect();
     let mut decoded = decoded.into_iter();
     let Some(mut batch) = decoded.next() else { return Err(ResponseError::CorruptMessage) };
     for more in decoded {
         batch.records.extend(more.records);
     }
     f.producers.accept(topic, partition, &batch)?;
-    Ok(PartitionBatch { topic: topic.to_string(), partition, batch, producer_sub: producer.clone() })
+    Ok(PartitionBatch { topic: topic.to_string(), partition, batch, wires, producer_sub: producer.clone() })
 }

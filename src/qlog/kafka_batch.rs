@@ -1,0 +1,176 @@
+//! A Kafka record batch (v2, magic 2) stored as its producer sent it: the
+//! messages of one produced batch, kept in the producer's compression, so a
+//! Kafka fetch serves the bytes themselves and nothing is decompressed and
+//! compressed again on the way in or out.
+//!
+//! The qlog writes the batch with its base offset set to the first offset
+//! the planner gave it and its partition leader epoch to 0 (what every
+//! fetch of Queen answers); the batch's CRC-32C covers neither, so it stays
+//! the producer's. A reader that needs the messages (HTTP, the time index,
+//! a sealed fetch) decodes the batch, which checks that CRC.
+
+use crate::log_id::LogId;
+use bytes::Bytes;
+use protocol::records::{decode_fetched, PlainRecord};
+
+/// The fixed fields in front of a v2 batch's records.
+pub const HEADER_BYTES: usize = 61;
+const LENGTH_AT: usize = 8;
+const LEADER_EPOCH_AT: usize = 12;
+const MAGIC_AT: usize = 16;
+const PRODUCER_ID_AT: usize = 43;
+const PRODUCER_EPOCH_AT: usize = 51;
+const BASE_SEQUENCE_AT: usize = 53;
+const COUNT_AT: usize = 57;
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct KafkaBatch {
+    /// The records it holds, as its header says.
+    pub count: u32,
+    /// The producer's authenticated identity (`producerSub`), kept beside
+    /// the batch rather than in it.
+    pub producer_sub: Option<String>,
+    /// The whole batch, from its base offset to its last record.
+    pub bytes: Bytes,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum KafkaBatchError {
+    #[error("a stored Kafka batch of {0} bytes is shorter than its header or than its length field says")]
+    Short(usize),
+    #[error("a stored Kafka batch has magic {0}, not 2")]
+    Magic(i8),
+    #[error("a stored Kafka batch holds {0} records; a batch holds at least one")]
+    Count(i32),
+}
+
+/// The transactionId of an idempotent producer's record: its producer id,
+/// epoch and sequence name it, so a retried batch meets its own dedup rows.
+pub fn idempotent_transaction_id(producer_id: i64, producer_epoch: i16, sequence: i32) -> String {
+    format!("kafka:{producer_id}:{producer_epoch}:{sequence}")
+}
+
+impl KafkaBatch {
+    /// A batch as it came, checked to be one: long enough, magic 2, at
+    /// least one record. Its CRC and records were checked by the decode
+    /// that validated the produce.
+    pub fn new(bytes: Bytes, producer_sub: Option<String>) -> Result<Self, KafkaBatchError> {
+        if bytes.len() < HEADER_BYTES || 12 + i32_at(&bytes, LENGTH_AT).max(0) as usize != bytes.len() {
+            return Err(KafkaBatchError::Short(bytes.len()));
+        }
+        if bytes[MAGIC_AT] as i8 != 2 {
+            return Err(KafkaBatchError::Magic(bytes[MAGIC_AT] as i8));
+        }
+        let count = i32_at(&bytes, COUNT_AT);
+        let count = u32::try_from(count).ok().filter(|c| *c > 0).ok_or(KafkaBatchError::Count(count))?;
+        Ok(Self { count, producer_sub, bytes })
+    }
+
+    /// The transactionId of the record at `index` of the batch, stored at
+    /// `offset` by entry `entry`: the idempotent producer's, or one derived
+    /// from where the record landed, the same on every node and replay.
+    pub fn transaction_id(&self, index: u32, entry: LogId, offset: u64) -> String {
+        // A derived one is unique within the entry's partition: no two of
+        // its records share an offset.
+        self.idempotent_transaction_id(index).unwrap_or_else(|| entry.derived_uuid(offset as u32))
+    }
+
+    /// The transactionId of the record at `index` when the producer was
+    /// idempotent: only then can a batch be a duplicate of one stored before.
+    pub fn idempotent_transaction_id(&self, index: u32) -> Option<String> {
+        let (id, epoch, base_sequence) = self.producer()?;
+        Some(idempotent_transaction_id(id, epoch, base_sequence.wrapping_add(index as i32)))
+    }
+
+    /// An idempotent producer's id, epoch and base sequence.
+    fn producer(&self) -> Option<(i64, i16, i32)> {
+        let b = &self.bytes;
+        let id = i64::from_be_bytes(b[PRODUCER_ID_AT..PRODUCER_ID_AT + 8].try_into().expect("eight bytes"));
+        let epoch = i16::from_be_bytes(b[PRODUCER_EPOCH_AT..PRODUCER_EPOCH_AT + 2].try_into().expect("two bytes"));
+        let base_sequence = i32_at(b, BASE_SEQUENCE_AT);
+        (id >= 0 && base_sequence >= 0).then_some((id, epoch, base_sequence))
+    }
+
+    /// Appends the batch as the qlog stores it: based at `base_offset`, in
+    /// partition leader epoch 0; the rest, CRC included, as it came.
+    pub fn write_placed(&self, out: &mut Vec<u8>, base_offset: u64) {
+        let at = out.len();
+        out.extend_from_slice(&self.bytes);
+        out[at..at + 8].copy_from_slice(&(base_offset as i64).to_be_bytes());
+        out[at + LEADER_EPOCH_AT..at + LEADER_EPOCH_AT + 4].copy_from_slice(&0i32.to_be_bytes());
+    }
+
+    /// The records with their offsets, decoded (and decompressed) from a
+    /// batch read back from the qlog, whose base offset is its first.
+    pub fn records(&self) -> Result<Vec<(i64, PlainRecord)>, protocol::records::RecordsError> {
+        decode_fetched(self.bytes.clone())
+    }
+}
+
+fn i32_at(bytes: &[u8], at: usize) -> i32 {
+    i32::from_be_bytes(bytes[at..at + 4].try_into().expect("four bytes"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use protocol::records::{encode_produced, Compression, ProducedBatch};
+
+    fn produced(producer_id: i64, compression: Compression) -> Bytes {
+        let records = (0..3)
+            .map(|i| PlainRecord {
+                timestamp_ms: 1_700_000_000_000 + i,
+                key: Some(Bytes::from(format!("k{i}"))),
+                value: Some(Bytes::from(vec![b'v'; 700])),
+                headers: vec![("h".into(), Some(Bytes::from_static(b"1"))), ("h".into(), None)],
+            })
+            .collect();
+        let base_sequence = if producer_id >= 0 { 40 } else { -1 };
+        let batch = ProducedBatch {
+            producer_id,
+            producer_epoch: 2,
+            base_sequence,
+            transactional: false,
+            records,
+            wire: Bytes::new(),
+        };
+        encode_produced(&batch, compression).unwrap()
+    }
+
+    #[test]
+    fn a_placed_batch_reads_back_at_its_offsets_with_the_crc_it_came_with() {
+        for compression in [Compression::None, Compression::Zstd, Compression::Lz4, Compression::Gzip] {
+            let bytes = produced(9, compression);
+            let batch = KafkaBatch::new(bytes.clone(), None).unwrap();
+            assert_eq!(batch.count, 3);
+            let mut out = Vec::new();
+            batch.write_placed(&mut out, 1000);
+            assert_eq!(out[16..], bytes[16..], "everything from the magic byte on is the producer's");
+            let placed = KafkaBatch::new(Bytes::from(out), None).unwrap();
+            let records = placed.records().unwrap();
+            assert_eq!(records.iter().map(|(o, _)| *o).collect::<Vec<_>>(), [1000, 1001, 1002]);
+            assert_eq!(records[2].1.headers.len(), 2, "a repeated header key is kept");
+        }
+    }
+
+    #[test]
+    fn transaction_ids_are_the_producers_or_derived_from_the_place() {
+        let entry = LogId::new(3, 17);
+        let idempotent = KafkaBatch::new(produced(9, Compression::None), None).unwrap();
+        assert_eq!(idempotent.transaction_id(2, entry, 500), "kafka:9:2:42");
+        let plain = KafkaBatch::new(produced(-1, Compression::None), None).unwrap();
+        assert_eq!(plain.idempotent_transaction_id(0), None);
+        assert_eq!(plain.transaction_id(0, entry, 500), plain.transaction_id(0, entry, 500));
+        assert_ne!(plain.transaction_id(0, entry, 500), plain.transaction_id(1, entry, 501));
+    }
+
+    #[test]
+    fn what_is_not_a_batch_is_refused() {
+        let bytes = produced(-1, Compression::None);
+        assert_eq!(KafkaBatch::new(bytes.slice(..40), None), Err(KafkaBatchError::Short(40)));
+        assert!(KafkaBatch::new(bytes.slice(..bytes.len() - 1), None).is_err());
+        let mut magic = bytes.to_vec();
+        magic[16] = 1;
+        assert_eq!(KafkaBatch::new(Bytes::from(magic), None), Err(KafkaBatchError::Magic(1)));
+    }
+}
