@@ -131,6 +131,14 @@ pub struct Settings {
     #[arg(long, env = "QUEEN_STORE_SCRUB_ROWS_PER_S", default_value_t = 2000)]
     pub scrub_rows_per_s: usize,
 
+    /// Seconds between two scrubs of every sealed qlog file; 0 turns the scrub off.
+    #[arg(long, env = "QUEEN_QLOG_SCRUB_EVERY_S", default_value_t = 21600)]
+    pub qlog_scrub_every_s: u64,
+
+    /// Bytes of sealed qlog files the scrub reads per second.
+    #[arg(long, env = "QUEEN_QLOG_SCRUB_BYTES_PER_S", default_value_t = 16 * 1024 * 1024)]
+    pub qlog_scrub_bytes_per_s: u64,
+
     /// Partitions the retention scanner walks per second.
     #[arg(long, env = "QUEEN_RAFT_RETENTION_SCAN_PER_S", default_value_t = 50_000)]
     pub retention_scan_per_s: usize,

@@ -27,6 +27,8 @@ pub struct Metrics {
     pub applied_index: Gauge,
     pub group_commit_seconds: Histogram,
     pub group_commit_entries: Histogram,
+    /// How Kafka fetches sent stored batches: by sendfile, or read first.
+    pub kafka_file_bytes: facade::file_range::FileBytesSent,
 }
 
 impl Default for Metrics {
@@ -48,6 +50,7 @@ impl Default for Metrics {
             applied_index: Gauge::default(),
             group_commit_seconds: Histogram::new(exponential_buckets(0.0001, 2.0, 16)),
             group_commit_entries: Histogram::new(exponential_buckets(1.0, 2.0, 14)),
+            kafka_file_bytes: Default::default(),
             registry: Registry::default(),
         };
         let counters = [
@@ -77,6 +80,16 @@ impl Default for Metrics {
                 "qlog_bytes_reclaimed",
                 "Bytes reclaim freed: unlinked files and the records rewrites dropped",
                 &m.qlog_bytes_reclaimed,
+            ),
+            (
+                "kafka_fetch_sendfile_bytes",
+                "Stored batch bytes Kafka fetches had the kernel send from qlog files (sendfile)",
+                &m.kafka_file_bytes.by_sendfile,
+            ),
+            (
+                "kafka_fetch_read_bytes",
+                "Stored batch bytes Kafka fetches read into memory to send (TLS, small answers)",
+                &m.kafka_file_bytes.read,
             ),
         ];
         for (name, help, counter) in counters {

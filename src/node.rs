@@ -254,6 +254,13 @@ impl Node {
         let state = Arc::new(RwLock::new(store));
         let apply_watch = Arc::new(ApplyWatch::default());
         scrub::start(checkpoint.clone(), Duration::from_secs(settings.scrub_every_s), settings.scrub_rows_per_s);
+        let qlog_scrub_every = Duration::from_secs(settings.qlog_scrub_every_s);
+        crate::qlog::scrub::start(
+            OsStorage::shared(),
+            qlog_root.clone(),
+            qlog_scrub_every,
+            settings.qlog_scrub_bytes_per_s,
+        );
         let durable_every = Duration::from_millis(settings.durable_every_ms);
         let reclaim: Arc<Mutex<()>> = Arc::default();
         let (replicator, checkpointed): (Arc<dyn Replicator>, _) = match (cluster, raft_state) {

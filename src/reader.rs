@@ -5,7 +5,8 @@
 use crate::encryption::{Cipher, EncryptionError};
 use crate::message::Message;
 use crate::message_view::MessageView;
-use crate::qlog::files::{FileTable, Location, ReadError};
+use crate::qlog::batch_places::{batch_places, PlacedBatch, Places};
+use crate::qlog::files::{FileTable, Location, LogFile, ReadError};
 use crate::qlog::kafka_batch::KafkaBatch;
 use crate::qlog::message_record::{MessageRecord, MessageRecordError, Piece};
 use crate::state_view::StateView;
@@ -51,9 +52,24 @@ pub struct StoredMessage<M = Message> {
 /// What a Kafka fetch reads: the stored batches themselves, and the
 /// messages stored one by one (HTTP pushes), which it encodes as records.
 pub enum KafkaRun {
+    /// A batch read into memory, from a record small enough to read whole.
     Batch(Bytes),
+    /// A batch left in its file, for the answer to send from there.
+    InFile {
+        file: Arc<LogFile>,
+        pos: u64,
+        len: usize,
+    },
     Messages(Vec<StoredMessage<MessageView>>),
 }
+
+/// A record's batches and the file they sit in.
+type BatchesInFile = (Arc<LogFile>, Vec<PlacedBatch>);
+
+/// Records of at most this many bytes are read whole, batches included:
+/// one read of a small record costs less than finding its batches and
+/// sending them from the file.
+const READ_WHOLE_MAX: u32 = 16 * 1024;
 
 /// What a read decodes a stored payload into: a [`Message`] of its own, or
 /// a [`MessageView`] of slices of the bytes read.
@@ -252,20 +268,35 @@ impl MessageReader {
     ) -> Result<(Vec<KafkaRun>, u64), ReaderError> {
         let mut runs: Vec<KafkaRun> = Vec::new();
         let mut used = 0u64;
+        // Whether a run of `size` bytes is past the budget (the first never
+        // is), counting it in when it is not.
+        let over = |used: &mut u64, size: usize, runs: &[KafkaRun]| {
+            if !runs.is_empty() && *used + size as u64 > budget {
+                return true;
+            }
+            *used += size as u64;
+            false
+        };
+        let wanted = |at: u64, count: u32| at + u64::from(count) > offset && at < end;
         for span in self.spans_from(queue, partition, offset, end) {
-            let Some(record) = self.record_of(queue, partition, &span)? else { continue };
-            for (at, piece) in record.placed_pieces() {
-                if at + u64::from(piece.count()) <= offset || at >= end {
-                    continue;
+            if let Some((file, batches)) = self.batches_in_file(queue, partition, &span)? {
+                for b in batches.into_iter().filter(|b| wanted(b.first_offset, b.count)) {
+                    if over(&mut used, b.len, &runs) {
+                        return Ok((runs, used));
+                    }
+                    runs.push(KafkaRun::InFile { file: file.clone(), pos: b.pos, len: b.len });
                 }
+                continue;
+            }
+            let Some(record) = self.record_of(queue, partition, &span)? else { continue };
+            for (at, piece) in record.placed_pieces().filter(|(at, piece)| wanted(*at, piece.count())) {
                 let size = match piece {
                     Piece::Message(p) => p.raw_len(),
                     Piece::Kafka(batch) => batch.bytes.len(),
-                } as u64;
-                if !runs.is_empty() && used + size > budget {
+                };
+                if over(&mut used, size, &runs) {
                     return Ok((runs, used));
                 }
-                used += size;
                 match (piece, runs.last_mut()) {
                     (Piece::Kafka(batch), _) => runs.push(KafkaRun::Batch(batch.bytes.clone())),
                     (Piece::Message(p), last) => {
@@ -280,6 +311,26 @@ impl MessageReader {
             }
         }
         Ok((runs, used))
+    }
+
+    /// The batches of a large record of Kafka batches where they sit in
+    /// their file, its bytes unread; none for a small record, a record of
+    /// messages stored one by one, or one no longer where `span` says
+    /// (reclaim rewrote its file): those are read whole (`record_of`).
+    fn batches_in_file(&self, queue: u64, partition: u64, span: &Span) -> Result<Option<BatchesInFile>, ReaderError> {
+        let at = span.at;
+        if at.frame_len <= READ_WHOLE_MAX {
+            return Ok(None);
+        }
+        let Some(file) = self.files.get(at.log, at.segment).map_err(ReadError::from)? else { return Ok(None) };
+        Ok(match batch_places(&file, at) {
+            Ok(Places::Batches { span: s, batches })
+                if (s.queue, s.partition, s.first_offset) == (queue, partition, span.first_offset) =>
+            {
+                Some((file, batches))
+            }
+            _ => None,
+        })
     }
 
     /// The spans from the one holding `offset`, below `end`. Not every span

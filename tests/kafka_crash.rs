@@ -2,12 +2,14 @@
 //! ledger of every acknowledged record while the node is killed with SIGKILL
 //! and restarted. After each restart every acknowledged record is at its
 //! acknowledged offset, offsets are gapless, nothing is stored twice, and a
-//! produce that was never answered is stored wholly or not at all.
+//! produce that was never answered is stored wholly or not at all. One
+//! writer's batches are large enough to be fetched from their files by
+//! sendfile, and a consumer fetches them so while the node is killed.
 
 mod common;
 
 use common::crash::{kill_rounds, Ledger, Rounds};
-use common::kafka::{batch, KafkaConn};
+use common::kafka::{batch, fetch, KafkaConn};
 use common::Node;
 use protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use protocol::messages::{ApiKey, ProduceRequest, RequestKind, ResponseKind, TopicName};
@@ -34,7 +36,10 @@ async fn kill9_under_concurrent_kafka_produce_loses_no_acknowledged_record() {
     let node = Node::start(&dir, &[("QUEEN_KAFKA_NUM_PARTITIONS", "3")]).await;
     let n = rounds();
     let rounds = Rounds { kills: n, writers: WRITERS, pause_ms: 100..500, seed: 11 };
-    let writer = |node: &Node, ledger, round, w| tokio::spawn(produce_until_killed(node.kafka_port, ledger, round, w));
+    let writer = |node: &Node, ledger, round, w| match w {
+        0 => tokio::spawn(fetch_until_killed(node.kafka_port)),
+        _ => tokio::spawn(produce_until_killed(node.kafka_port, ledger, round, w)),
+    };
     let (_node, ledger) = kill_rounds(node, rounds, writer, verify).await;
     let acked = ledger.acked.len();
     assert!(acked > 50 * n, "the producers got too few acknowledgements to mean anything: {acked}");
@@ -46,8 +51,10 @@ async fn produce_until_killed(port: u16, ledger: Arc<Mutex<Ledger<At>>>, round: 
     let mut rng = rand::rngs::StdRng::seed_from_u64((round * 1000 + writer) as u64);
     for seq in 0.. {
         let partition = rng.gen_range(0..PARTITIONS);
+        // Writer 1's batches, over 20 KB, are sent from their files by sendfile.
+        let (count, pad) = if writer == 1 { (20, 1000) } else { (rng.gen_range(1..=4), 0) };
         let values: Vec<String> =
-            (0..rng.gen_range(1..=4)).map(|i| format!("r{round}-w{writer}-s{seq}-i{i}")).collect();
+            (0..count).map(|i| format!("r{round}-w{writer}-s{seq}-i{i}-{}", "p".repeat(pad))).collect();
         let data = PartitionProduceData::default().with_index(partition).with_records(Some(batch(-1, -1, -1, &values)));
         let topic = TopicProduceData::default()
             .with_name(TopicName(StrBytes::from_static_str(TOPIC)))
@@ -68,6 +75,26 @@ async fn produce_until_killed(port: u16, ledger: Arc<Mutex<Ledger<At>>>, round: 
         let mut l = ledger.lock().unwrap();
         for (i, v) in values.into_iter().enumerate() {
             l.acked.insert(v, (partition, p.base_offset as u64 + i as u64));
+        }
+    }
+}
+
+/// Fetches every partition from its start, over and over, until the node
+/// is killed: each answer's record sets decode (their CRCs included).
+async fn fetch_until_killed(port: u16) {
+    let mut conn = KafkaConn::connect(port).await;
+    for correlation in 0.. {
+        for partition in 0..PARTITIONS {
+            let request = fetch(TOPIC, partition, 0, 0, 0);
+            let bytes = protocol::request::encode(ApiKey::Fetch, 12, correlation, &request).unwrap();
+            conn.send_raw(&bytes).await;
+            let Some(frame) = conn.read_frame().await else { return };
+            let (_, answer) = protocol::response::decode(ApiKey::Fetch, 12, frame).unwrap();
+            let ResponseKind::Fetch(r) = answer else { panic!("not a fetch answer") };
+            let p = &r.responses[0].partitions[0];
+            if let Some(records) = p.records.clone().filter(|r| !r.is_empty()) {
+                protocol::records::decode_fetched(records).expect("a fetched record set decodes");
+            }
         }
     }
 }

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::kafka::{batch, fetch, produce, produced, KafkaConn};
+use common::kafka::{batch, fetch, produce, produced, two_large_batches, KafkaConn};
 use common::Node;
 use protocol::messages::{
     ApiKey, ApiVersionsRequest, EndTxnRequest, InitProducerIdRequest, ProducerId, RequestKind, ResponseKind, TopicName,
@@ -458,4 +458,30 @@ async fn a_batch_a_real_client_compressed_is_fetched_byte_for_byte_as_it_was_pro
         let headers: Vec<&str> = records[0].1.headers.iter().map(|(k, _)| k.as_str()).collect();
         assert_eq!(headers, ["h", "h", "other"], "{codec}: headers are a list");
     }
+}
+
+/// Two stored batches of 48 KB each, fetched over plain TCP: the kernel
+/// sends them from the qlog file to the socket (sendfile), so the node's
+/// count of bytes sent that way grows by exactly their length and nothing
+/// of them is read into the process; what arrives is each batch as it was
+/// produced, its base offset where it landed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_stored_batch_is_sent_from_its_file_by_the_kernel_not_copied() {
+    let tmp = tempfile::tempdir().unwrap();
+    let node = Node::start(&tmp.path().join("data"), &[]).await;
+    let mut conn = KafkaConn::connect(node.kafka_port).await;
+    let (sent, read) = ("queen_kafka_fetch_sendfile_bytes_total", "queen_kafka_fetch_read_bytes_total");
+    let (sent_before, read_before) = (node.counter(sent).await, node.counter(read).await);
+    let (produced_bytes, fetched) = two_large_batches(&mut conn, "sent-from-files", 48).await;
+    let len = produced_bytes.len();
+    assert!(len > 48_000, "each batch is large: {len} bytes");
+    assert_eq!(fetched.len(), 2 * len, "both batches, whole");
+    for (i, fetched_batch) in fetched.chunks(len).enumerate() {
+        assert_eq!(i64::from_be_bytes(fetched_batch[..8].try_into().unwrap()), 48 * i as i64, "base offset");
+        assert_eq!(fetched_batch[16..], produced_bytes[16..], "batch {i} as it came");
+    }
+    let records = protocol::records::decode_fetched(fetched).unwrap();
+    assert_eq!(records.iter().map(|r| r.0).collect::<Vec<_>>(), (0..96).collect::<Vec<_>>());
+    assert_eq!(node.counter(sent).await - sent_before, 2 * len as u64, "every byte went by sendfile");
+    assert_eq!(node.counter(read).await, read_before, "no stored byte was read into the node");
 }

@@ -57,13 +57,6 @@ async fn start_expiring(dir: &Path, env: &[(&str, &str)], queue: &str, seconds: 
     node
 }
 
-/// A counter's value from `/metrics`.
-async fn counter(node: &Node, name: &str) -> u64 {
-    let metrics = node.http.get(node.url("/metrics")).send().await.unwrap().text().await.unwrap();
-    let line = metrics.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("{name} in {metrics}"));
-    line.rsplit(' ').next().unwrap().parse().unwrap()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn expired_messages_leave_the_log_and_their_files_are_freed_across_a_kill9() {
     let tmp = tempfile::tempdir().unwrap();
@@ -108,14 +101,14 @@ async fn expired_messages_leave_the_log_and_their_files_are_freed_across_a_kill9
     );
     // The counters move when the pass that unlinked the files ends.
     let unlinked = loop {
-        let unlinked = counter(&node, "queen_qlog_files_reclaimed_total").await;
+        let unlinked = node.counter("queen_qlog_files_reclaimed_total").await;
         if unlinked >= sealed_old.len() as u64 || Instant::now() > deadline {
             break unlinked;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     assert!(unlinked >= sealed_old.len() as u64, "{unlinked} files counted, {} unlinked", sealed_old.len());
-    assert!(counter(&node, "queen_partitions_retained_total").await >= 1);
+    assert!(node.counter("queen_partitions_retained_total").await >= 1);
     let kept = node.read_all("kept", "p").await;
     assert_eq!(kept.records.iter().map(|r| r.0).collect::<Vec<_>>(), (0..100).collect::<Vec<u64>>());
 
@@ -230,7 +223,7 @@ async fn a_shared_file_mostly_expired_is_rewritten_with_its_live_records() {
         qlog_files(&dir)["q0"].iter().rev().skip(1).map(|f| (f.clone(), size(f))).collect();
 
     let deadline = Instant::now() + Duration::from_secs(20);
-    while counter(&node, "queen_qlog_files_rewritten_total").await == 0 {
+    while node.counter("queen_qlog_files_rewritten_total").await == 0 {
         assert!(Instant::now() < deadline, "no file was rewritten");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
@@ -299,7 +292,7 @@ async fn an_idle_partition_retention_emptied_is_deleted_and_its_name_starts_over
         assert!(Instant::now() < deadline, "partition a was not cleaned up: {body}");
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
-    assert!(counter(&node, "queen_partitions_cleaned_up_total").await >= 1);
+    assert!(node.counter("queen_partitions_cleaned_up_total").await >= 1);
     for partition in ["0", "b"] {
         let (_, kept) = node.post("/api/v1/fetch", &fetch_at("topic", partition)).await;
         let entry = &kept["entries"][0];

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::kafka::KafkaConn;
+use common::kafka::{two_large_batches, KafkaConn};
 use common::tls::TestCa;
 use common::Node;
 use protocol::messages::{ApiKey, RequestKind, ResponseKind};
@@ -179,4 +179,23 @@ fn a_bad_certificate_key_or_switch_is_fatal_at_boot_naming_it() {
         ("QUEEN_TLS_CLIENT_CA", &path(&garbage)),
     ]);
     assert!(log.contains(&format!("the TLS client CA {}", path(&garbage))), "{log}");
+}
+
+/// Over TLS the stored batches are encrypted by the node, so they are read
+/// into it (one copy) rather than sent by the kernel: the same bytes arrive.
+#[tokio::test]
+async fn a_large_stored_batch_is_read_and_encrypted_over_tls() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = TestCa::new(&dir.path().join("ca"), "Queen test CA");
+    let mut env = tls_env(&ca);
+    env.push(("QUEEN_KAFKA_TLS", "true".into()));
+    let node = Node::start(&dir.path().join("data"), &env_refs(&env)).await;
+    let mut conn = kafka_tls(node.kafka_port, &ca, None).await.unwrap();
+    let (sent, read) = ("queen_kafka_fetch_sendfile_bytes_total", "queen_kafka_fetch_read_bytes_total");
+    let (produced_bytes, fetched) = two_large_batches(&mut conn, "read-for-tls", 48).await;
+    let len = produced_bytes.len();
+    assert_eq!(fetched.len(), 2 * len, "both batches, whole");
+    assert_eq!(fetched[len + 16..], produced_bytes[16..], "the second batch as it came");
+    assert_eq!(node.counter(sent).await, 0, "nothing is sent by sendfile under TLS");
+    assert_eq!(node.counter(read).await, 2 * len as u64, "both batches were read to be encrypted");
 }

@@ -73,6 +73,8 @@ pub struct Fetched {
 pub enum FetchedRun {
     /// Record batches stored as they were produced: answered as they are.
     Batches(Bytes),
+    /// The same, left in the store's file: sent from there.
+    InFile(crate::file_range::FileRange),
     /// Records stored one by one, with their offsets: encoded as a batch.
     Records(Vec<(i64, PlainRecord)>),
 }

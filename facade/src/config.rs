@@ -34,4 +34,6 @@ pub struct FacadeConfig {
     pub decompress_budget: crate::DecompressBudget,
     /// SASL mechanisms and users; none leaves the listener open.
     pub sasl: Option<crate::sasl::SaslConfig>,
+    /// How fetches' stored bytes were sent.
+    pub file_bytes_sent: crate::file_range::FileBytesSent,
 }

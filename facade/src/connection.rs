@@ -9,8 +9,10 @@
 //! begun must arrive whole within `request_read_timeout`, so a client that
 //! trickles bytes cannot hold the connection for ever.
 
+use crate::file_range::FileBytesSent;
 use crate::handlers::Reply;
 use crate::sasl::Session;
+use crate::spliced::{self, Part};
 use crate::{handlers, Broker, Facade};
 use bytes::{Buf, Bytes, BytesMut};
 use protocol::frame::split_frame;
@@ -25,14 +27,29 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Instant;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// A connection's stream: plain TCP, to which the kernel sends a fetch's
+/// stored batches from their files, or TLS, which encrypts them here.
+pub trait Socket: AsyncRead + AsyncWrite + Unpin + Send {
+    fn plain(&self) -> Option<&TcpStream>;
+}
+
+impl Socket for TcpStream {
+    fn plain(&self) -> Option<&TcpStream> {
+        Some(self)
+    }
+}
+
+impl Socket for tokio_rustls::server::TlsStream<TcpStream> {
+    fn plain(&self) -> Option<&TcpStream> {
+        None
+    }
+}
 
 /// Serves one connection, plain TCP or TLS, until the client leaves or
 /// breaks the protocol or a timeout.
-pub async fn serve<B: Broker, S: AsyncRead + AsyncWrite + Unpin>(
-    facade: Arc<Facade<B>>,
-    mut stream: S,
-    peer: SocketAddr,
-) {
+pub async fn serve<B: Broker, S: Socket>(facade: Arc<Facade<B>>, mut stream: S, peer: SocketAddr) {
     let mut buf = BytesMut::with_capacity(64 * 1024);
     let mut session = Session::default();
     // When the first byte of the request being read arrived.
@@ -55,7 +72,7 @@ pub async fn serve<B: Broker, S: AsyncRead + AsyncWrite + Unpin>(
                     // A produce made durable meanwhile is answered first.
                     reply = oldest_ready(&mut pending) => {
                         let Some(oldest) = pending.pop_front() else { continue };
-                        if !write_reply(&mut stream, reply, oldest.header, peer).await {
+                        if !write_reply(&mut stream, reply, oldest.header, peer, &facade.config.file_bytes_sent).await {
                             return;
                         }
                         continue;
@@ -93,7 +110,7 @@ pub async fn serve<B: Broker, S: AsyncRead + AsyncWrite + Unpin>(
             }
         };
         if session.expects_bare_token() {
-            if !answer_until(&mut stream, &mut pending, 0, peer).await {
+            if !answer_until(&mut stream, &mut pending, 0, peer, &facade.config.file_bytes_sent).await {
                 return;
             }
             match handlers::bare_sasl_token(&facade, &frame, &mut session) {
@@ -115,7 +132,7 @@ pub async fn serve<B: Broker, S: AsyncRead + AsyncWrite + Unpin>(
                 let (api_key, version, correlation_id) = (req.api_key, req.version, req.correlation_id());
                 let produce = matches!(req.body, protocol::messages::RequestKind::Produce(_));
                 let keep = if produce { PIPELINED - 1 } else { 0 };
-                if !answer_until(&mut stream, &mut pending, keep, peer).await {
+                if !answer_until(&mut stream, &mut pending, keep, peer, &facade.config.file_bytes_sent).await {
                     return;
                 }
                 (handlers::handle(&facade, req, peer, &mut session).await, correlation_id, api_key, version)
@@ -125,7 +142,7 @@ pub async fn serve<B: Broker, S: AsyncRead + AsyncWrite + Unpin>(
                 correlation_id,
                 ..
             }) => {
-                if !answer_until(&mut stream, &mut pending, 0, peer).await {
+                if !answer_until(&mut stream, &mut pending, 0, peer, &facade.config.file_bytes_sent).await {
                     return;
                 }
                 if let Err(e) = stream.write_all(&response::unsupported_api_versions(correlation_id)).await {
@@ -149,7 +166,7 @@ pub async fn serve<B: Broker, S: AsyncRead + AsyncWrite + Unpin>(
             now => Box::pin(std::future::ready(now)),
         };
         pending.push_back(Answering { reply, header: Header { correlation_id, api_key, version } });
-        if ready && !answer_until(&mut stream, &mut pending, 0, peer).await {
+        if ready && !answer_until(&mut stream, &mut pending, 0, peer, &facade.config.file_bytes_sent).await {
             return;
         }
     }
@@ -187,16 +204,17 @@ async fn oldest_ready(pending: &mut VecDeque<Answering>) -> Reply {
 
 /// Answers the oldest requests, in order, until at most `keep` wait; false
 /// when the connection is to close (a reply refuses, or a write fails).
-async fn answer_until<S: AsyncWrite + Unpin>(
+async fn answer_until<S: Socket>(
     stream: &mut S,
     pending: &mut VecDeque<Answering>,
     keep: usize,
     peer: SocketAddr,
+    counted: &FileBytesSent,
 ) -> bool {
     while pending.len() > keep {
         let Some(mut oldest) = pending.pop_front() else { break };
         let reply = oldest.reply.as_mut().await;
-        if !write_reply(stream, reply, oldest.header, peer).await {
+        if !write_reply(stream, reply, oldest.header, peer, counted).await {
             return false;
         }
     }
@@ -205,17 +223,16 @@ async fn answer_until<S: AsyncWrite + Unpin>(
 
 /// Writes a request's reply, if it has one; false when the connection is to
 /// close.
-async fn write_reply<S: AsyncWrite + Unpin>(stream: &mut S, reply: Reply, header: Header, peer: SocketAddr) -> bool {
-    let chunks = match reply {
-        Reply::Answer(body) => {
-            match response::encode_chunks(header.correlation_id, header.api_key, header.version, &body) {
-                Ok(chunks) => chunks,
-                Err(e) => {
-                    tracing::error!(%peer, error = %e, "kafka connection closed: answer does not encode");
-                    return false;
-                }
-            }
-        }
+async fn write_reply<S: Socket>(
+    stream: &mut S,
+    reply: Reply,
+    header: Header,
+    peer: SocketAddr,
+    counted: &FileBytesSent,
+) -> bool {
+    let (body, splices) = match reply {
+        Reply::Answer(body) => (body, Vec::new()),
+        Reply::Spliced(body, splices) => (body, splices),
         Reply::Silent => return true,
         Reply::Pending(_) => {
             tracing::error!(%peer, "kafka connection closed: a pending reply answered another pending reply");
@@ -230,15 +247,49 @@ async fn write_reply<S: AsyncWrite + Unpin>(stream: &mut S, reply: Reply, header
             return false;
         }
     };
-    if let Err(e) = write_chunks(stream, chunks).await {
+    let chunks = match response::encode_chunks(header.correlation_id, header.api_key, header.version, &body) {
+        Ok(chunks) => chunks,
+        Err(e) => {
+            tracing::error!(%peer, error = %e, "kafka connection closed: answer does not encode");
+            return false;
+        }
+    };
+    let parts = match spliced::splice(chunks, splices) {
+        Ok(parts) => parts,
+        Err(why) => {
+            tracing::error!(%peer, reason = %why, "kafka connection closed: a fetch answer lost a record set");
+            return false;
+        }
+    };
+    if let Err(e) = write_parts(stream, parts, counted).await {
         tracing::debug!(%peer, error = %e, "kafka connection: write failed");
         return false;
     }
     true
 }
 
+/// Writes an answer's parts in order: bytes as vectored writes, a stored
+/// file's range by `sendfile` on plain TCP, read and written on TLS. The
+/// read is a positioned read of bytes a produce wrote moments or minutes
+/// ago, from the page cache as a rule, so it stays on this task.
+async fn write_parts<S: Socket>(stream: &mut S, parts: Vec<Part>, counted: &FileBytesSent) -> std::io::Result<()> {
+    let mut bytes = Vec::with_capacity(parts.len());
+    for part in parts {
+        match part {
+            Part::Bytes(b) => bytes.push(b),
+            Part::File(range) if range.sendable() && stream.plain().is_some() => {
+                write_chunks(stream, std::mem::take(&mut bytes)).await?;
+                let socket = stream.plain().expect("a plain stream stays plain");
+                range.send(socket, counted).await?;
+            }
+            Part::File(range) => bytes.push(range.read(counted)?),
+        }
+    }
+    write_chunks(stream, bytes).await
+}
+
 /// Writes every chunk, in order, as few writes as the stream takes them in.
-async fn write_chunks<S: AsyncWrite + Unpin>(stream: &mut S, chunks: Vec<Bytes>) -> std::io::Result<()> {
+async fn write_chunks<S: Socket>(stream: &mut S, chunks: Vec<Bytes>) -> std::io::Result<()> {
     let mut chunks = VecDeque::from(chunks);
     while !chunks.is_empty() {
         let slices: Vec<IoSlice<'_>> = chunks.iter().map(|c| IoSlice::new(c)).collect();

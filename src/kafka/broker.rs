@@ -12,6 +12,7 @@ use crate::planner::command::{Command, ConfigureQueue, CursorCommit, PushBody, P
 use crate::planner::kv::{Expiry, KvAnswer, KvKind, KvOp, KvResult};
 use crate::planner::push::QueueFull;
 use crate::planner::queue_options::{QueueOptions, KAFKA_MAX_MESSAGE_BYTES};
+use crate::qlog::files::LogFile;
 use crate::qlog::kafka_batch::KafkaBatch;
 use crate::reader::{KafkaRun, ReaderError};
 use crate::replicate::raft::version_gate::cluster_catalogue;
@@ -23,6 +24,7 @@ use facade::broker::{
     BrokerAddress, BrokerError, Committed, ConfigEntry, FetchAsk, Fetched, FetchedRun, GroupCoordinator, OffsetCommit,
     PartitionBatch, PartitionOffsets, ProduceAnswers, Produced, TopicView,
 };
+use facade::file_range::{FileRange, StoredFile};
 use facade::TopicSettings;
 use std::future::Future;
 use std::pin::Pin;
@@ -169,10 +171,22 @@ impl PartitionRead {
             .into_iter()
             .map(|run| match run {
                 KafkaRun::Batch(bytes) => FetchedRun::Batches(bytes),
+                KafkaRun::InFile { file, pos, len } => FetchedRun::InFile(FileRange { file, pos, len }),
                 KafkaRun::Messages(messages) => FetchedRun::Records(messages.into_iter().map(to_record).collect()),
             })
             .collect();
         Ok(Fetched { runs, offsets })
+    }
+}
+
+/// A qlog file, as a fetch sends stored batches from it.
+impl StoredFile for LogFile {
+    fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
+        LogFile::raw_fd(self)
+    }
+
+    fn read_at(&self, len: usize, pos: u64) -> std::io::Result<Vec<u8>> {
+        self.read_vec_at(len, pos)
     }
 }
 

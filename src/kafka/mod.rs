@@ -26,7 +26,8 @@ pub async fn bind(node: &Node) -> std::io::Result<TcpListener> {
 
 /// Serves Kafka clients on `listener` for the life of the process, over
 /// TLS when `tls` is given.
-pub async fn serve(node: Arc<Node>, listener: TcpListener, config: FacadeConfig, tls: Option<TlsAcceptor>) {
+pub async fn serve(node: Arc<Node>, listener: TcpListener, mut config: FacadeConfig, tls: Option<TlsAcceptor>) {
+    config.file_bytes_sent = node.metrics.kafka_file_bytes.clone();
     tracing::info!(
         addr = %node.settings.kafka_addr,
         advertised = %format!("{}:{}", config.advertised_host, config.advertised_port),
@@ -66,6 +67,7 @@ pub fn config(s: &Settings, bound: SocketAddr, tokens: Option<Arc<Auth>>) -> Res
         connections_max_idle: Duration::from_millis(s.kafka_connections_max_idle_ms),
         decompress_budget: DecompressBudget::new(s.decompress_budget_bytes as usize),
         sasl: sasl(s, tokens)?,
+        file_bytes_sent: Default::default(),
     })
 }
 

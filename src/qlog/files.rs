@@ -46,6 +46,10 @@ impl LogFile {
         self.file.read_vec_at(len, pos)
     }
 
+    pub fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
+        self.file.raw_fd()
+    }
+
     /// Writes `bytes` at `at`; they count as unsynced until `datasync`.
     pub fn write_all_at(&self, bytes: &[u8], at: u64) -> std::io::Result<()> {
         self.unsynced.fetch_add(bytes.len() as u64, Ordering::AcqRel);

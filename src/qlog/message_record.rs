@@ -20,7 +20,7 @@ use zstd::bulk::{Compressor, Decompressor};
 /// Payloads below this size are never compressed.
 pub const COMPRESS_MIN_BYTES: usize = 512;
 const FLAG_ZSTD: u8 = 1;
-const FLAG_KAFKA_BATCH: u8 = 2;
+pub(super) const FLAG_KAFKA_BATCH: u8 = 2;
 
 /// Where an append's messages sit in their partition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -270,7 +270,8 @@ impl MessageRecord {
         Self::head(&mut f).ok_or(MessageRecordError::Short)
     }
 
-    fn head(f: &mut Fields<'_>) -> Option<(LogId, MessageSpan, i64)> {
+    /// The fields in front of the hashes: kind byte, entry id, span and timestamp.
+    pub(super) fn head(f: &mut Fields<'_>) -> Option<(LogId, MessageSpan, i64)> {
         f.u8()?;
         let id = LogId::new(f.varint()?, f.varint()?);
         let span = MessageSpan {

@@ -1,6 +1,7 @@
 //! The qlog: per-queue log files that are both the write-ahead log and the
 //! message store (see `docs/storage.md` for the format byte by byte).
 
+pub mod batch_places;
 pub mod boot_scan;
 pub mod entry_index;
 pub mod entry_record;
@@ -14,6 +15,7 @@ pub mod queue_log;
 pub mod reclaim;
 pub mod record;
 pub mod retired;
+pub mod scrub;
 pub mod segment;
 pub mod sync_ledger;
 pub mod writer;

@@ -103,6 +103,7 @@ pub fn put_varint(out: &mut Vec<u8>, v: u64) {
 
 /// Little-endian field reader over a record body; every getter fails with
 /// `None` instead of panicking on a short body.
+#[derive(Clone)]
 pub struct Fields<'a> {
     buf: &'a [u8],
     pos: usize,
@@ -140,6 +141,10 @@ impl<'a> Fields<'a> {
     }
     pub fn array16(&mut self) -> Option<[u8; 16]> {
         self.bytes(16).map(|b| b.try_into().unwrap())
+    }
+    /// How many bytes the getters have taken.
+    pub fn position(&self) -> usize {
+        self.pos
     }
     pub fn rest(&mut self) -> &'a [u8] {
         let out = &self.buf[self.pos..];

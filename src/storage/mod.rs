@@ -31,6 +31,12 @@ pub trait StorageFile: Send + Sync + Debug {
     fn datasync(&self) -> std::io::Result<()>;
     /// Cuts (or extends) the file to `len` bytes and syncs that.
     fn truncate_durable(&self, len: u64) -> std::io::Result<()>;
+    /// The operating system's descriptor, for a fetch that has the kernel
+    /// send the file's bytes to a socket (`sendfile`); a simulated file has
+    /// none and is read instead.
+    fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
+        None
+    }
 }
 
 /// A name in a directory listing.

@@ -21,6 +21,10 @@ impl OsStorage {
 struct OsFile(File);
 
 impl StorageFile for OsFile {
+    fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
+        Some(self.0.as_raw_fd())
+    }
+
     fn read_exact_at(&self, buf: &mut [u8], pos: u64) -> std::io::Result<()> {
         self.0.read_exact_at(buf, pos)
     }

@@ -108,6 +108,22 @@ pub fn batch(producer_id: i64, epoch: i16, base_sequence: i32, values: &[String]
     encode_produced(&batch, Compression::None).expect("encode a batch")
 }
 
+/// Two batches of `per_batch` distinct values of 1000 bytes produced to
+/// partition 0 of `topic`, each large enough to be sent from its file, and
+/// the one fetch from offset 0 that reads both back: (a batch as produced,
+/// the fetched record set).
+pub async fn two_large_batches(conn: &mut KafkaConn, topic: &str, per_batch: usize) -> (Bytes, Bytes) {
+    let values: Vec<String> = (0..per_batch).map(|i| format!("{i:04}").repeat(250)).collect();
+    let produced_bytes = batch(-1, -1, -1, &values);
+    for base in [0, per_batch as i64] {
+        let answer = conn.call(ApiKey::Produce, 9, produce(topic, 0, produced_bytes.clone())).await;
+        assert_eq!(produced(answer), (0, base));
+    }
+    let answer = conn.call(ApiKey::Fetch, 12, fetch(topic, 0, 0, 0, 0)).await;
+    let ResponseKind::Fetch(r) = answer else { panic!("not a fetch answer: {answer:?}") };
+    (produced_bytes, r.responses[0].partitions[0].records.clone().unwrap())
+}
+
 /// A produce of `records` to one partition, acks=all.
 pub fn produce(topic: &str, partition: i32, records: Bytes) -> RequestKind {
     let data = PartitionProduceData::default().with_index(partition).with_records(Some(records));

@@ -125,6 +125,13 @@ impl Node {
         format!("{scheme}://127.0.0.1:{}{path}", self.port)
     }
 
+    /// A counter's value from `/metrics`.
+    pub async fn counter(&self, name: &str) -> u64 {
+        let metrics = self.http.get(self.url("/metrics")).send().await.unwrap().text().await.unwrap();
+        let line = metrics.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("{name} in {metrics}"));
+        line.rsplit(' ').next().unwrap().parse().unwrap()
+    }
+
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }

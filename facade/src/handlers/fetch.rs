@@ -10,7 +10,9 @@
 //! is a full one, which KIP-227 lets a broker choose.
 
 use crate::broker::{BrokerError, FetchAsk, Fetched, FetchedRun, PartitionOffsets};
+use crate::file_range::FileBytesSent;
 use crate::names::topic_name;
+use crate::spliced::{Part, Splice, StandIns};
 use crate::{Broker, Facade};
 use protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use protocol::messages::{FetchRequest, FetchResponse};
@@ -18,7 +20,8 @@ use protocol::records::encode_fetched;
 use protocol::ResponseError;
 use std::time::{Duration, Instant};
 
-pub async fn handle<B: Broker>(f: &Facade<B>, req: FetchRequest, version: i16) -> FetchResponse {
+/// The answer, and the splices of its record sets left in stored files.
+pub async fn handle<B: Broker>(f: &Facade<B>, req: FetchRequest, version: i16) -> (FetchResponse, Vec<Splice>) {
     let deadline = Instant::now() + Duration::from_millis(req.max_wait_ms.max(0) as u64);
     let min_bytes = req.min_bytes.max(0) as usize;
     let max_bytes = if req.max_bytes > 0 { req.max_bytes as usize } else { usize::MAX };
@@ -44,7 +47,7 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: FetchRequest, version: i16) -
         let now = Instant::now();
         // As Kafka: enough bytes, an error, or the deadline answer at once.
         if read.bytes >= min_bytes || read.errored || now >= deadline {
-            return FetchResponse::default().with_responses(read.topics);
+            return (FetchResponse::default().with_responses(read.topics), read.splices);
         }
         let _ = tokio::time::timeout(deadline - now, appended).await;
     }
@@ -56,6 +59,7 @@ struct Read {
     bytes: usize,
     /// Some partition answered an error.
     errored: bool,
+    splices: Vec<Splice>,
 }
 
 /// Reads every asked partition, all in one read of the broker's; `names`
@@ -84,6 +88,8 @@ async fn read_all<B: Broker>(
     let mut fetched = f.broker.fetch(asks, max_bytes).await.into_iter();
     let mut total = 0usize;
     let mut errored = false;
+    let (mut stand_ins, mut splices) = (StandIns::default(), Vec::new());
+    let counted = &f.config.file_bytes_sent;
     let mut topics = Vec::with_capacity(req.topics.len());
     for (topic, name) in req.topics.iter().zip(names) {
         let mut partitions = Vec::with_capacity(topic.partitions.len());
@@ -94,7 +100,10 @@ async fn read_all<B: Broker>(
             let answer =
                 PartitionData::default().with_partition_index(p.partition).with_aborted_transactions(Some(vec![]));
             let read = match (name, fetched.next()) {
-                (Some(name), Some(read)) => encode_partition(read, name, p.partition, budget, may_exceed),
+                (Some(name), Some(read)) => {
+                    let at = (name.as_str(), p.partition);
+                    encode_partition(read, at, budget, may_exceed, &mut stand_ins, &mut splices, counted)
+                }
                 (Some(_), None) => Err(ResponseError::UnknownServerError),
                 (None, _) => Err(ResponseError::UnknownTopicId),
             };
@@ -121,45 +130,66 @@ async fn read_all<B: Broker>(
             answer.with_topic(topic_name(name.as_deref().unwrap_or_default()))
         });
     }
-    Read { topics, bytes: total, errored }
+    Read { topics, bytes: total, errored, splices }
 }
 
 /// A partition's records as batch bytes within `budget` (or, if
-/// `may_exceed`, the first record alone beyond it), and their size.
+/// `may_exceed`, the first record alone beyond it), and their size. Stored
+/// batches left in their files are spliced in (`spliced.rs`): the bytes
+/// answered are a stand-in for them, and the splice goes in `splices`.
 fn encode_partition(
     fetched: Result<Fetched, BrokerError>,
-    topic: &str,
-    partition: i32,
+    at: (&str, i32),
     budget: usize,
     may_exceed: bool,
+    stand_ins: &mut StandIns,
+    splices: &mut Vec<Splice>,
+    counted: &FileBytesSent,
 ) -> Result<(PartitionOffsets, bytes::Bytes, usize), ResponseError> {
+    let (topic, partition) = at;
     let fetched = fetched.map_err(|e| e.kafka())?;
     // The broker sizes its read by what it stores, which is near but not
     // exactly the bytes records encode to: the encoding decides. A run that
     // does not fit ends the answer; the first is answered whatever its size
     // when `may_exceed`, so that a consumer always progresses.
-    let mut parts: Vec<bytes::Bytes> = Vec::with_capacity(fetched.runs.len());
+    let mut parts: Vec<Part> = Vec::with_capacity(fetched.runs.len());
     let mut size = 0usize;
     for run in &fetched.runs {
         let left = budget.saturating_sub(size);
-        let bytes = match run {
-            FetchedRun::Batches(bytes) => bytes.clone(),
-            FetchedRun::Records(records) => encode_fetched(records, left).map_err(|e| {
+        let part = match run {
+            FetchedRun::Batches(bytes) => Part::Bytes(bytes.clone()),
+            FetchedRun::InFile(range) => Part::File(range.clone()),
+            FetchedRun::Records(records) => Part::Bytes(encode_fetched(records, left).map_err(|e| {
                 tracing::error!(topic, partition, error = %e, "fetch: stored records do not encode");
                 ResponseError::UnknownServerError
-            })?,
+            })?),
         };
-        if bytes.len() > left && !(may_exceed && parts.is_empty()) {
+        if part.len() > left && !(may_exceed && parts.is_empty()) {
             break;
         }
-        size += bytes.len();
-        parts.push(bytes);
+        size += part.len();
+        parts.push(part);
     }
+    let parts = match stand_ins.splice(parts) {
+        Ok((stand_in, splice)) => {
+            splices.push(splice);
+            return Ok((fetched.offsets, stand_in, size));
+        }
+        Err(parts) => parts,
+    };
+    let read = |part: Part| match part {
+        Part::Bytes(bytes) => Ok(bytes),
+        Part::File(range) => range.read(counted).map_err(|e| {
+            tracing::error!(topic, partition, error = %e, "fetch: a stored batch does not read");
+            ResponseError::UnknownServerError
+        }),
+    };
     // One stretch, the common case, is answered without a copy.
-    let bytes = match parts.len() {
+    let mut bytes: Vec<bytes::Bytes> = parts.into_iter().map(read).collect::<Result<_, _>>()?;
+    let bytes = match bytes.len() {
         0 => bytes::Bytes::new(),
-        1 => parts.pop().expect("one part"),
-        _ => parts.concat().into(),
+        1 => bytes.pop().expect("one part"),
+        _ => bytes.concat().into(),
     };
     Ok((fetched.offsets, bytes, size))
 }

@@ -44,6 +44,8 @@ use std::pin::Pin;
 
 pub enum Reply {
     Answer(Box<ResponseKind>),
+    /// A fetch answer some of whose record sets are sent from stored files.
+    Spliced(Box<ResponseKind>, Vec<crate::spliced::Splice>),
     /// A produce handed to the broker: its place among the connection's
     /// writes is fixed, and the future answers once it is durable.
     Pending(Pin<Box<dyn Future<Output = Reply> + Send>>),
@@ -98,7 +100,13 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: Request, peer: SocketAddr, se
         RequestKind::ApiVersions(r) => ResponseKind::ApiVersions(api_versions::handle(r, v)),
         RequestKind::Metadata(r) => ResponseKind::Metadata(metadata::handle(f, r, v, role >= Role::ReadWrite).await),
         RequestKind::Produce(r) => return produce::handle(f, r, v, producer).await,
-        RequestKind::Fetch(r) => ResponseKind::Fetch(fetch::handle(f, r, v).await),
+        RequestKind::Fetch(r) => {
+            let (answer, splices) = fetch::handle(f, r, v).await;
+            if !splices.is_empty() {
+                return Reply::Spliced(Box::new(ResponseKind::Fetch(answer)), splices);
+            }
+            ResponseKind::Fetch(answer)
+        }
         RequestKind::ListOffsets(r) => ResponseKind::ListOffsets(list_offsets::handle(f, r, v).await),
         RequestKind::FindCoordinator(r) => ResponseKind::FindCoordinator(find_coordinator::handle(f, r, v)),
         RequestKind::JoinGroup(r) => ResponseKind::JoinGroup(join_group::handle(f, r, v, &client, peer).await),
