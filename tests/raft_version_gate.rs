@@ -1,10 +1,11 @@
 //! The cluster version gate (recovery.md, "A rolling restart goes wrong"),
 //! on three real nodes, with the test switch QUEEN_TEST_EFFECT_CATALOGUE
-//! standing in for a newer build: rolled forward one node at a time, the
-//! cluster keeps writing version 1 while any member reads only 1, so a node
-//! rolled back still boots; once all three read 2 the leader raises the
-//! cluster to 2, and from then on the older build refuses to boot, naming
-//! both versions.
+//! standing in for a newer build: a new cluster of this build (catalogue 2)
+//! is raised from 1 to 2 once all three answer; rolled forward one node at
+//! a time, it keeps writing version 2 while any member reads only 2, so a
+//! node rolled back still boots; once all three read 3 the leader raises
+//! the cluster to 3, and from then on the older build refuses to boot,
+//! naming both versions.
 
 mod common;
 
@@ -13,7 +14,8 @@ use common::expect_refusal;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
-const NEWER: (&str, &str) = ("QUEEN_TEST_EFFECT_CATALOGUE", "2");
+const NEWER: (&str, &str) = ("QUEEN_TEST_EFFECT_CATALOGUE", "3");
+const THIS_BUILD: (&str, &str) = ("QUEEN_TEST_EFFECT_CATALOGUE", "2");
 
 async fn catalogue(cluster: &Cluster, i: usize) -> Value {
     let node = cluster.node(i);
@@ -36,6 +38,17 @@ async fn probe(cluster: &Cluster, via: usize) {
     }
 }
 
+/// Waits until every node sees the cluster writing `version`.
+async fn cluster_at(cluster: &Cluster, version: u32) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    for i in 0..3 {
+        while catalogue(cluster, i).await["cluster"] != version {
+            assert!(Instant::now() < deadline, "node {} never saw the cluster at {version}", i + 1);
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}
+
 /// Restarts node `i` with `extra` in its environment.
 async fn restart(cluster: &mut Cluster, i: usize, extra: &[(&str, &str)]) {
     cluster.nodes[i].as_mut().unwrap().terminate();
@@ -47,35 +60,30 @@ async fn restart(cluster: &mut Cluster, i: usize, extra: &[(&str, &str)]) {
 async fn the_cluster_moves_to_a_newer_catalogue_only_once_every_member_reads_it_and_then_refuses_a_rollback() {
     let mut cluster = Cluster::start(3).await;
     probe(&cluster, 0).await;
-    assert_eq!(catalogue(&cluster, 0).await, json!({"build": 1, "cluster": 1}));
+    cluster_at(&cluster, 2).await;
+    assert_eq!(catalogue(&cluster, 0).await, json!({"build": 2, "cluster": 2}));
 
-    // Two of three on the newer build: the cluster stays at 1, so the
+    // Two of three on the newer build: the cluster stays at 2, so the
     // first rolls back and boots.
     restart(&mut cluster, 0, &[NEWER]).await;
     restart(&mut cluster, 1, &[NEWER]).await;
     tokio::time::sleep(Duration::from_secs(5)).await;
-    assert_eq!(catalogue(&cluster, 0).await, json!({"build": 2, "cluster": 1}), "raised with a member on 1");
-    restart(&mut cluster, 0, &[("QUEEN_TEST_EFFECT_CATALOGUE", "1")]).await;
+    assert_eq!(catalogue(&cluster, 0).await, json!({"build": 3, "cluster": 2}), "raised with a member on 2");
+    restart(&mut cluster, 0, &[THIS_BUILD]).await;
     restart(&mut cluster, 0, &[NEWER]).await;
 
-    // The third rolls forward: the leader raises the cluster to 2.
+    // The third rolls forward: the leader raises the cluster to 3.
     restart(&mut cluster, 2, &[NEWER]).await;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    for i in 0..3 {
-        while catalogue(&cluster, i).await["cluster"] != 2 {
-            assert!(Instant::now() < deadline, "node {} never saw the cluster at 2", i + 1);
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-    }
+    cluster_at(&cluster, 3).await;
     let log: String = (0..3).map(|i| cluster.node(i).log_text()).collect();
     assert!(log.contains("raised the cluster's effect catalogue version"), "no node logged the raise");
 
     // The older build now refuses the store, naming both versions.
     cluster.nodes[1].as_mut().unwrap().terminate();
-    let env = with(&cluster.env[1], &[("QUEEN_TEST_EFFECT_CATALOGUE", "1")]);
+    let env = with(&cluster.env[1], &[THIS_BUILD]);
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let refusal = expect_refusal(&cluster.dir(1), &env);
-    let line = "this build reads effect catalogue version 1, and the cluster this store belongs to writes version 2";
+    let line = "this build reads effect catalogue version 2, and the cluster this store belongs to writes version 3";
     assert!(refusal.contains(line), "{refusal}");
     // The newer build still boots on it, and the cluster commits.
     cluster.start_node_with(1, &[NEWER]).await;
