@@ -88,6 +88,16 @@ pub fn decode_produced(
         if set.records.iter().enumerate().any(|(i, r)| r.offset != first.offset + i as i64) {
             return Err(RecordsError::Corrupt("the batch's record offsets are not consecutive".into()));
         }
+        // And its header must say so, as Kafka's LogValidator checks: a
+        // consumer takes the next offset from the last offset delta.
+        let base_offset = i64::from_be_bytes(wire[..8].try_into().expect("a decoded batch has its header"));
+        let last_offset_delta = i32::from_be_bytes(wire[23..27].try_into().expect("a decoded batch has its header"));
+        if first.offset != base_offset || i64::from(last_offset_delta) + 1 != set.records.len() as i64 {
+            return Err(RecordsError::Corrupt(format!(
+                "the batch's offsets from {base_offset} to its last offset delta {last_offset_delta} do not match its {} records",
+                set.records.len()
+            )));
+        }
         out.push(ProducedBatch {
             producer_id: first.producer_id,
             producer_epoch: first.producer_epoch,

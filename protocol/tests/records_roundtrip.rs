@@ -122,3 +122,30 @@ fn the_largest_batch_of_a_set_is_measured_off_its_headers() {
     assert_eq!(protocol::records::largest_batch_bytes(&large[..large.len() - 1]), 0, "a batch cut short");
     assert_eq!(protocol::records::largest_batch_bytes(b"not a record batch at all, only bytes"), 0);
 }
+
+/// A batch whose header's last offset delta disagrees with its records is
+/// refused, CRC and all intact: it is served as it came, and a consumer
+/// takes its next offset from that field.
+#[test]
+fn a_batch_whose_last_offset_delta_disagrees_with_its_records_is_refused() {
+    let records = (0..3)
+        .map(|i| PlainRecord { timestamp_ms: 0, key: None, value: Some(Bytes::from(vec![i; 10])), headers: vec![] })
+        .collect();
+    let produced = ProducedBatch {
+        producer_id: -1,
+        producer_epoch: -1,
+        base_sequence: -1,
+        transactional: false,
+        wire: Bytes::new(),
+        records,
+    };
+    let good = encode_produced(&produced, Compression::None).unwrap();
+    let allowance = protocol::decompress::Allowance::new(1 << 20);
+    assert_eq!(decode_produced(good.clone(), &allowance).unwrap()[0].records.len(), 3);
+    let mut bad = good.to_vec();
+    bad[23..27].copy_from_slice(&5i32.to_be_bytes());
+    let crc = crc32c::crc32c(&bad[21..]);
+    bad[17..21].copy_from_slice(&crc.to_be_bytes());
+    let refused = decode_produced(Bytes::from(bad), &allowance).unwrap_err();
+    assert!(refused.to_string().contains("last offset delta 5"), "{refused}");
+}
