@@ -305,6 +305,49 @@ def test_max_message_bytes_of_a_topic_is_the_largest_batch_it_takes(node):
     assert [e.code() for e in errors] == [KafkaError.MSG_SIZE_TOO_LARGE], errors
 
 
+def test_a_log_append_time_topic_stamps_records_with_the_time_of_their_append(node):
+    # A producer's timestamps an hour old: on a LogAppendTime topic the
+    # delivery report and the consumer both read the broker's append time,
+    # typed TIMESTAMP_LOG_APPEND_TIME; on a CreateTime topic the producer's.
+    from confluent_kafka import TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME
+
+    a = admin(node)
+    stamped, own = topic("cfk-append"), topic("cfk-create")
+    config = {"message.timestamp.type": "LogAppendTime"}
+    made = a.create_topics(
+        [
+            NewTopic(stamped, num_partitions=1, replication_factor=1, config=config),
+            NewTopic(own, num_partitions=1, replication_factor=1),
+        ]
+    )
+    for f in made.values():
+        f.result(30)
+    described = a.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, t) for t in (stamped, own)])
+    kinds = {r.name: f.result(30)["message.timestamp.type"].value for r, f in described.items()}
+    assert kinds == {stamped: "LogAppendTime", own: "CreateTime"}
+
+    hour_ago = int(time.time() * 1000) - 3_600_000
+    for t in (stamped, own):
+        reports = []
+        p = producer(node)
+        before = int(time.time() * 1000)
+        for i in range(5):
+            p.produce(t, value=f"v{i}".encode(), timestamp=hour_ago + i, on_delivery=lambda e, m: reports.append((e, m)))
+        assert p.flush(30) == 0
+        after = int(time.time() * 1000)
+        assert all(e is None for e, _ in reports), reports
+        c = consumer(node, f"g-{uuid.uuid4().hex[:6]}")
+        c.subscribe([t])
+        got = drain(c, 5)
+        c.close()
+        if t == stamped:
+            for m in [m for _, m in reports] + got:
+                kind, at = m.timestamp()
+                assert kind == TIMESTAMP_LOG_APPEND_TIME and before - 1000 <= at <= after + 1000, (kind, at)
+        else:
+            assert [m.timestamp() for m in got] == [(TIMESTAMP_CREATE_TIME, hour_ago + i) for i in range(5)]
+
+
 def test_offsets_for_times(node):
     t = topic("cfk-time")
     p = producer(node)

@@ -45,6 +45,9 @@ pub struct PartitionBatch {
 pub struct Produced {
     pub base_offset: i64,
     pub log_start: i64,
+    /// The append time a LogAppendTime topic stamped the batch with, in ms;
+    /// -1 for CreateTime.
+    pub log_append_time_ms: i64,
 }
 
 /// A produce's answers, one per batch, once its write is durable.

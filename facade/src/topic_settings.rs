@@ -1,12 +1,14 @@
 //! Kafka's topic settings as Queen reads them, for CreateTopics and
 //! AlterConfigs alike: a name Kafka does not know is INVALID_CONFIG, as
-//! Kafka answers it; `retention.ms` is the queue's retention and
-//! `max.message.bytes` the largest record batch a produce may write to it.
+//! Kafka answers it; `retention.ms` is the queue's retention,
+//! `max.message.bytes` the largest record batch a produce may write to it,
+//! and `message.timestamp.type` whose clock its records' timestamps are.
 
 use protocol::ResponseError;
 
 pub const RETENTION_MS: &str = "retention.ms";
 pub const MAX_MESSAGE_BYTES: &str = "max.message.bytes";
+pub const MESSAGE_TIMESTAMP_TYPE: &str = "message.timestamp.type";
 
 /// Every topic-level setting Kafka defines. CreateTopics accepts them all
 /// (Queen applies `retention.ms`; DescribeConfigs shows what holds for the
@@ -33,7 +35,7 @@ const KAFKA_TOPIC_SETTINGS: [&str; 36] = [
     "message.timestamp.after.max.ms",
     "message.timestamp.before.max.ms",
     "message.timestamp.difference.max.ms",
-    "message.timestamp.type",
+    MESSAGE_TIMESTAMP_TYPE,
     "min.cleanable.dirty.ratio",
     "min.compaction.lag.ms",
     "min.insync.replicas",
@@ -73,6 +75,9 @@ pub struct TopicSettings {
     pub retention_ms: Option<i64>,
     /// `max.message.bytes`: the largest record batch, as produced.
     pub max_message_bytes: Option<u32>,
+    /// `message.timestamp.type`: true for LogAppendTime (the broker's clock
+    /// at the append), false for CreateTime (the producer's).
+    pub log_append_time: Option<bool>,
 }
 
 impl TopicSettings {
@@ -83,6 +88,7 @@ impl TopicSettings {
         match name {
             RETENTION_MS => self.retention_ms = Some(retention_ms(value)?),
             MAX_MESSAGE_BYTES => self.max_message_bytes = Some(max_message_bytes(value)?),
+            MESSAGE_TIMESTAMP_TYPE => self.log_append_time = Some(log_append_time(value)?),
             _ => return Ok(false),
         }
         Ok(true)
@@ -98,6 +104,15 @@ fn retention_ms(value: Option<&str>) -> Result<i64, Refusal> {
     value
         .and_then(|v| v.parse::<i64>().ok())
         .ok_or_else(|| invalid(format!("{RETENTION_MS} takes milliseconds, not {value:?}")))
+}
+
+/// A `message.timestamp.type` value: `LogAppendTime` or `CreateTime`.
+fn log_append_time(value: Option<&str>) -> Result<bool, Refusal> {
+    match value {
+        Some("LogAppendTime") => Ok(true),
+        Some("CreateTime") => Ok(false),
+        _ => Err(invalid(format!("{MESSAGE_TIMESTAMP_TYPE} is CreateTime or LogAppendTime, not {value:?}"))),
+    }
 }
 
 /// A `max.message.bytes` value: bytes, 0 to 2^31-1 as Kafka takes it.

@@ -112,16 +112,75 @@ pub fn decode_produced(
 
 /// Decodes a fetch answer's record set, as a consumer does, or a batch the
 /// broker stored as produced: each record with its offset. What it
-/// decompresses is not bounded: a stored batch was, at its produce.
+/// decompresses is not bounded: a stored batch was, at its produce. The
+/// records of a LogAppendTime batch carry the batch's max timestamp, the
+/// time the broker appended it, as a Kafka consumer reads them.
 pub fn decode_fetched(mut bytes: Bytes) -> Result<Vec<(i64, PlainRecord)>, RecordsError> {
     let mut out = Vec::new();
     let unbounded = decompress::Allowance::new(isize::MAX as usize);
     while bytes.has_remaining() {
+        let appended_ms = log_append_time(&bytes);
         let set = RecordBatchDecoder::decode_with_custom_compression(&mut bytes, Some(decompress::bounded(&unbounded)))
             .map_err(|e| RecordsError::Corrupt(format!("{e:#}")))?;
-        out.extend(set.records.into_iter().map(|r| (r.offset, plain(r))));
+        out.extend(set.records.into_iter().map(|r| {
+            let offset = r.offset;
+            let mut record = plain(r);
+            if let Some(ms) = appended_ms {
+                record.timestamp_ms = ms;
+            }
+            (offset, record)
+        }));
     }
     Ok(out)
+}
+
+/// Where a v2 batch's header keeps its attributes, last offset delta and
+/// max timestamp, and where the bytes its CRC-32C covers begin.
+const CRC_AT: usize = 17;
+const ATTRIBUTES_AT: usize = 21;
+const MAX_TIMESTAMP_AT: usize = 35;
+const HEADER_BYTES: usize = 61;
+/// The attributes bit of a batch whose timestamps are the broker's.
+const LOG_APPEND_TIME: u16 = 1 << 3;
+
+/// The max timestamp of the batch `bytes` begins with, when its timestamp
+/// type is LogAppendTime.
+fn log_append_time(bytes: &[u8]) -> Option<i64> {
+    let header = bytes.get(..HEADER_BYTES)?;
+    let attributes = u16::from_be_bytes(header[ATTRIBUTES_AT..ATTRIBUTES_AT + 2].try_into().ok()?);
+    (attributes & LOG_APPEND_TIME != 0)
+        .then(|| i64::from_be_bytes(header[MAX_TIMESTAMP_AT..MAX_TIMESTAMP_AT + 8].try_into().expect("eight bytes")))
+}
+
+/// Gives a whole v2 batch the timestamp type of its topic, as Kafka's
+/// LogValidator does: LogAppendTime with `append_ms` as its max timestamp,
+/// or CreateTime with the producer's max timestamp; the CRC is computed
+/// again when a byte it covers changed. Answers whether it changed.
+pub fn set_timestamp_type(batch: &mut [u8], append_ms: Option<i64>) -> bool {
+    if batch.len() < HEADER_BYTES {
+        return false;
+    }
+    let before = batch[ATTRIBUTES_AT..MAX_TIMESTAMP_AT + 8].to_vec();
+    let attributes = u16::from_be_bytes(batch[ATTRIBUTES_AT..ATTRIBUTES_AT + 2].try_into().expect("two bytes"));
+    let attributes = match append_ms {
+        Some(ms) => {
+            batch[MAX_TIMESTAMP_AT..MAX_TIMESTAMP_AT + 8].copy_from_slice(&ms.to_be_bytes());
+            attributes | LOG_APPEND_TIME
+        }
+        None => attributes & !LOG_APPEND_TIME,
+    };
+    batch[ATTRIBUTES_AT..ATTRIBUTES_AT + 2].copy_from_slice(&attributes.to_be_bytes());
+    if batch[ATTRIBUTES_AT..MAX_TIMESTAMP_AT + 8] == before[..] {
+        return false;
+    }
+    let crc = crc32c::crc32c(&batch[ATTRIBUTES_AT..]);
+    batch[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
+    true
+}
+
+/// Whether a whole v2 batch's timestamp type is LogAppendTime.
+pub fn is_log_append_time(batch: &[u8]) -> bool {
+    log_append_time(batch).is_some()
 }
 
 fn plain(r: Record) -> PlainRecord {

@@ -11,7 +11,7 @@ use crate::node::Node;
 use crate::planner::command::{Command, ConfigureQueue, CursorCommit, PushBody, PushItem, PushOutcome};
 use crate::planner::kv::{Expiry, KvAnswer, KvKind, KvOp, KvResult};
 use crate::planner::push::QueueFull;
-use crate::planner::queue_options::{QueueOptions, KAFKA_MAX_MESSAGE_BYTES};
+use crate::planner::queue_options::{QueueOptions, KAFKA_LOG_APPEND_TIME, KAFKA_MAX_MESSAGE_BYTES};
 use crate::qlog::files::LogFile;
 use crate::qlog::kafka_batch::KafkaBatch;
 use crate::reader::{KafkaRun, ReaderError};
@@ -95,6 +95,13 @@ impl QueenBroker {
             .get(&topic.to_string())
             .and_then(|row| QueueOptions::parse(&row.options).kafka_max_message_bytes());
         own.unwrap_or(self.node.settings.kafka_message_max_bytes)
+    }
+
+    /// Whether `topic`'s records take the append time (LogAppendTime).
+    fn log_append_time(&self, topic: &str) -> bool {
+        let store = self.store();
+        let row = store.queues.get(&topic.to_string());
+        row.is_some_and(|row| QueueOptions::parse(&row.options).kafka_log_append_time())
     }
 
     fn refuse_when_full(&self) -> Result<(), BrokerError> {
@@ -282,8 +289,9 @@ impl facade::Broker for QueenBroker {
             return Box::pin(std::future::ready(full));
         };
         let as_they_came = self.stores_batches_as_they_came();
-        // Per batch: its first item in `items` and its item count, or why not.
-        let mut plan: Vec<Result<(usize, usize), BrokerError>> = Vec::with_capacity(batches.len());
+        // Per batch: its first item in `items`, its item count and whether
+        // it was stamped with the append time, or why not.
+        let mut plan: Vec<Result<(usize, usize, bool), BrokerError>> = Vec::with_capacity(batches.len());
         let mut items: Vec<PushItem> = Vec::new();
         let mut sealer = Sealer::new(&self.node);
         for b in &batches {
@@ -295,14 +303,17 @@ impl facade::Broker for QueenBroker {
             let checked = located.and_then(|name| name.ok_or(BrokerError::UnknownTopicOrPartition));
             plan.push(checked.and_then(|partition| {
                 let first = items.len();
+                let mut stamped = false;
                 let item = |body| PushItem { queue: b.topic.clone(), partition: partition.clone(), body };
                 // A sealed queue's records are sealed one by one, each under
                 // its own transactionId.
                 if as_they_came && !sealer.seals(&b.topic) {
+                    let log_append_time = self.log_append_time(&b.topic);
+                    stamped = log_append_time;
                     for wire in &b.wires {
                         let batch = KafkaBatch::new(wire.clone(), b.producer_sub.clone())
                             .map_err(|e| BrokerError::CorruptRecords(e.to_string()))?;
-                        items.push(item(PushBody::Kafka(batch)));
+                        items.push(item(PushBody::Kafka(batch.typed(log_append_time))));
                     }
                 } else {
                     for (i, record) in b.batch.records.iter().enumerate() {
@@ -313,7 +324,7 @@ impl facade::Broker for QueenBroker {
                         items.push(PushItem::new(b.topic.clone(), partition.clone(), &message, level));
                     }
                 }
-                Ok((first, items.len() - first))
+                Ok((first, items.len() - first, stamped))
             }));
         }
         type Pushed = Result<Result<Vec<PushOutcome>, QueueFull>, BrokerError>;
@@ -339,7 +350,7 @@ impl facade::Broker for QueenBroker {
             drop(admission);
             plan.into_iter()
                 .map(|slot| {
-                    let (first, count) = slot?;
+                    let (first, count, stamped) = slot?;
                     let outcomes = outcomes.as_ref().map_err(Clone::clone)?;
                     let first = outcomes
                         .get(first)
@@ -348,7 +359,12 @@ impl facade::Broker for QueenBroker {
                     let store = node.view.local();
                     let log_start =
                         store.partition(first.queue_id, first.partition_id).map_or(0, |r| r.log_start as i64);
-                    Ok(Produced { base_offset: first.offset as i64, log_start })
+                    // The time a LogAppendTime batch was stamped with (-1 for CreateTime).
+                    let log_append_time_ms = match stamped {
+                        true => first.timestamp_us.div_euclid(1000),
+                        false => -1,
+                    };
+                    Ok(Produced { base_offset: first.offset as i64, log_start, log_append_time_ms })
                 })
                 .collect()
         })
@@ -497,6 +513,7 @@ impl facade::Broker for QueenBroker {
         let options = QueueOptions::parse(&row.options);
         let retention_s = options.retention_seconds();
         let max_message_bytes = options.kafka_max_message_bytes();
+        let log_append_time = options.kafka_log_append_time();
         let s = &self.node.settings;
         let fixed =
             |name: &str, value: String| ConfigEntry { name: name.to_string(), value, read_only: true, is_set: false };
@@ -515,7 +532,12 @@ impl facade::Broker for QueenBroker {
             },
             fixed("cleanup.policy", "delete".into()),
             fixed("compression.type", "producer".into()),
-            fixed("message.timestamp.type", "CreateTime".into()),
+            ConfigEntry {
+                name: "message.timestamp.type".to_string(),
+                value: if log_append_time { "LogAppendTime" } else { "CreateTime" }.to_string(),
+                read_only: false,
+                is_set: options.as_json().get(KAFKA_LOG_APPEND_TIME).is_some(),
+            },
             fixed("min.insync.replicas", "1".into()),
             fixed("segment.bytes", s.segment_bytes.to_string()),
         ])
@@ -543,6 +565,9 @@ fn queue_options(settings: TopicSettings) -> serde_json::Map<String, serde_json:
     }
     if let Some(bytes) = settings.max_message_bytes {
         options.insert(KAFKA_MAX_MESSAGE_BYTES.into(), bytes.into());
+    }
+    if let Some(log_append_time) = settings.log_append_time {
+        options.insert(KAFKA_LOG_APPEND_TIME.into(), log_append_time.into());
     }
     options
 }

@@ -259,6 +259,8 @@ pub struct PushOutcome {
     pub partition_id: u64,
     pub offset: u64,
     pub status: PushStatus,
+    /// The entry's time, which its message record carries (µs since the epoch).
+    pub timestamp_us: i64,
 }
 
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]

@@ -111,6 +111,7 @@ pub fn plan_push(
                 partition_id: partition,
                 offset,
                 status: PushStatus::Duplicate,
+                timestamp_us,
             });
             continue;
         }
@@ -144,7 +145,8 @@ pub fn plan_push(
         record.span.count += piece.count();
         record.hashes.extend(hashes);
         record.pieces.push(piece);
-        outcomes.push(PushOutcome { queue_id: queue, partition_id: partition, offset, status: PushStatus::Queued });
+        let status = PushStatus::Queued;
+        outcomes.push(PushOutcome { queue_id: queue, partition_id: partition, offset, status, timestamp_us });
     }
 
     let messages: Vec<MessageRecord> = records.into_values().collect();

@@ -27,6 +27,9 @@ pub fn defaults() -> Map<String, Value> {
 /// The option a Kafka topic's `max.message.bytes` is stored as; absent
 /// unless set (CreateTopics, AlterConfigs, or a configure that names it).
 pub const KAFKA_MAX_MESSAGE_BYTES: &str = "kafkaMaxMessageBytes";
+/// The option a Kafka topic's `message.timestamp.type` is stored as: `true`
+/// for LogAppendTime; absent (or false) for CreateTime.
+pub const KAFKA_LOG_APPEND_TIME: &str = "kafkaLogAppendTime";
 
 /// snake_case → camelCase, as the client converts its keys.
 fn camel(key: &str) -> String {
@@ -127,6 +130,12 @@ impl QueueOptions {
     /// bytes as produced (the topic's `max.message.bytes`); none: the node's.
     pub fn kafka_max_message_bytes(&self) -> Option<usize> {
         self.0.get(KAFKA_MAX_MESSAGE_BYTES).and_then(Value::as_u64).map(|v| v as usize)
+    }
+
+    /// Whether a Kafka produce's records take the append time as their
+    /// timestamp (the topic's `message.timestamp.type=LogAppendTime`).
+    pub fn kafka_log_append_time(&self) -> bool {
+        self.0.get(KAFKA_LOG_APPEND_TIME).and_then(Value::as_bool).unwrap_or(false)
     }
 
     pub fn as_json(&self) -> Value {

@@ -11,7 +11,7 @@
 
 use crate::log_id::LogId;
 use bytes::Bytes;
-use protocol::records::{decode_fetched, PlainRecord};
+use protocol::records::{decode_fetched, is_log_append_time, set_timestamp_type, PlainRecord};
 
 /// The fixed fields in front of a v2 batch's records.
 pub const HEADER_BYTES: usize = 61;
@@ -22,6 +22,7 @@ const PRODUCER_ID_AT: usize = 43;
 const PRODUCER_EPOCH_AT: usize = 51;
 const BASE_SEQUENCE_AT: usize = 53;
 const COUNT_AT: usize = 57;
+const MAX_TIMESTAMP_AT: usize = 35;
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct KafkaBatch {
@@ -91,13 +92,34 @@ impl KafkaBatch {
         (id >= 0 && base_sequence >= 0).then_some((id, epoch, base_sequence))
     }
 
+    /// The batch with its topic's timestamp type (`log_append`): the
+    /// producer's bytes unless the producer's type differs, then a copy with
+    /// the type changed and the CRC computed again. A LogAppendTime batch
+    /// gets its max timestamp, the append time, when it is written.
+    pub fn typed(self, log_append: bool) -> Self {
+        if is_log_append_time(&self.bytes) == log_append {
+            return self;
+        }
+        let mut bytes = self.bytes.to_vec();
+        let producers =
+            i64::from_be_bytes(bytes[MAX_TIMESTAMP_AT..MAX_TIMESTAMP_AT + 8].try_into().expect("eight bytes"));
+        set_timestamp_type(&mut bytes, log_append.then_some(producers));
+        Self { bytes: bytes.into(), ..self }
+    }
+
     /// Appends the batch as the qlog stores it: based at `base_offset`, in
-    /// partition leader epoch 0; the rest, CRC included, as it came.
-    pub fn write_placed(&self, out: &mut Vec<u8>, base_offset: u64) {
+    /// partition leader epoch 0; the rest, CRC included, as it came, but
+    /// for a LogAppendTime batch's max timestamp, then its CRC.
+    pub fn write_placed(&self, out: &mut Vec<u8>, base_offset: u64, appended_us: i64) {
         let at = out.len();
         out.extend_from_slice(&self.bytes);
         out[at..at + 8].copy_from_slice(&(base_offset as i64).to_be_bytes());
         out[at + LEADER_EPOCH_AT..at + LEADER_EPOCH_AT + 4].copy_from_slice(&0i32.to_be_bytes());
+        // A LogAppendTime topic's batch (its produce set the type) carries
+        // the append time, the entry's, the same on every node and replay.
+        if is_log_append_time(&self.bytes) {
+            set_timestamp_type(&mut out[at..], Some(appended_us.div_euclid(1000)));
+        }
     }
 
     /// The records with their offsets, decoded (and decompressed) from a
@@ -144,12 +166,30 @@ mod tests {
             let batch = KafkaBatch::new(bytes.clone(), None).unwrap();
             assert_eq!(batch.count, 3);
             let mut out = Vec::new();
-            batch.write_placed(&mut out, 1000);
+            batch.write_placed(&mut out, 1000, 0);
             assert_eq!(out[16..], bytes[16..], "everything from the magic byte on is the producer's");
             let placed = KafkaBatch::new(Bytes::from(out), None).unwrap();
             let records = placed.records().unwrap();
             assert_eq!(records.iter().map(|(o, _)| *o).collect::<Vec<_>>(), [1000, 1001, 1002]);
             assert_eq!(records[2].1.headers.len(), 2, "a repeated header key is kept");
+        }
+    }
+
+    #[test]
+    fn a_log_append_time_batch_is_stamped_with_its_append_time_and_a_crc_that_checks() {
+        for compression in [Compression::None, Compression::Zstd] {
+            let batch = KafkaBatch::new(produced(-1, compression), None).unwrap().typed(true);
+            let mut out = Vec::new();
+            batch.write_placed(&mut out, 7, 1_700_000_000_123_456);
+            let placed = KafkaBatch::new(Bytes::from(out.clone()), None).unwrap();
+            let records = placed.records().expect("the CRC was computed again");
+            assert!(records.iter().all(|(_, r)| r.timestamp_ms == 1_700_000_000_123), "{records:?}");
+            let mut again = Vec::new();
+            placed.write_placed(&mut again, 7, 1_700_000_000_123_456);
+            assert_eq!(again, out, "placing a stored batch again changes nothing");
+            let back = placed.typed(false);
+            let created: Vec<i64> = back.records().unwrap().iter().map(|(_, r)| r.timestamp_ms).collect();
+            assert_eq!(created, [1_700_000_000_000, 1_700_000_000_001, 1_700_000_000_002], "CreateTime again");
         }
     }
 

@@ -246,7 +246,7 @@ impl MessageRecord {
                         None => put_varint(out, 0),
                     }
                     put_varint(out, batch.bytes.len() as u64);
-                    batch.write_placed(out, offset);
+                    batch.write_placed(out, offset, self.timestamp_us);
                 }
                 Piece::Message(StoredPayload::Zstd { raw_len, bytes }) => {
                     out.push(FLAG_ZSTD);

@@ -77,7 +77,13 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: ProduceRequest, version: i16,
         let answers = slots.into_iter().map(|(topic, partition, slot)| {
             let answer = PartitionProduceResponse::default().with_index(partition);
             let answer = match slot.and_then(|at| results[at].clone().map_err(|e: BrokerError| e.kafka())) {
-                Ok(p) if version >= 5 => answer.with_base_offset(p.base_offset).with_log_start_offset(p.log_start),
+                Ok(p) if version >= 5 => answer
+                    .with_base_offset(p.base_offset)
+                    .with_log_append_time_ms(p.log_append_time_ms)
+                    .with_log_start_offset(p.log_start),
+                Ok(p) if version >= 2 => {
+                    answer.with_base_offset(p.base_offset).with_log_append_time_ms(p.log_append_time_ms)
+                }
                 Ok(p) => answer.with_base_offset(p.base_offset),
                 Err(e) => answer.with_error_code(e.code()).with_base_offset(-1),
             };
