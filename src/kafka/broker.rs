@@ -97,13 +97,6 @@ impl QueenBroker {
         own.unwrap_or(self.node.settings.kafka_message_max_bytes)
     }
 
-    /// Whether `topic`'s records take the append time (LogAppendTime).
-    fn log_append_time(&self, topic: &str) -> bool {
-        let store = self.store();
-        let row = store.queues.get(&topic.to_string());
-        row.is_some_and(|row| QueueOptions::parse(&row.options).kafka_log_append_time())
-    }
-
     fn refuse_when_full(&self) -> Result<(), BrokerError> {
         if self.node.disk_gate.is_full() {
             return Err(BrokerError::StorageFull);
@@ -295,20 +288,27 @@ impl facade::Broker for QueenBroker {
         let mut items: Vec<PushItem> = Vec::new();
         let mut sealer = Sealer::new(&self.node);
         for b in &batches {
+            // The partition's name, and whether its topic stamps the append
+            // time, in one look at the applied state.
             let located = {
                 let store = self.store();
-                locate(&store, &b.topic, b.partition).map(|(q, p)| store.partition(q, p).map(|r| r.name.clone()))
+                locate(&store, &b.topic, b.partition).and_then(|(q, p)| {
+                    let name = store.partition(q, p).map(|r| r.name.clone());
+                    let stamps = store
+                        .queues
+                        .get(&b.topic)
+                        .is_some_and(|row| QueueOptions::parse(&row.options).kafka_log_append_time());
+                    name.map(|name| (name, stamps)).ok_or(BrokerError::UnknownTopicOrPartition)
+                })
             };
             // The facade admitted the batch (`admit`) before it asked here.
-            let checked = located.and_then(|name| name.ok_or(BrokerError::UnknownTopicOrPartition));
-            plan.push(checked.and_then(|partition| {
+            plan.push(located.and_then(|(partition, log_append_time)| {
                 let first = items.len();
                 let mut stamped = false;
                 let item = |body| PushItem { queue: b.topic.clone(), partition: partition.clone(), body };
                 // A sealed queue's records are sealed one by one, each under
                 // its own transactionId.
                 if as_they_came && !sealer.seals(&b.topic) {
-                    let log_append_time = self.log_append_time(&b.topic);
                     stamped = log_append_time;
                     for wire in &b.wires {
                         let batch = KafkaBatch::new(wire.clone(), b.producer_sub.clone())

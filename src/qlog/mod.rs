@@ -18,4 +18,5 @@ pub mod retired;
 pub mod scrub;
 pub mod segment;
 pub mod sync_ledger;
+pub mod write_buffers;
 pub mod writer;

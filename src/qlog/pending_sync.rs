@@ -41,6 +41,13 @@ pub struct LogWrite {
     pub bytes: Vec<u8>,
 }
 
+/// A write done (or dropped) hands its buffer to the next commit's staging.
+impl Drop for LogWrite {
+    fn drop(&mut self) {
+        super::write_buffers::give(std::mem::take(&mut self.bytes));
+    }
+}
+
 impl LogWrite {
     /// Takes the write's steps, then writes its bytes and fdatasyncs them.
     /// A step or an open that fails has written nothing, so it is retried

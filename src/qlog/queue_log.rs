@@ -9,6 +9,7 @@ use super::index_file;
 use super::pending_sync::{LogWrite, Prepare};
 use super::record::{frame_with, RecordKind, FRAME_HEADER};
 use super::segment::{index_path, segment_path, IndexRow};
+use super::write_buffers;
 use crate::log_id::LogId;
 use crate::qlog::message_record::MessageSpan;
 use crate::storage::read_verified;
@@ -154,8 +155,9 @@ impl QueueLog {
     /// Hands what is staged to a write of its own; the log's end moves past it.
     pub fn take_write(&mut self) -> LogWrite {
         // The next batch is likely as large as this one: reserving that
-        // much saves it the copies of growing from empty.
-        let next = Vec::with_capacity(self.staged.len());
+        // much saves it the copies of growing from empty, and a spare
+        // buffer saves it the kernel's zeroing of fresh pages.
+        let next = write_buffers::take(self.staged.len());
         let bytes = std::mem::replace(&mut self.staged, next);
         let write = LogWrite {
             log: self.id,
