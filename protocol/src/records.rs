@@ -148,8 +148,7 @@ const LOG_APPEND_TIME: u16 = 1 << 3;
 fn log_append_time(bytes: &[u8]) -> Option<i64> {
     let header = bytes.get(..HEADER_BYTES)?;
     let attributes = u16::from_be_bytes(header[ATTRIBUTES_AT..ATTRIBUTES_AT + 2].try_into().ok()?);
-    (attributes & LOG_APPEND_TIME != 0)
-        .then(|| i64::from_be_bytes(header[MAX_TIMESTAMP_AT..MAX_TIMESTAMP_AT + 8].try_into().expect("eight bytes")))
+    (attributes & LOG_APPEND_TIME != 0).then(|| max_timestamp(header)).flatten()
 }
 
 /// Gives a whole v2 batch the timestamp type of its topic, as Kafka's
@@ -176,6 +175,12 @@ pub fn set_timestamp_type(batch: &mut [u8], append_ms: Option<i64>) -> bool {
     let crc = crc32c::crc32c(&batch[ATTRIBUTES_AT..]);
     batch[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
     true
+}
+
+/// The max timestamp field of a whole v2 batch's header.
+pub fn max_timestamp(batch: &[u8]) -> Option<i64> {
+    let field = batch.get(MAX_TIMESTAMP_AT..MAX_TIMESTAMP_AT + 8)?;
+    Some(i64::from_be_bytes(field.try_into().expect("eight bytes")))
 }
 
 /// Whether a whole v2 batch's timestamp type is LogAppendTime.

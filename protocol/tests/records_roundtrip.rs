@@ -93,30 +93,34 @@ proptest! {
     }
 }
 
-/// The size Kafka holds against `max.message.bytes` is each batch's as it
-/// travels; a set whose batch claims more bytes than it has counts nothing
-/// (its decode refuses it).
-#[test]
-fn the_largest_batch_of_a_set_is_measured_off_its_headers() {
-    let batch = |n: usize| ProducedBatch {
+/// A batch of `n` records of `value_len` bytes (record `i` all `i`), from a
+/// producer without idempotence, uncompressed.
+fn plain_batch(n: usize, value_len: usize) -> Bytes {
+    let records = (0..n)
+        .map(|i| PlainRecord {
+            timestamp_ms: 0,
+            key: None,
+            value: Some(Bytes::from(vec![i as u8; value_len])),
+            headers: vec![],
+        })
+        .collect();
+    let batch = ProducedBatch {
         producer_id: -1,
         producer_epoch: -1,
         base_sequence: -1,
         transactional: false,
         wire: Bytes::new(),
-        records: (0..n)
-            .map(|i| PlainRecord {
-                timestamp_ms: 0,
-                key: None,
-                value: Some(Bytes::from(vec![i as u8; 100])),
-                headers: vec![],
-            })
-            .collect(),
+        records,
     };
-    let (small, large) = (
-        encode_produced(&batch(1), Compression::None).unwrap(),
-        encode_produced(&batch(5), Compression::None).unwrap(),
-    );
+    encode_produced(&batch, Compression::None).unwrap()
+}
+
+/// The size Kafka holds against `max.message.bytes` is each batch's as it
+/// travels; a set whose batch claims more bytes than it has counts nothing
+/// (its decode refuses it).
+#[test]
+fn the_largest_batch_of_a_set_is_measured_off_its_headers() {
+    let (small, large) = (plain_batch(1, 100), plain_batch(5, 100));
     let set: Vec<u8> = [&small[..], &large[..], &small[..]].concat();
     assert_eq!(protocol::records::largest_batch_bytes(&set), large.len());
     assert_eq!(protocol::records::largest_batch_bytes(&large[..large.len() - 1]), 0, "a batch cut short");
@@ -128,18 +132,7 @@ fn the_largest_batch_of_a_set_is_measured_off_its_headers() {
 /// takes its next offset from that field.
 #[test]
 fn a_batch_whose_last_offset_delta_disagrees_with_its_records_is_refused() {
-    let records = (0..3)
-        .map(|i| PlainRecord { timestamp_ms: 0, key: None, value: Some(Bytes::from(vec![i; 10])), headers: vec![] })
-        .collect();
-    let produced = ProducedBatch {
-        producer_id: -1,
-        producer_epoch: -1,
-        base_sequence: -1,
-        transactional: false,
-        wire: Bytes::new(),
-        records,
-    };
-    let good = encode_produced(&produced, Compression::None).unwrap();
+    let good = plain_batch(3, 10);
     let allowance = protocol::decompress::Allowance::new(1 << 20);
     assert_eq!(decode_produced(good.clone(), &allowance).unwrap()[0].records.len(), 3);
     let mut bad = good.to_vec();

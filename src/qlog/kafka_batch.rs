@@ -11,7 +11,7 @@
 
 use crate::log_id::LogId;
 use bytes::Bytes;
-use protocol::records::{decode_fetched, is_log_append_time, set_timestamp_type, PlainRecord};
+use protocol::records::{decode_fetched, is_log_append_time, max_timestamp, set_timestamp_type, PlainRecord};
 
 /// The fixed fields in front of a v2 batch's records.
 pub const HEADER_BYTES: usize = 61;
@@ -22,7 +22,6 @@ const PRODUCER_ID_AT: usize = 43;
 const PRODUCER_EPOCH_AT: usize = 51;
 const BASE_SEQUENCE_AT: usize = 53;
 const COUNT_AT: usize = 57;
-const MAX_TIMESTAMP_AT: usize = 35;
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct KafkaBatch {
@@ -100,10 +99,9 @@ impl KafkaBatch {
         if is_log_append_time(&self.bytes) == log_append {
             return self;
         }
+        let producers = max_timestamp(&self.bytes).filter(|_| log_append);
         let mut bytes = self.bytes.to_vec();
-        let producers =
-            i64::from_be_bytes(bytes[MAX_TIMESTAMP_AT..MAX_TIMESTAMP_AT + 8].try_into().expect("eight bytes"));
-        set_timestamp_type(&mut bytes, log_append.then_some(producers));
+        set_timestamp_type(&mut bytes, producers);
         Self { bytes: bytes.into(), ..self }
     }
 
