@@ -299,6 +299,8 @@ def test_every_view_against_the_api(seeded, browser):
         p.loaded()
         names = call(node, "GET", "/api/v1/traces/names")["names"]
         for t in names:
+            # The view before may still read as loaded: wait for this one's rows.
+            page.wait_for_selector(f'[data-table="trace-names"] tr[data-row="{t["traceName"]}"]', timeout=15000)
             assert n(row_cells(page, "trace-names", t["traceName"])["count"]) == t["count"]
         page.click('[data-table="trace-names"] tr[data-row="order-flow"] a')
         page.wait_for_function("() => location.hash.includes('name=order-flow')")
