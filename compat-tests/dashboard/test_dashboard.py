@@ -139,8 +139,13 @@ class Page:
         self.loaded()
 
     def loaded(self):
-        """Waits for the view to have drawn from a load started after now."""
-        self.page.wait_for_selector('[data-view][aria-busy="false"]', timeout=15000)
+        """Waits for the view of the page's current address to have drawn:
+        the view it replaces, still on the page until the new one mounts,
+        carries another address in data-hash."""
+        self.page.wait_for_function(
+            "() => { const v = document.querySelector('[data-view]');"
+            " return v && v.dataset.hash === location.hash && v.getAttribute('aria-busy') === 'false'; }",
+            timeout=15000)
         return self.page
 
     def fresh(self):
@@ -299,8 +304,6 @@ def test_every_view_against_the_api(seeded, browser):
         p.loaded()
         names = call(node, "GET", "/api/v1/traces/names")["names"]
         for t in names:
-            # The view before may still read as loaded: wait for this one's rows.
-            page.wait_for_selector(f'[data-table="trace-names"] tr[data-row="{t["traceName"]}"]', timeout=15000)
             assert n(row_cells(page, "trace-names", t["traceName"])["count"]) == t["count"]
         page.click('[data-table="trace-names"] tr[data-row="order-flow"] a')
         page.wait_for_function("() => location.hash.includes('name=order-flow')")

@@ -56,7 +56,9 @@ async function mount() {
   document.title = `${view.title}${params.arg ? ` ${params.arg}` : ""} · Queen`;
   if (config.jwt && !token()) return askForToken();
   const controls = h("div", { "data-controls": name });
-  const body = h("div", { "data-view": name, "aria-busy": "true" });
+  // data-hash names the address this view was mounted for, so a reader can
+  // tell the view of the current address from the one it replaces.
+  const body = h("div", { "data-view": name, "data-hash": location.hash, "aria-busy": "true" });
   main.replaceChildren(controls, body);
   const ctx = {
     refresh: () => refresh(),
@@ -65,7 +67,10 @@ async function mount() {
   try {
     if (view.controls) controls.replaceChildren((await view.controls(params, go)) || "");
   } catch (e) {
-    if (my === generation) body.replaceChildren(errorBox(e));
+    if (my === generation) {
+      body.replaceChildren(errorBox(e));
+      body.setAttribute("aria-busy", "false");
+    }
     return;
   }
   async function refresh() {
