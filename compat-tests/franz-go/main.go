@@ -4,9 +4,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -58,13 +60,63 @@ func consume(ctx context.Context, bootstrap, topic, group string, want int) []*k
 	return got
 }
 
+// decompressionLimit produces one zstd batch of compressible records to
+// `partition` and reads it back twice. A consumer whose MaxDecompressBatchBytes
+// is below the batch's decompressed size must meet ErrDecompressTooLarge at
+// the batch's first offset: it can only do so if the broker hands back the
+// batch compressed as the producer sent it. A consumer with the default limit
+// reads every record.
+func decompressionLimit(ctx context.Context, cl *kgo.Client, bootstrap, topic string, partition int32) {
+	const n, size = 200, 1 << 10
+	var batch []*kgo.Record
+	for i := 0; i < n; i++ {
+		v := bytes.Repeat([]byte{byte('a' + i%26)}, size)
+		batch = append(batch, &kgo.Record{Topic: topic, Partition: partition, Value: v})
+	}
+	must(cl.ProduceSync(ctx, batch...).FirstErr(), "produce the compressed batch")
+	first := batch[0].Offset
+
+	read := func(limit int) (int, error) {
+		opts := []kgo.Opt{
+			kgo.SeedBrokers(bootstrap),
+			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {partition: kgo.NewOffset().At(first)}}),
+		}
+		if limit > 0 {
+			opts = append(opts, kgo.MaxDecompressBatchBytes(limit))
+		}
+		c, err := kgo.NewClient(opts...)
+		must(err, "decompression-limit consumer")
+		defer c.Close()
+		deadline, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		got := 0
+		for got < n && deadline.Err() == nil {
+			fetches := c.PollFetches(deadline)
+			if err := fetches.Err0(); err != nil && deadline.Err() == nil {
+				return got, err
+			}
+			got += len(fetches.Records())
+		}
+		return got, nil
+	}
+
+	got, err := read(64 << 10)
+	var tooLarge *kgo.ErrDecompressTooLarge
+	check(errors.As(err, &tooLarge), "a 64 KiB limit on a %d KiB batch: want ErrDecompressTooLarge, got %v after %d records", n*size>>10, err, got)
+	check(got == 0 && tooLarge.Offset == first, "the refused batch starts at %d: got offset %d after %d records", first, tooLarge.Offset, got)
+	got, err = read(0)
+	must(err, "read the batch with the default limit")
+	check(got == n, "the default limit reads %d of %d records", got, n)
+}
+
 func main() {
 	ctx := context.Background()
 	bootstrap := os.Getenv("BOOTSTRAP")
 	topic := name("franz")
 
-	// The manual partitioner honours Record.Partition.
-	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	// The manual partitioner honours Record.Partition; batches go as zstd.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchCompression(kgo.ZstdCompression()))
 	must(err, "client")
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
@@ -84,6 +136,8 @@ func main() {
 		must(res.FirstErr(), "produce")
 		check(res[0].Record.Offset == int64(i), "offset %d answered %d", i, res[0].Record.Offset)
 	}
+
+	decompressionLimit(ctx, cl, bootstrap, topic, 2)
 
 	group := name("g")
 	first := consume(ctx, bootstrap, topic, group, 5)
