@@ -83,6 +83,12 @@ pub struct Settings {
     #[arg(long, env = "QUEEN_KAFKA_MESSAGE_MAX_BYTES", default_value_t = 4 * 1024 * 1024)]
     pub kafka_message_max_bytes: usize,
 
+    /// Kafka's `transaction.max.timeout.ms`: the longest
+    /// `transaction.timeout.ms` a transactional producer may ask for; a
+    /// longer one is INVALID_TRANSACTION_TIMEOUT.
+    #[arg(long, env = "QUEEN_KAFKA_TRANSACTION_MAX_TIMEOUT_MS", default_value_t = 900_000)]
+    pub kafka_transaction_max_timeout_ms: i32,
+
     /// Kafka connections open at once; more are closed as they arrive.
     #[arg(long, env = "QUEEN_KAFKA_MAX_CONNECTIONS", default_value_t = 10_000)]
     pub kafka_max_connections: usize,

@@ -1,11 +1,14 @@
 //! Work the node proposes to itself when the applied state says it is due:
-//! firing timers and sweeping expired KV rows; and, in memory only,
+//! firing timers, sweeping expired KV rows and aborting Kafka transactions
+//! past their timeout; and, in memory only,
 //! collecting idle ephemeral queues. Each loop only notices; the
 //! planner decides what the entry does, so a concurrent write always wins
 //! or loses cleanly.
 
 use crate::node::Node;
 use crate::planner::command::Command;
+use crate::planner::kafka_txn::{is_expired, KafkaTxnOp};
+use crate::store::rows::KafkaTxnState;
 use crate::store::Store;
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,6 +37,15 @@ pub async fn fire_timers(node: Arc<Node>) {
 /// Expired KV rows (TTLs, lapsed locks, old traces): looked for once a second.
 pub async fn sweep_kv(node: Arc<Node>) {
     run(node, Duration::from_secs(1), |store, now| !store.kv_expired(now, 1).is_empty(), || Command::SweepKv).await
+}
+
+/// Kafka transactions open past their `transaction.timeout.ms`: looked for
+/// once a second, and aborted with their producer fenced.
+pub async fn expire_kafka_txns(node: Arc<Node>) {
+    let due = |store: &Store, now: i64| {
+        store.kafka_txns().any(|(_, row)| row.state == KafkaTxnState::Ongoing && is_expired(row, now))
+    };
+    run(node, Duration::from_secs(1), due, || Command::KafkaTxn(Box::new(KafkaTxnOp::Expire))).await
 }
 
 /// Idle implicit ephemeral queues (`QUEEN_EPHEMERAL_IDLE_S`), looked for

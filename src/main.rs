@@ -31,6 +31,7 @@ fn main() {
         tokio::spawn(queen::kafka::serve(node.clone(), kafka, kafka_config, tls.kafka));
         tokio::spawn(queen::due_work::fire_timers(node.clone()));
         tokio::spawn(queen::due_work::sweep_kv(node.clone()));
+        tokio::spawn(queen::due_work::expire_kafka_txns(node.clone()));
         tokio::spawn(queen::retention_scan::run(node.clone()));
         tokio::spawn(queen::due_work::collect_idle_ephemeral(node.clone()));
         queen::http::listener::serve(node.clone(), tls.http).await

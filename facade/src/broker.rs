@@ -24,6 +24,9 @@ pub struct PartitionOffsets {
     pub log_start: i64,
     /// The offset the next record gets.
     pub high_watermark: i64,
+    /// The first offset of the oldest open transaction there, else the
+    /// high watermark: a read_committed consumer reads below it.
+    pub last_stable: i64,
 }
 
 /// One produced batch for one partition.
@@ -39,6 +42,9 @@ pub struct PartitionBatch {
     /// The producer's authenticated identity (an OAUTHBEARER token's
     /// `sub`), stored with each record as HTTP stores `producerSub`.
     pub producer_sub: Option<String>,
+    /// The produce request's transactional id: its batches belong to that
+    /// id's open transaction.
+    pub transactional_id: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -60,6 +66,8 @@ pub struct FetchAsk {
     pub partition: i32,
     pub offset: i64,
     pub max_bytes: usize,
+    /// Only what transactions committed, below the last stable offset.
+    pub read_committed: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -69,6 +77,9 @@ pub struct Fetched {
     /// below the one it asked for, as it does of Kafka's batches).
     pub runs: Vec<FetchedRun>,
     pub offsets: PartitionOffsets,
+    /// For a read_committed fetch, the aborted transactions the records
+    /// may hold: (producer id, first offset), by first offset.
+    pub aborted: Vec<(i64, i64)>,
 }
 
 /// A stretch of a fetched partition.
@@ -98,6 +109,27 @@ pub struct Committed {
     pub offset: i64,
     /// The metadata string of the group's last commit there.
     pub metadata: String,
+}
+
+/// A transactional producer as a request names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TxnProducer {
+    pub id: i64,
+    pub epoch: i16,
+}
+
+/// A transactional id as DescribeTransactions and ListTransactions show it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TxnView {
+    pub transactional_id: String,
+    pub producer: TxnProducer,
+    /// Kafka's name for the state (`Ongoing`, `CompleteCommit`, ...).
+    pub state: &'static str,
+    pub timeout_ms: i32,
+    /// When the open transaction began, in ms; -1 with none open.
+    pub started_ms: i64,
+    /// The open transaction's partitions.
+    pub partitions: Vec<(String, i32)>,
 }
 
 /// One topic setting in Kafka's terms.
@@ -149,6 +181,14 @@ pub enum BrokerError {
     Unavailable(String),
     #[error("the broker failed to read or write: {0}")]
     Internal(String),
+    /// The producer's epoch is older than its transactional id's: another
+    /// producer took the id, or its transaction timed out and was aborted.
+    #[error("the producer was fenced: its transactional id has a newer epoch")]
+    ProducerFenced,
+    #[error("the producer id is not the one the transactional id has")]
+    UnknownProducerId,
+    #[error("{0}")]
+    InvalidTxnState(String),
 }
 
 impl BrokerError {
@@ -168,6 +208,9 @@ impl BrokerError {
             BrokerError::ShuttingDown | BrokerError::NotLeader(_) => ResponseError::NotLeaderOrFollower,
             BrokerError::TimedOut(_) => ResponseError::RequestTimedOut,
             BrokerError::Internal(_) => ResponseError::UnknownServerError,
+            BrokerError::ProducerFenced => ResponseError::ProducerFenced,
+            BrokerError::UnknownProducerId => ResponseError::InvalidProducerIdMapping,
+            BrokerError::InvalidTxnState(_) => ResponseError::InvalidTxnState,
         }
     }
 
@@ -300,6 +343,56 @@ pub trait Broker: Send + Sync + 'static {
 
     /// A producer id no producer has had before, durably.
     fn new_producer_id(&self) -> impl Future<Output = Result<i64, BrokerError>> + Send;
+
+    /// InitProducerId with a transactional id: the id's producer with its
+    /// epoch bumped (or a new producer for a new id), whatever the previous
+    /// one left open aborted. `producer`: the one the client names.
+    fn init_transactional(
+        &self,
+        transactional_id: String,
+        timeout_ms: i32,
+        producer: Option<TxnProducer>,
+    ) -> impl Future<Output = Result<TxnProducer, BrokerError>> + Send;
+
+    /// AddPartitionsToTxn: one answer per partition, in order.
+    fn add_partitions_to_txn(
+        &self,
+        transactional_id: String,
+        producer: TxnProducer,
+        partitions: Vec<(String, i32)>,
+    ) -> impl Future<Output = Vec<Result<(), BrokerError>>> + Send;
+
+    /// AddOffsetsToTxn.
+    fn add_offsets_to_txn(
+        &self,
+        transactional_id: String,
+        producer: TxnProducer,
+        group: String,
+    ) -> impl Future<Output = Result<(), BrokerError>> + Send;
+
+    /// TxnOffsetCommit: offsets the group commits if the transaction does.
+    fn txn_offset_commit(
+        &self,
+        transactional_id: String,
+        producer: TxnProducer,
+        group: String,
+        commits: Vec<OffsetCommit>,
+    ) -> impl Future<Output = Vec<Result<(), BrokerError>>> + Send;
+
+    /// EndTxn: commits or aborts the open transaction.
+    fn end_txn(
+        &self,
+        transactional_id: String,
+        producer: TxnProducer,
+        commit: bool,
+    ) -> impl Future<Output = Result<(), BrokerError>> + Send;
+
+    /// Every transactional id the coordinator knows, in id order.
+    fn transactions(&self) -> Vec<TxnView>;
+
+    /// Whether an open transaction holds offsets for the group on the
+    /// partition, not yet committed (OffsetFetch's `require_stable`).
+    fn txn_offsets_pending(&self, group: &str, topic: &str, partition: i32) -> bool;
 
     /// The topic's configuration as Kafka names it.
     fn topic_config(&self, topic: &str) -> Option<Vec<ConfigEntry>>;

@@ -15,6 +15,9 @@ pub struct FacadeConfig {
     /// The largest record batch a produce writes to a topic without a
     /// `max.message.bytes` of its own (Kafka's `message.max.bytes`).
     pub message_max_bytes: usize,
+    /// The longest `transaction.timeout.ms` a producer may ask for (Kafka's
+    /// `transaction.max.timeout.ms`).
+    pub transaction_max_timeout_ms: i32,
     /// Connections beyond this are closed as they arrive.
     pub max_connections: usize,
     /// Create a topic when a client produces to it or asks metadata for it.

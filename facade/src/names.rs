@@ -1,6 +1,6 @@
 //! Conversions between Rust strings and the protocol's string newtypes.
 
-use protocol::messages::{BrokerId, GroupId, TopicName};
+use protocol::messages::{BrokerId, GroupId, TopicName, TransactionalId};
 use protocol::StrBytes;
 
 pub fn str_bytes(s: &str) -> StrBytes {
@@ -21,4 +21,8 @@ pub fn broker_id(id: i32) -> BrokerId {
 
 pub fn uuid(bytes: [u8; 16]) -> uuid::Uuid {
     uuid::Uuid::from_bytes(bytes)
+}
+
+pub fn transactional_id(s: &str) -> TransactionalId {
+    TransactionalId(str_bytes(s))
 }

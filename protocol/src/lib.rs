@@ -7,7 +7,9 @@
 //! - [`versions`] is the table of what Queen serves, and nothing else;
 //! - [`response`] encodes an answer with the header its version wants;
 //! - [`records`] converts RecordBatch v2 (any compression) to and from plain
-//!   records that the broker stores as messages.
+//!   records that the broker stores as messages;
+//! - [`markers`] builds a transaction's commit and abort markers and reads
+//!   a batch header's transaction fields.
 //!
 //! The message types are those of the `kafka-protocol` crate, re-exported as
 //! [`messages`].
@@ -15,6 +17,7 @@
 pub mod chunks;
 pub mod decompress;
 pub mod frame;
+pub mod markers;
 pub mod records;
 pub mod request;
 pub mod response;

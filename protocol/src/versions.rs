@@ -36,16 +36,20 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::OffsetDelete, 0, 0),
     (ApiKey::DescribeCluster, 0, 1),
     (ApiKey::SaslAuthenticate, 0, 2),
+    (ApiKey::AddPartitionsToTxn, 0, 3),
+    (ApiKey::AddOffsetsToTxn, 0, 3),
+    (ApiKey::EndTxn, 0, 3),
+    (ApiKey::TxnOffsetCommit, 0, 3),
+    (ApiKey::DescribeTransactions, 0, 0),
+    (ApiKey::ListTransactions, 0, 1),
 ];
 
 /// APIs Queen does not serve yet but answers, in their own layout, with
 /// UNSUPPORTED_VERSION: a client that sends one without asking ApiVersions
 /// first learns why instead of losing its connection. Not advertised.
 pub const REFUSED: &[(ApiKey, i16, i16)] = &[
-    (ApiKey::AddPartitionsToTxn, 0, 5),
-    (ApiKey::AddOffsetsToTxn, 0, 4),
-    (ApiKey::EndTxn, 0, 5),
-    (ApiKey::TxnOffsetCommit, 0, 5),
+    // v4+ is the brokers' verification form (KIP-890), not a client's.
+    (ApiKey::AddPartitionsToTxn, 4, 5),
     (ApiKey::ConsumerGroupHeartbeat, 0, 1),
 ];
 

@@ -9,8 +9,8 @@ use crate::encryption::Sealer;
 use crate::message::Message;
 use crate::node::Node;
 use crate::planner::command::{Command, ConfigureQueue, CursorCommit, PushBody, PushItem, PushOutcome};
+use crate::planner::kafka_txn::{KafkaTxnAnswer, KafkaTxnOp, TxnRefusal};
 use crate::planner::kv::{Expiry, KvAnswer, KvKind, KvOp, KvResult};
-use crate::planner::push::QueueFull;
 use crate::planner::queue_options::{QueueOptions, KAFKA_LOG_APPEND_TIME, KAFKA_MAX_MESSAGE_BYTES};
 use crate::qlog::files::LogFile;
 use crate::qlog::kafka_batch::KafkaBatch;
@@ -18,11 +18,12 @@ use crate::reader::{KafkaRun, ReaderError};
 use crate::replicate::raft::version_gate::cluster_catalogue;
 use crate::replicate::typed::Typed;
 use crate::replicate::ProposeError;
+use crate::store::rows::KafkaTxnState;
 use crate::store::Store;
 use bytes::Bytes;
 use facade::broker::{
     BrokerAddress, BrokerError, Committed, ConfigEntry, FetchAsk, Fetched, FetchedRun, GroupCoordinator, OffsetCommit,
-    PartitionBatch, PartitionOffsets, ProduceAnswers, Produced, TopicView,
+    PartitionBatch, PartitionOffsets, ProduceAnswers, Produced, TopicView, TxnProducer, TxnView,
 };
 use facade::file_range::{FileRange, StoredFile};
 use facade::TopicSettings;
@@ -47,6 +48,21 @@ fn broker_error(e: ProposeError) -> BrokerError {
     }
 }
 
+/// What a Kafka client is told when the transaction coordinator refuses.
+fn refused(r: TxnRefusal) -> BrokerError {
+    match r {
+        TxnRefusal::Fenced => BrokerError::ProducerFenced,
+        TxnRefusal::UnknownProducer => BrokerError::UnknownProducerId,
+        TxnRefusal::InvalidState => BrokerError::InvalidTxnState(
+            "the request does not fit the transaction's state (a partition not added to it, or none open)".into(),
+        ),
+    }
+}
+
+fn planner_producer(p: TxnProducer) -> crate::planner::kafka_txn::TxnProducer {
+    crate::planner::kafka_txn::TxnProducer { id: p.id, epoch: p.epoch }
+}
+
 impl QueenBroker {
     pub fn new(node: Arc<Node>) -> Self {
         Self { node, times: Arc::default() }
@@ -60,12 +76,52 @@ impl QueenBroker {
         self.node.settings.raft_node_id.is_none() || cluster_catalogue(&self.store()) >= 2
     }
 
+    /// Whether Kafka transactions may be written: always on one node; on a
+    /// cluster once every member reads their effects (catalogue 3).
+    fn refuse_transactions_before_catalogue_3(&self) -> Result<(), BrokerError> {
+        match self.node.settings.raft_node_id.is_none() || cluster_catalogue(&self.store()) >= 3 {
+            true => Ok(()),
+            false => Err(BrokerError::Unavailable(
+                "Kafka transactions wait until every cluster member runs a build that reads them (effect catalogue 3)"
+                    .into(),
+            )),
+        }
+    }
+
+    /// Asks the transaction coordinator, answering a request that only succeeds or is refused.
+    async fn ask_txn(&self, op: KafkaTxnOp) -> Result<(), BrokerError> {
+        self.refuse_transactions_before_catalogue_3()?;
+        match self.ask(Typed::kafka_txn(op)).await? {
+            KafkaTxnAnswer::Done(done) => done.map_err(refused),
+            other => Err(BrokerError::Internal(format!("the transaction coordinator answered {other:?}"))),
+        }
+    }
+
+    /// (queue id, partition id) of each asked partition, or why not.
+    fn locate_all(&self, partitions: &[(String, i32)]) -> Vec<Result<(u64, u64), BrokerError>> {
+        let store = self.store();
+        partitions.iter().map(|(topic, index)| locate(&store, topic, *index)).collect()
+    }
+
     fn store(&self) -> std::sync::RwLockReadGuard<'_, Store> {
         self.node.view.local()
     }
 
     async fn ask<A>(&self, proposal: Typed<A>) -> Result<A, BrokerError> {
         self.node.replicator.ask(proposal).await.map_err(broker_error)
+    }
+
+    /// Hands `proposal` to the planner now where this node plans, so its
+    /// place among this connection's writes is fixed when this returns; a
+    /// follower forwards it and waits. The future answers once it is durable.
+    async fn ask_placed<A: Send + 'static>(
+        &self,
+        proposal: Typed<A>,
+    ) -> Pin<Box<dyn Future<Output = Result<A, BrokerError>> + Send>> {
+        match self.node.replicator.ask_now(proposal) {
+            Ok(wait) => Box::pin(async move { wait.await.map_err(broker_error) }),
+            Err(forwarded) => Box::pin(std::future::ready(self.ask(*forwarded).await)),
+        }
     }
 
     /// Runs a time index lookup on the partition, off the async workers:
@@ -137,6 +193,10 @@ struct PartitionRead {
     offset: u64,
     max_bytes: usize,
     offsets: PartitionOffsets,
+    /// Where the read stops: the high watermark, or for read_committed the
+    /// last stable offset.
+    end: u64,
+    aborted: Vec<(i64, i64)>,
 }
 
 impl PartitionRead {
@@ -150,17 +210,25 @@ impl PartitionRead {
                 high_watermark: offsets.high_watermark,
             });
         }
-        Ok(Self { queue, partition, offset: ask.offset as u64, max_bytes: ask.max_bytes, offsets })
+        let offset = ask.offset as u64;
+        let (end, aborted) = match ask.read_committed {
+            false => (offsets.high_watermark as u64, Vec::new()),
+            true => {
+                let end = offsets.last_stable as u64;
+                let aborted = store.aborted_between(queue, partition, offset, end);
+                (end, aborted.into_iter().map(|(producer, first)| (producer, first as i64)).collect())
+            }
+        };
+        Ok(Self { queue, partition, offset, max_bytes: ask.max_bytes, offsets, end, aborted })
     }
 
     /// The records within this partition's budget and the `left` of the
     /// fetch's, which it takes from.
     fn read(self, node: &Node, left: &mut usize) -> Result<Fetched, BrokerError> {
-        let Self { queue, partition, offset, max_bytes, offsets } = self;
+        let Self { queue, partition, offset, max_bytes, offsets, end, aborted } = self;
         let budget = max_bytes.min(*left);
-        let end = offsets.high_watermark as u64;
-        if offset == end || budget == 0 {
-            return Ok(Fetched { runs: Vec::new(), offsets });
+        if offset >= end || budget == 0 {
+            return Ok(Fetched { runs: Vec::new(), offsets, aborted: Vec::new() });
         }
         let (runs, used) = node
             .reader
@@ -175,7 +243,7 @@ impl PartitionRead {
                 KafkaRun::Messages(messages) => FetchedRun::Records(messages.into_iter().map(to_record).collect()),
             })
             .collect();
-        Ok(Fetched { runs, offsets })
+        Ok(Fetched { runs, offsets, aborted })
     }
 }
 
@@ -192,7 +260,11 @@ impl StoredFile for LogFile {
 
 fn offsets_of(store: &Store, q: u64, p: u64) -> PartitionOffsets {
     let row = store.partition(q, p).expect("a located partition has a row");
-    PartitionOffsets { log_start: row.log_start as i64, high_watermark: row.next_offset as i64 }
+    PartitionOffsets {
+        log_start: row.log_start as i64,
+        high_watermark: row.next_offset as i64,
+        last_stable: store.last_stable_offset(q, p) as i64,
+    }
 }
 
 impl facade::Broker for QueenBroker {
@@ -282,6 +354,10 @@ impl facade::Broker for QueenBroker {
             return Box::pin(std::future::ready(full));
         };
         let as_they_came = self.stores_batches_as_they_came();
+        // A request's batches are all one producer's: transactional or not.
+        let transactional = batches.first().and_then(|b| Some((b.transactional_id.clone()?, &b.batch)));
+        let transactional =
+            transactional.map(|(id, batch)| (id, TxnProducer { id: batch.producer_id, epoch: batch.producer_epoch }));
         // Per batch: its first item in `items`, its item count and whether
         // it was stamped with the append time, or why not.
         let mut plan: Vec<Result<(usize, usize, bool), BrokerError>> = Vec::with_capacity(batches.len());
@@ -308,7 +384,15 @@ impl facade::Broker for QueenBroker {
                 let item = |body| PushItem { queue: b.topic.clone(), partition: partition.clone(), body };
                 // A sealed queue's records are sealed one by one, each under
                 // its own transactionId.
-                if as_they_came && !sealer.seals(&b.topic) {
+                let as_it_came = as_they_came && !sealer.seals(&b.topic);
+                if transactional.is_some() && !as_it_came {
+                    // A read_committed consumer needs the batch's header.
+                    return Err(BrokerError::InvalidRequest(format!(
+                        "topic {:?} is encrypted, and its records are stored one by one: transactions write there only as they came",
+                        b.topic
+                    )));
+                }
+                if as_it_came {
                     stamped = log_append_time;
                     for wire in &b.wires {
                         let batch = KafkaBatch::new(wire.clone(), b.producer_sub.clone())
@@ -327,26 +411,37 @@ impl facade::Broker for QueenBroker {
                 Ok((first, items.len() - first, stamped))
             }));
         }
-        type Pushed = Result<Result<Vec<PushOutcome>, QueueFull>, BrokerError>;
+        type Pushed = Result<Vec<Result<PushOutcome, BrokerError>>, BrokerError>;
         let pushed: Pin<Box<dyn Future<Output = Pushed> + Send>> = if items.is_empty() {
-            Box::pin(std::future::ready(Ok(Ok(vec![]))))
+            Box::pin(std::future::ready(Ok(vec![])))
+        } else if let Some((transactional_id, producer)) = transactional {
+            let op = KafkaTxnOp::Produce { transactional_id, producer: planner_producer(producer), items };
+            let asked = match self.refuse_transactions_before_catalogue_3() {
+                Err(e) => Box::pin(std::future::ready(Err(e))),
+                Ok(()) => self.ask_placed(Typed::kafka_txn(op)).await,
+            };
+            Box::pin(async move {
+                match asked.await? {
+                    KafkaTxnAnswer::Produced(answers) => Ok(answers.into_iter().map(|a| a.map_err(refused)).collect()),
+                    other => Err(BrokerError::Internal(format!("a transactional produce was answered {other:?}"))),
+                }
+            })
         } else {
-            match self.node.replicator.ask_now(Typed::push(items)) {
-                Ok(wait) => Box::pin(async move { wait.await.map_err(broker_error) }),
-                Err(forwarded) => Box::pin(std::future::ready(self.ask(*forwarded).await)),
-            }
+            let asked = self.ask_placed(Typed::push(items)).await;
+            Box::pin(async move {
+                match asked.await? {
+                    Ok(outcomes) => Ok(outcomes.into_iter().map(Ok).collect()),
+                    // A full queue is a condition the producer retries through.
+                    Err(full) => Err(BrokerError::QueueFull(format!(
+                        "queue {:?} is at its maxSize of {}",
+                        full.queue, full.max_size
+                    ))),
+                }
+            })
         };
         let node = self.node.clone();
         Box::pin(async move {
-            let outcomes = match pushed.await {
-                Ok(Ok(outcomes)) => Ok(outcomes),
-                // A full queue is a condition the producer retries through.
-                Ok(Err(full)) => Err(BrokerError::QueueFull(format!(
-                    "queue {:?} is at its maxSize of {}",
-                    full.queue, full.max_size
-                ))),
-                Err(e) => Err(e),
-            };
+            let outcomes = pushed.await;
             drop(admission);
             plan.into_iter()
                 .map(|slot| {
@@ -355,7 +450,9 @@ impl facade::Broker for QueenBroker {
                     let first = outcomes
                         .get(first)
                         .filter(|_| count > 0)
-                        .ok_or(BrokerError::CorruptRecords("an empty batch".into()))?;
+                        .ok_or(BrokerError::CorruptRecords("an empty batch".into()))?
+                        .as_ref()
+                        .map_err(Clone::clone)?;
                     let store = node.view.local();
                     let log_start =
                         store.partition(first.queue_id, first.partition_id).map_or(0, |r| r.log_start as i64);
@@ -505,6 +602,121 @@ impl facade::Broker for QueenBroker {
             },
             other => Err(BrokerError::Internal(format!("the producer id counter answered {other:?}"))),
         }
+    }
+
+    async fn init_transactional(
+        &self,
+        transactional_id: String,
+        timeout_ms: i32,
+        producer: Option<TxnProducer>,
+    ) -> Result<TxnProducer, BrokerError> {
+        self.refuse_transactions_before_catalogue_3()?;
+        // Drawn before the coordinator decides, so that the decision needs
+        // no second entry; used only for a new id or an exhausted epoch.
+        let fresh_producer_id = self.new_producer_id().await?;
+        let producer = producer.map(planner_producer);
+        let op = KafkaTxnOp::Init { transactional_id, timeout_ms, fresh_producer_id, producer };
+        match self.ask(Typed::kafka_txn(op)).await? {
+            KafkaTxnAnswer::Init(init) => init.map(|p| TxnProducer { id: p.id, epoch: p.epoch }).map_err(refused),
+            other => Err(BrokerError::Internal(format!("the transaction coordinator answered {other:?}"))),
+        }
+    }
+
+    async fn add_partitions_to_txn(
+        &self,
+        transactional_id: String,
+        producer: TxnProducer,
+        partitions: Vec<(String, i32)>,
+    ) -> Vec<Result<(), BrokerError>> {
+        let located = self.locate_all(&partitions);
+        let valid: Vec<(u64, u64)> = located.iter().filter_map(|l| l.as_ref().ok().copied()).collect();
+        let added = match valid.is_empty() {
+            true => Ok(()),
+            false => {
+                let producer = planner_producer(producer);
+                self.ask_txn(KafkaTxnOp::AddPartitions { transactional_id, producer, partitions: valid }).await
+            }
+        };
+        located.into_iter().map(|l| l.and(added.clone())).collect()
+    }
+
+    async fn add_offsets_to_txn(
+        &self,
+        transactional_id: String,
+        producer: TxnProducer,
+        group: String,
+    ) -> Result<(), BrokerError> {
+        self.ask_txn(KafkaTxnOp::AddGroup { transactional_id, producer: planner_producer(producer), group }).await
+    }
+
+    async fn txn_offset_commit(
+        &self,
+        transactional_id: String,
+        producer: TxnProducer,
+        group: String,
+        commits: Vec<OffsetCommit>,
+    ) -> Vec<Result<(), BrokerError>> {
+        let asked: Vec<(String, i32)> = commits.iter().map(|c| (c.topic.clone(), c.partition)).collect();
+        let resolved: Vec<Result<CursorCommit, BrokerError>> = self
+            .locate_all(&asked)
+            .into_iter()
+            .zip(&commits)
+            .map(|(located, c)| {
+                let (queue, partition) = located?;
+                let offset = u64::try_from(c.offset)
+                    .map_err(|_| BrokerError::InvalidRequest(format!("offset {} is negative", c.offset)))?;
+                Ok(CursorCommit { queue, partition, group: group.clone(), offset, metadata: c.metadata.clone() })
+            })
+            .collect();
+        let offsets: Vec<CursorCommit> = resolved.iter().filter_map(|r| r.as_ref().ok().cloned()).collect();
+        let written = match offsets.is_empty() {
+            true => Ok(()),
+            false => {
+                let producer = planner_producer(producer);
+                self.ask_txn(KafkaTxnOp::CommitOffsets { transactional_id, producer, offsets }).await
+            }
+        };
+        resolved.into_iter().map(|r| r.map(|_| ()).and(written.clone())).collect()
+    }
+
+    async fn end_txn(&self, transactional_id: String, producer: TxnProducer, commit: bool) -> Result<(), BrokerError> {
+        self.ask_txn(KafkaTxnOp::End { transactional_id, producer: planner_producer(producer), commit }).await
+    }
+
+    fn transactions(&self) -> Vec<TxnView> {
+        let store = self.store();
+        store
+            .kafka_txns()
+            .map(|(id, row)| TxnView {
+                transactional_id: id.clone(),
+                producer: TxnProducer { id: row.producer_id, epoch: row.epoch },
+                state: row.state.name(),
+                timeout_ms: row.timeout_ms,
+                started_ms: match row.state {
+                    KafkaTxnState::Ongoing => row.started_us.div_euclid(1000),
+                    _ => -1,
+                },
+                partitions: row
+                    .partitions
+                    .keys()
+                    .filter_map(|(q, p)| {
+                        let topic = store.queue_name(*q)?.to_string();
+                        let index = partition_ids(&store, *q).position(|id| id == *p)?;
+                        Some((topic, index as i32))
+                    })
+                    .collect(),
+            })
+            .collect()
+    }
+
+    fn txn_offsets_pending(&self, group: &str, topic: &str, partition: i32) -> bool {
+        let store = self.store();
+        let Ok((q, p)) = locate(&store, topic, partition) else { return false };
+        let pending = store.kafka_txns().any(|(_, row)| {
+            row.state == KafkaTxnState::Ongoing
+                && row.offsets.iter().any(|o| o.queue == q && o.partition == p && o.group == group)
+        });
+        pending
     }
 
     fn topic_config(&self, topic: &str) -> Option<Vec<ConfigEntry>> {

@@ -59,6 +59,7 @@ pub fn config(s: &Settings, bound: SocketAddr, tokens: Option<Arc<Auth>>) -> Res
         cluster_id: "queen".to_string(),
         max_request_bytes: s.kafka_max_request_bytes,
         message_max_bytes: s.kafka_message_max_bytes,
+        transaction_max_timeout_ms: s.kafka_transaction_max_timeout_ms,
         max_connections: s.kafka_max_connections,
         auto_create_topics: s.kafka_auto_create_topics,
         num_partitions: s.kafka_num_partitions,

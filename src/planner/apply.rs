@@ -7,7 +7,7 @@ use super::effect::{Effect, Entry};
 use super::queue_options;
 use crate::qlog::files::Location;
 use crate::store::locator::Span;
-use crate::store::rows::{CursorRow, DlqRow, GroupRow, MembershipRow, PartitionRow, QueueRow};
+use crate::store::rows::{AbortedTxnRow, CursorRow, DlqRow, GroupRow, MembershipRow, PartitionRow, QueueRow};
 use crate::store::{CursorKey, Store, MEMBERSHIP_ROW};
 
 /// Applies `entry`, whose message records sit at `locations` (one per
@@ -120,6 +120,11 @@ pub fn apply_effect(store: &mut Store, entry: &Entry, effect: &Effect, locations
         Effect::Membership(membership) => {
             let row = MembershipRow { log_id: entry.id, leader: entry.leader, membership: membership.clone() };
             store.membership.insert(MEMBERSHIP_ROW.to_string(), row);
+        }
+        Effect::KafkaTxn { transactional_id, row } => store.set_kafka_txn(transactional_id.clone(), row.clone()),
+        Effect::AbortedTxn { queue, partition, producer_id, first_offset, last_offset } => {
+            let row = AbortedTxnRow { producer_id: *producer_id, last_offset: *last_offset };
+            store.aborted_txns.insert((*queue, *partition, *first_offset), row);
         }
         Effect::TimerSet { key, row } => store.set_timer(key.clone(), row.clone()),
         Effect::TimerDelete { key } => store.remove_timer(key),

@@ -87,6 +87,9 @@ pub enum Command {
     /// forwarded by a node without it decode unchanged. Boxed: a cycle is
     /// far larger than the other commands.
     Streams(Box<super::streams::StreamsOp>),
+    /// A Kafka transaction coordinator request (`planner/kafka_txn.rs`).
+    /// After `Streams`, for the same reason.
+    KafkaTxn(Box<super::kafka_txn::KafkaTxnOp>),
 }
 
 /// A group's cursor on a partition, set to `offset`: the next it consumes,
@@ -311,4 +314,5 @@ pub enum Answer {
         created: usize,
     },
     Streams(super::streams::StreamsAnswer),
+    KafkaTxn(super::kafka_txn::KafkaTxnAnswer),
 }

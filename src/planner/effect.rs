@@ -154,6 +154,22 @@ pub enum Effect {
     /// 4). Apply keeps the latest, with the entry's log id, as openraft's
     /// stored membership.
     Membership(crate::store::rows::Membership),
+    /// A Kafka transactional id's coordinator state, as the entry leaves it
+    /// (`planner/kafka_txn.rs`; effect catalogue 3).
+    KafkaTxn {
+        transactional_id: String,
+        row: crate::store::rows::KafkaTxnRow,
+    },
+    /// An aborted Kafka transaction's stretch of a partition: producer
+    /// `producer_id`'s records from `first_offset` up to its abort marker
+    /// at `last_offset` are not committed data.
+    AbortedTxn {
+        queue: u64,
+        partition: u64,
+        producer_id: i64,
+        first_offset: u64,
+        last_offset: u64,
+    },
 }
 
 impl Effect {
@@ -183,10 +199,12 @@ impl Effect {
             Effect::DeletePartition { .. } => "delete_partition",
             Effect::CommitMetadata { .. } => "commit_metadata",
             Effect::Membership(_) => "membership",
+            Effect::KafkaTxn { .. } => "kafka_txn",
+            Effect::AbortedTxn { .. } => "aborted_txn",
         }
     }
     /// The queue whose log holds the effect's entry record; 0, the system
-    /// log's, for KV, timer, retention and cleanup effects.
+    /// log's, for KV, timer, retention, cleanup and Kafka coordinator effects.
     pub fn queue(&self) -> u64 {
         match self {
             // Retention and cleanup change rows only; in the system log, a
@@ -202,7 +220,8 @@ impl Effect {
             | Effect::Retain { .. }
             | Effect::DeletePartition { .. }
             | Effect::DeleteQueue { .. }
-            | Effect::Membership(_) => 0,
+            | Effect::Membership(_)
+            | Effect::KafkaTxn { .. } => 0,
             Effect::CreateQueue { id, .. } | Effect::ConfigureQueue { id, .. } => *id,
             Effect::CreatePartition { queue, .. }
             | Effect::Append { queue, .. }
@@ -216,7 +235,8 @@ impl Effect {
             | Effect::Redeliver { queue, .. }
             | Effect::LeaseExpired { queue, .. }
             | Effect::DeleteGroup { queue, .. }
-            | Effect::CommitMetadata { queue, .. } => *queue,
+            | Effect::CommitMetadata { queue, .. }
+            | Effect::AbortedTxn { queue, .. } => *queue,
         }
     }
 }

@@ -9,6 +9,7 @@ pub mod consume;
 pub mod cursor;
 pub mod effect;
 pub mod groups;
+pub mod kafka_txn;
 pub mod kv;
 pub mod locks;
 pub mod overlay;
@@ -195,6 +196,10 @@ impl Planner {
             Command::Streams(op) => {
                 let (effects, messages, answer) = streams::plan(store, overlay, id, timestamp_us, *op);
                 (effects, messages, Answer::Streams(answer))
+            }
+            Command::KafkaTxn(op) => {
+                let p = kafka_txn::plan(store, overlay, id, timestamp_us, *op);
+                (p.effects, p.messages, Answer::KafkaTxn(p.answer))
             }
             Command::ExtendLease { lease_id } => {
                 let (effects, renewed, expires_us) = consume::plan_extend(store, overlay, timestamp_us, &lease_id);

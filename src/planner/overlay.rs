@@ -6,7 +6,7 @@
 //! the whole overlay (`Planner::lead`): what it planned may never commit.
 
 use crate::planner::queue_options::QueueOptions;
-use crate::store::rows::{CursorRow, GroupRow, KvRow, TimerRow};
+use crate::store::rows::{CursorRow, GroupRow, KafkaTxnRow, KvRow, TimerRow};
 use crate::store::{CursorKey, Store};
 use std::borrow::Borrow;
 // Consulted and updated for every planned command: foldhash, not SipHash.
@@ -121,6 +121,8 @@ pub struct Overlay {
     next_kv_version: Next,
     /// Timers scheduled (`Some`) or removed by unapplied entries.
     timers: Layer<String, Option<TimerRow>>,
+    /// Kafka transactional ids' states written by unapplied entries.
+    kafka_txns: Layer<String, KafkaTxnRow>,
 }
 
 impl Overlay {
@@ -146,6 +148,7 @@ impl Overlay {
             ("leases", self.leases.0.is_empty()),
             ("kv", self.kv.0.is_empty()),
             ("timers", self.timers.0.is_empty()),
+            ("kafka_txns", self.kafka_txns.0.is_empty()),
             ("next_queue_id", self.next_queue_id.0.is_none()),
             ("next_partition_id", self.next_partition_id.0.is_none()),
             ("next_kv_version", self.next_kv_version.0.is_none()),
@@ -176,6 +179,30 @@ impl Overlay {
         self.kv.forget_through(applied);
         self.next_kv_version.forget_through(applied);
         self.timers.forget_through(applied);
+        self.kafka_txns.forget_through(applied);
+    }
+
+    /// A transactional id's coordinator state as the entries planned so far
+    /// leave it.
+    pub fn kafka_txn(&self, store: &Store, transactional_id: &str) -> Option<KafkaTxnRow> {
+        match self.kafka_txns.get(transactional_id) {
+            Some(row) => Some(row.clone()),
+            None => store.kafka_txn(transactional_id).cloned(),
+        }
+    }
+
+    pub fn put_kafka_txn(&mut self, transactional_id: String, row: KafkaTxnRow) {
+        self.kafka_txns.insert(self.stamp, transactional_id, row);
+    }
+
+    /// Every transactional id with its state as the entries planned so far
+    /// leave it, in id order.
+    pub fn kafka_txn_rows(&self, store: &Store) -> Vec<(String, KafkaTxnRow)> {
+        let mut ids: Vec<String> = store.kafka_txns().map(|(k, _)| k.clone()).collect();
+        ids.extend(self.kafka_txns.iter().map(|(k, _)| k.clone()));
+        ids.sort_unstable();
+        ids.dedup();
+        ids.into_iter().filter_map(|id| self.kafka_txn(store, &id).map(|row| (id, row))).collect()
     }
 
     /// A partition's log start as the entries planned so far leave it: no

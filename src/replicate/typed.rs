@@ -11,6 +11,7 @@ use super::{ProposeError, Replicator};
 use crate::planner::command::{
     AckItem, AckOutcome, Answer, Claim, Command, ConfigureQueue, PopRequest, PushItem, PushOutcome,
 };
+use crate::planner::kafka_txn::{KafkaTxnAnswer, KafkaTxnOp};
 use crate::planner::kv::{KvAnswer, KvOp};
 use crate::planner::locks::{LockOp, LockResult};
 use crate::planner::push::QueueFull;
@@ -70,6 +71,15 @@ impl Typed<StreamsAnswer> {
         Typed {
             command: Command::Streams(Box::new(op)),
             answer: |a| if let Answer::Streams(s) = a { Ok(s) } else { Err(a) },
+        }
+    }
+}
+
+impl Typed<KafkaTxnAnswer> {
+    pub fn kafka_txn(op: KafkaTxnOp) -> Self {
+        Typed {
+            command: Command::KafkaTxn(Box::new(op)),
+            answer: |a| if let Answer::KafkaTxn(t) = a { Ok(t) } else { Err(a) },
         }
     }
 }

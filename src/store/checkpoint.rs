@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use xxhash_rust::xxh3::Xxh3;
 
 /// Every keyspace, `meta` last so its counts see the other writes.
-pub const KEYSPACES: [&str; 11] = [
+pub const KEYSPACES: [&str; 13] = [
     "queues",
     "partitions",
     "dedup",
@@ -23,6 +23,8 @@ pub const KEYSPACES: [&str; 11] = [
     "timers",
     "commit_metadata",
     "membership",
+    "kafka_txns",
+    "aborted_txns",
     "meta",
 ];
 

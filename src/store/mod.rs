@@ -16,8 +16,11 @@ use checkpoint::{CheckpointError, LoadedRows};
 use dedup::DedupIndex;
 use keyspace::{EncodeChanges, Keyspace};
 use locator::Locator;
-use rows::{CursorRow, DlqRow, GroupRow, KvRow, MembershipRow, PartitionRow, QueueRow, TimerRow};
-use std::collections::{BTreeSet, HashMap};
+use rows::{
+    AbortedTxnRow, CursorRow, DlqRow, GroupRow, KafkaTxnRow, KafkaTxnState, KvRow, MembershipRow, PartitionRow,
+    QueueRow, TimerRow,
+};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 
 pub type PartitionKey = (u64, u64);
@@ -55,6 +58,16 @@ pub struct Store {
     /// The cluster configuration, from the last membership entry applied
     /// (`MEMBERSHIP_ROW`); none on a node that never applied one.
     pub membership: Keyspace<String, MembershipRow>,
+    /// Kafka transactional ids and their coordinator state
+    /// (`planner/kafka_txn.rs`); changed only through `set_kafka_txn`.
+    kafka_txns: Keyspace<String, KafkaTxnRow>,
+    /// Derived at load and kept in step with `kafka_txns`: per partition,
+    /// the producers whose open transaction wrote there, each with the
+    /// first offset it wrote: the partition's last stable offset is the
+    /// least of them.
+    open_txns: HashMap<PartitionKey, BTreeMap<i64, u64>>,
+    /// Aborted Kafka transactions per partition, by first offset.
+    pub aborted_txns: Keyspace<(u64, u64, u64), AbortedTxnRow>,
     timers: Keyspace<String, TimerRow>,
     /// Derived at load and kept in step with `timers`: (due time, key).
     timers_due: BTreeSet<(i64, String)>,
@@ -113,6 +126,9 @@ impl Default for Store {
             dlq: Keyspace::new("dlq"),
             kv: Keyspace::new("kv"),
             membership: Keyspace::new("membership"),
+            kafka_txns: Keyspace::new("kafka_txns"),
+            open_txns: HashMap::new(),
+            aborted_txns: Keyspace::new("aborted_txns"),
             timers: Keyspace::new("timers"),
             timers_due: BTreeSet::new(),
             kv_expiring: BTreeSet::new(),
@@ -147,6 +163,8 @@ impl Store {
                     "dlq" => store.dlq.load_row(&key, &value),
                     "kv" => store.kv.load_row(&key, &value),
                     "membership" => store.membership.load_row(&key, &value),
+                    "kafka_txns" => store.kafka_txns.load_row(&key, &value),
+                    "aborted_txns" => store.aborted_txns.load_row(&key, &value),
                     "timers" => store.timers.load_row(&key, &value),
                     "meta" => {
                         let v: u64 = crate::codec::from_bytes(&value).map_err(|e| e.to_string()).unwrap_or_default();
@@ -187,6 +205,10 @@ impl Store {
             if let Some(lease) = &cursor.lease {
                 store.leases.entry(lease.id.clone()).or_default().push(key.clone());
             }
+        }
+        let txns: Vec<KafkaTxnRow> = store.kafka_txns.iter().map(|(_, row)| row.clone()).collect();
+        for row in &txns {
+            store.index_open_txn(row, true);
         }
         Ok(store)
     }
@@ -321,6 +343,68 @@ impl Store {
         }
     }
 
+    /// The coordinator state of a Kafka transactional id.
+    pub fn kafka_txn(&self, transactional_id: &str) -> Option<&KafkaTxnRow> {
+        self.kafka_txns.get(&transactional_id.to_string())
+    }
+
+    /// Every Kafka transactional id with its state, in id order.
+    pub fn kafka_txns(&self) -> impl Iterator<Item = (&String, &KafkaTxnRow)> {
+        self.kafka_txns.iter()
+    }
+
+    /// Writes a transactional id's state, keeping the open-transaction
+    /// index (and so every partition's last stable offset) in step.
+    pub fn set_kafka_txn(&mut self, transactional_id: String, row: KafkaTxnRow) {
+        if let Some(old) = self.kafka_txns.get(&transactional_id).cloned() {
+            self.index_open_txn(&old, false);
+        }
+        self.index_open_txn(&row, true);
+        self.kafka_txns.insert(transactional_id, row);
+    }
+
+    fn index_open_txn(&mut self, row: &KafkaTxnRow, add: bool) {
+        if row.state != KafkaTxnState::Ongoing {
+            return;
+        }
+        for (key, first) in &row.partitions {
+            let Some(first) = first else { continue };
+            match add {
+                true => {
+                    self.open_txns.entry(*key).or_default().insert(row.producer_id, *first);
+                }
+                false => {
+                    if let Some(open) = self.open_txns.get_mut(key) {
+                        open.remove(&row.producer_id);
+                        if open.is_empty() {
+                            self.open_txns.remove(key);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The partition's last stable offset: the first offset of its oldest
+    /// open Kafka transaction, else its high watermark. A read_committed
+    /// consumer reads below it only.
+    pub fn last_stable_offset(&self, queue: u64, partition: u64) -> u64 {
+        let end = self.partition(queue, partition).map_or(0, |r| r.next_offset);
+        let oldest = self.open_txns.get(&(queue, partition)).and_then(|open| open.values().min().copied());
+        oldest.map_or(end, |first| first.min(end))
+    }
+
+    /// The aborted transactions of a partition whose stretch reaches `from`
+    /// or later and begins before `to`: (producer id, first offset), by
+    /// first offset.
+    pub fn aborted_between(&self, queue: u64, partition: u64, from: u64, to: u64) -> Vec<(i64, u64)> {
+        self.aborted_txns
+            .range((queue, partition, 0)..(queue, partition, to))
+            .filter(|(_, row)| row.last_offset >= from)
+            .map(|((_, _, first), row)| (row.producer_id, *first))
+            .collect()
+    }
+
     /// Forgets a consumer group on a queue: its cursors (leases included)
     /// and, with `metadata`, its subscription.
     pub fn remove_group(&mut self, queue: u64, group: &str, metadata: bool) {
@@ -347,6 +431,7 @@ impl Store {
         if let Some(txns_start) = kept {
             self.dedup.remove_below(queue, partition, txns_start);
             self.locator.remove_below(queue, partition, txns_start);
+            self.remove_aborted_txns(queue, partition, |row| row.last_offset < txns_start);
         }
     }
 
@@ -411,7 +496,21 @@ impl Store {
         }
         self.locator.remove(queue, partition);
         self.dedup.remove_partition(queue, partition);
+        self.remove_aborted_txns(queue, partition, |_| true);
         self.remove_cursors_and_dead_letters((queue, partition), (queue, partition + 1));
+    }
+
+    /// Forgets the partition's aborted transactions that `gone` picks.
+    fn remove_aborted_txns(&mut self, queue: u64, partition: u64, gone: impl Fn(&AbortedTxnRow) -> bool) {
+        let keys: Vec<(u64, u64, u64)> = self
+            .aborted_txns
+            .range((queue, partition, 0)..=(queue, partition, u64::MAX))
+            .filter(|(_, row)| gone(row))
+            .map(|(k, _)| *k)
+            .collect();
+        for key in keys {
+            self.aborted_txns.remove(&key);
+        }
     }
 
     /// The cursors and dead letters of the partitions from `from` up to,
@@ -449,6 +548,8 @@ impl Store {
             Box::new(self.kv.take_changes()),
             Box::new(self.timers.take_changes()),
             Box::new(self.membership.take_changes()),
+            Box::new(self.kafka_txns.take_changes()),
+            Box::new(self.aborted_txns.take_changes()),
         ];
         CheckpointJob {
             changes,

@@ -146,3 +146,72 @@ pub struct DlqRow {
     pub failures: u32,
     pub moved_us: i64,
 }
+
+/// `kafka_txns`: a Kafka transactional id → its coordinator's state: the
+/// producer it names, and the transaction that producer has open.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KafkaTxnRow {
+    pub producer_id: i64,
+    /// Bumped by every InitProducerId and by every abort the coordinator
+    /// decides alone (a timeout): a producer with a lower one is fenced.
+    pub epoch: i16,
+    /// The producer's `transaction.timeout.ms`.
+    pub timeout_ms: i32,
+    pub state: KafkaTxnState,
+    /// When the open transaction began (its first partition or group added).
+    pub started_us: i64,
+    pub updated_us: i64,
+    /// The open transaction's partitions (queue id, partition id), each
+    /// with the first offset it wrote there (none before its first record):
+    /// the partition's last stable offset holds at that offset.
+    pub partitions: BTreeMap<(u64, u64), Option<u64>>,
+    /// The consumer groups whose offsets the transaction commits.
+    pub groups: BTreeSet<String>,
+    /// Offsets committed within the transaction: the groups' cursors move
+    /// to them when it commits, and they are dropped when it aborts.
+    pub offsets: Vec<TxnOffset>,
+}
+
+/// An offset a transaction commits for a group: the group's cursor on
+/// (queue id, partition id) goes to `offset` at the commit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TxnOffset {
+    pub queue: u64,
+    pub partition: u64,
+    pub group: String,
+    pub offset: u64,
+    pub metadata: String,
+}
+
+/// Kafka's transaction states. The prepare states of Kafka's coordinator
+/// never last: a transaction's end, markers and offsets included, is one
+/// entry, so it goes from Ongoing to Complete at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum KafkaTxnState {
+    Empty,
+    Ongoing,
+    CompleteCommit,
+    CompleteAbort,
+}
+
+impl KafkaTxnState {
+    /// As DescribeTransactions and ListTransactions name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            KafkaTxnState::Empty => "Empty",
+            KafkaTxnState::Ongoing => "Ongoing",
+            KafkaTxnState::CompleteCommit => "CompleteCommit",
+            KafkaTxnState::CompleteAbort => "CompleteAbort",
+        }
+    }
+}
+
+/// `aborted_txns`: (queue id, partition id, first offset) → an aborted
+/// Kafka transaction's stretch of the partition: a read_committed fetch
+/// names it, and its consumer skips that producer's records in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AbortedTxnRow {
+    pub producer_id: i64,
+    /// The offset of the abort marker.
+    pub last_offset: u64,
+}

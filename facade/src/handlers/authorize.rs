@@ -11,6 +11,10 @@
 
 use crate::names::{str_bytes, topic_name};
 use crate::sasl::Role;
+use protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
+use protocol::messages::add_partitions_to_txn_response::{
+    AddPartitionsToTxnPartitionResult, AddPartitionsToTxnResult, AddPartitionsToTxnTopicResult,
+};
 use protocol::messages::alter_configs_response::AlterConfigsResourceResponse;
 use protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
 use protocol::messages::create_topics_response::CreatableTopicResult;
@@ -20,12 +24,14 @@ use protocol::messages::delete_topics_response::DeletableTopicResult;
 use protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse as IncrementalResourceResponse;
 use protocol::messages::offset_commit_response::{OffsetCommitResponsePartition, OffsetCommitResponseTopic};
 use protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use protocol::messages::txn_offset_commit_response::{TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic};
 use protocol::messages::*;
 use protocol::ResponseError;
 
 const TOPIC: i16 = ResponseError::TopicAuthorizationFailed.code();
 const GROUP: i16 = ResponseError::GroupAuthorizationFailed.code();
 const CLUSTER: i16 = ResponseError::ClusterAuthorizationFailed.code();
+const TXN: i16 = ResponseError::TransactionalIdAuthorizationFailed.code();
 /// ConfigResource's type of a broker (4) as opposed to a topic (2).
 const BROKER_RESOURCE: i8 = 4;
 
@@ -34,6 +40,10 @@ pub fn required_role(request: &RequestKind) -> Role {
     match request {
         RequestKind::Produce(_)
         | RequestKind::InitProducerId(_)
+        | RequestKind::AddPartitionsToTxn(_)
+        | RequestKind::AddOffsetsToTxn(_)
+        | RequestKind::EndTxn(_)
+        | RequestKind::TxnOffsetCommit(_)
         | RequestKind::JoinGroup(_)
         | RequestKind::SyncGroup(_)
         | RequestKind::Heartbeat(_)
@@ -59,6 +69,12 @@ pub fn denied(request: &RequestKind, version: i16) -> Option<ResponseKind> {
         RequestKind::InitProducerId(_) => ResponseKind::InitProducerId(
             InitProducerIdResponse::default().with_error_code(CLUSTER).with_producer_id((-1).into()),
         ),
+        RequestKind::AddPartitionsToTxn(r) => ResponseKind::AddPartitionsToTxn(add_partitions_to_txn(r, version, TXN)),
+        RequestKind::AddOffsetsToTxn(_) => {
+            ResponseKind::AddOffsetsToTxn(AddOffsetsToTxnResponse::default().with_error_code(TXN))
+        }
+        RequestKind::EndTxn(_) => ResponseKind::EndTxn(EndTxnResponse::default().with_error_code(TXN)),
+        RequestKind::TxnOffsetCommit(r) => ResponseKind::TxnOffsetCommit(txn_offset_commit(r, TXN)),
         RequestKind::JoinGroup(_) => {
             ResponseKind::JoinGroup(JoinGroupResponse::default().with_error_code(GROUP).with_generation_id(-1))
         }
@@ -215,4 +231,60 @@ fn delete_topics(r: &DeleteTopicsRequest, version: i16) -> DeleteTopicsResponse 
         r.topic_names.iter().map(|n| refused(Some(n.0.to_string()), Default::default())).collect()
     };
     DeleteTopicsResponse::default().with_responses(responses)
+}
+
+fn txn_topic_results(topics: &[AddPartitionsToTxnTopic], code: i16) -> Vec<AddPartitionsToTxnTopicResult> {
+    topics
+        .iter()
+        .map(|t| {
+            let partitions = t
+                .partitions
+                .iter()
+                .map(|p| {
+                    AddPartitionsToTxnPartitionResult::default()
+                        .with_partition_index(*p)
+                        .with_partition_error_code(code)
+                })
+                .collect();
+            AddPartitionsToTxnTopicResult::default().with_name(t.name.clone()).with_results_by_partition(partitions)
+        })
+        .collect()
+}
+
+/// Every asked partition of every transaction refused with `code`.
+pub fn add_partitions_to_txn(r: &AddPartitionsToTxnRequest, version: i16, code: i16) -> AddPartitionsToTxnResponse {
+    if version <= 3 {
+        return AddPartitionsToTxnResponse::default()
+            .with_results_by_topic_v3_and_below(txn_topic_results(&r.v3_and_below_topics, code));
+    }
+    let results = r
+        .transactions
+        .iter()
+        .map(|t| {
+            AddPartitionsToTxnResult::default()
+                .with_transactional_id(t.transactional_id.clone())
+                .with_topic_results(txn_topic_results(&t.topics, code))
+        })
+        .collect();
+    AddPartitionsToTxnResponse::default().with_error_code(code).with_results_by_transaction(results)
+}
+
+fn txn_offset_commit(r: &TxnOffsetCommitRequest, code: i16) -> TxnOffsetCommitResponse {
+    let topics = r
+        .topics
+        .iter()
+        .map(|t| {
+            let partitions = t
+                .partitions
+                .iter()
+                .map(|p| {
+                    TxnOffsetCommitResponsePartition::default()
+                        .with_partition_index(p.partition_index)
+                        .with_error_code(code)
+                })
+                .collect();
+            TxnOffsetCommitResponseTopic::default().with_name(topic_name(t.name.0.as_str())).with_partitions(partitions)
+        })
+        .collect();
+    TxnOffsetCommitResponse::default().with_topics(topics)
 }

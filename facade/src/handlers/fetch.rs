@@ -4,9 +4,10 @@
 //! bytes of the answer stay within `max_bytes` and each partition's within
 //! its `partition_max_bytes`, except that the first partition with records
 //! gets at least its first one, however large, so a consumer always
-//! progresses. There
-//! are no Kafka transactions here, so both isolation levels read up to the
-//! high watermark. Fetch sessions are declined (session id 0): every fetch
+//! progresses. At
+//! READ_COMMITTED (isolation level 1) a partition is read up to its last
+//! stable offset, and answered with the aborted transactions its records
+//! may hold, which the consumer skips. Fetch sessions are declined (session id 0): every fetch
 //! is a full one, which KIP-227 lets a broker choose.
 
 use crate::broker::{BrokerError, FetchAsk, Fetched, FetchedRun, PartitionOffsets};
@@ -14,8 +15,8 @@ use crate::file_range::FileBytesSent;
 use crate::names::topic_name;
 use crate::spliced::{Part, Splice, StandIns};
 use crate::{Broker, Facade};
-use protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
-use protocol::messages::{FetchRequest, FetchResponse};
+use protocol::messages::fetch_response::{AbortedTransaction, FetchableTopicResponse, PartitionData};
+use protocol::messages::{FetchRequest, FetchResponse, ProducerId};
 use protocol::records::encode_fetched;
 use protocol::ResponseError;
 use std::time::{Duration, Instant};
@@ -82,6 +83,7 @@ async fn read_all<B: Broker>(
                 partition: p.partition,
                 offset: p.fetch_offset,
                 max_bytes: p.partition_max_bytes.max(0) as usize,
+                read_committed: req.isolation_level == 1,
             })
         })
         .collect();
@@ -97,8 +99,7 @@ async fn read_all<B: Broker>(
             let budget = (p.partition_max_bytes.max(0) as usize).min(max_bytes.saturating_sub(total));
             // Only until some partition has answered records.
             let may_exceed = total == 0;
-            let answer =
-                PartitionData::default().with_partition_index(p.partition).with_aborted_transactions(Some(vec![]));
+            let answer = PartitionData::default().with_partition_index(p.partition);
             let read = match (name, fetched.next()) {
                 (Some(name), Some(read)) => {
                     let at = (name.as_str(), p.partition);
@@ -108,17 +109,29 @@ async fn read_all<B: Broker>(
                 (None, _) => Err(ResponseError::UnknownTopicId),
             };
             let answer = match read {
-                Ok((offsets, records, size)) => {
+                Ok((offsets, aborted, records, size)) => {
                     total += size;
+                    let aborted = aborted
+                        .into_iter()
+                        .map(|(producer, first)| {
+                            AbortedTransaction::default()
+                                .with_producer_id(ProducerId(producer))
+                                .with_first_offset(first)
+                        })
+                        .collect();
                     answer
+                        .with_aborted_transactions(Some(aborted))
                         .with_high_watermark(offsets.high_watermark)
-                        .with_last_stable_offset(offsets.high_watermark)
+                        .with_last_stable_offset(offsets.last_stable)
                         .with_log_start_offset(if version >= 5 { offsets.log_start } else { -1 })
                         .with_records(Some(records))
                 }
                 Err(e) => {
                     errored = true;
-                    answer.with_error_code(e.code()).with_records(Some(bytes::Bytes::new()))
+                    answer
+                        .with_aborted_transactions(Some(vec![]))
+                        .with_error_code(e.code())
+                        .with_records(Some(bytes::Bytes::new()))
                 }
             };
             partitions.push(answer);
@@ -133,8 +146,9 @@ async fn read_all<B: Broker>(
     Read { topics, bytes: total, errored, splices }
 }
 
-/// A partition's records as batch bytes within `budget` (or, if
-/// `may_exceed`, the first record alone beyond it), and their size. Stored
+/// A partition's offsets, aborted transactions and records as batch bytes
+/// within `budget` (or, if `may_exceed`, the first record alone beyond it),
+/// and their size. Stored
 /// batches left in their files are spliced in (`spliced.rs`): the bytes
 /// answered are a stand-in for them, and the splice goes in `splices`.
 fn encode_partition(
@@ -145,7 +159,7 @@ fn encode_partition(
     stand_ins: &mut StandIns,
     splices: &mut Vec<Splice>,
     counted: &FileBytesSent,
-) -> Result<(PartitionOffsets, bytes::Bytes, usize), ResponseError> {
+) -> Result<(PartitionOffsets, Vec<(i64, i64)>, bytes::Bytes, usize), ResponseError> {
     let (topic, partition) = at;
     let fetched = fetched.map_err(|e| e.kafka())?;
     // The broker sizes its read by what it stores, which is near but not
@@ -173,7 +187,7 @@ fn encode_partition(
     let parts = match stand_ins.splice(parts) {
         Ok((stand_in, splice)) => {
             splices.push(splice);
-            return Ok((fetched.offsets, stand_in, size));
+            return Ok((fetched.offsets, fetched.aborted, stand_in, size));
         }
         Err(parts) => parts,
     };
@@ -191,5 +205,5 @@ fn encode_partition(
         1 => bytes.pop().expect("one part"),
         _ => bytes.concat().into(),
     };
-    Ok((fetched.offsets, bytes, size))
+    Ok((fetched.offsets, fetched.aborted, bytes, size))
 }

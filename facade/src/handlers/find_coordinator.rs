@@ -1,6 +1,6 @@
-//! FindCoordinator: the broker that coordinates every group (this one, or a
-//! cluster's leader), singly (v0-v3) or in batches (v4). Transaction coordinators are refused: Kafka transactions are
-//! not supported yet (docs/kafka.md).
+//! FindCoordinator: the broker that coordinates every consumer group and
+//! every transactional id (this one, or a cluster's leader), singly (v0-v3)
+//! or in batches (v4).
 
 use crate::names::{broker_id, str_bytes};
 use crate::{Broker, Facade, GroupCoordinator};
@@ -9,6 +9,7 @@ use protocol::messages::{FindCoordinatorRequest, FindCoordinatorResponse};
 use protocol::ResponseError;
 
 const GROUP: i8 = 0;
+const TRANSACTION: i8 = 1;
 
 pub fn handle<B: Broker>(f: &Facade<B>, req: FindCoordinatorRequest, version: i16) -> FindCoordinatorResponse {
     let here = (broker_id(f.config.node_id), str_bytes(&f.config.advertised_host), f.config.advertised_port);
@@ -18,7 +19,7 @@ pub fn handle<B: Broker>(f: &Facade<B>, req: FindCoordinatorRequest, version: i1
         GroupCoordinator::There(there) => ((broker_id(there.node_id), str_bytes(&there.host), there.port), true),
         GroupCoordinator::NotAvailable => (here, false),
     };
-    let error = match (req.key_type == GROUP, available) {
+    let error = match (matches!(req.key_type, GROUP | TRANSACTION), available) {
         (false, _) => ResponseError::UnsupportedVersion.code(),
         (true, false) => ResponseError::CoordinatorNotAvailable.code(),
         (true, true) => 0,

@@ -2,6 +2,8 @@
 //! and answers the response body; errors travel inside the body as Kafka
 //! error codes, per topic, partition or group, as the protocol places them.
 
+mod add_offsets_to_txn;
+mod add_partitions_to_txn;
 mod alter_configs;
 mod api_versions;
 mod authorize;
@@ -13,6 +15,8 @@ mod delete_topics;
 mod describe_cluster;
 mod describe_configs;
 mod describe_groups;
+mod describe_transactions;
+mod end_txn;
 mod fetch;
 mod find_coordinator;
 mod heartbeat;
@@ -21,6 +25,7 @@ mod join_group;
 mod leave_group;
 mod list_groups;
 mod list_offsets;
+mod list_transactions;
 mod metadata;
 mod not_coordinator;
 mod offset_commit;
@@ -32,6 +37,8 @@ mod refused;
 mod sasl_authenticate;
 mod sasl_handshake;
 mod sync_group;
+mod txn_errors;
+mod txn_offset_commit;
 
 use crate::sasl::{Role, Session};
 use crate::{Broker, Facade};
@@ -123,7 +130,15 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: Request, peer: SocketAddr, se
         RequestKind::DeleteTopics(r) => ResponseKind::DeleteTopics(delete_topics::handle(f, r, v).await),
         RequestKind::CreatePartitions(r) => ResponseKind::CreatePartitions(create_partitions::handle(f, r).await),
         RequestKind::DeleteRecords(r) => ResponseKind::DeleteRecords(delete_records::handle(f, r)),
-        RequestKind::InitProducerId(r) => ResponseKind::InitProducerId(init_producer_id::handle(f, r).await),
+        RequestKind::InitProducerId(r) => ResponseKind::InitProducerId(init_producer_id::handle(f, r, v).await),
+        RequestKind::AddPartitionsToTxn(r) => {
+            ResponseKind::AddPartitionsToTxn(add_partitions_to_txn::handle(f, r, v).await)
+        }
+        RequestKind::AddOffsetsToTxn(r) => ResponseKind::AddOffsetsToTxn(add_offsets_to_txn::handle(f, r, v).await),
+        RequestKind::EndTxn(r) => ResponseKind::EndTxn(end_txn::handle(f, r, v).await),
+        RequestKind::TxnOffsetCommit(r) => ResponseKind::TxnOffsetCommit(txn_offset_commit::handle(f, r, v).await),
+        RequestKind::DescribeTransactions(r) => ResponseKind::DescribeTransactions(describe_transactions::handle(f, r)),
+        RequestKind::ListTransactions(r) => ResponseKind::ListTransactions(list_transactions::handle(f, r)),
         RequestKind::OffsetForLeaderEpoch(r) => {
             ResponseKind::OffsetForLeaderEpoch(offset_for_leader_epoch::handle(f, r).await)
         }

@@ -3,7 +3,10 @@
 //! -1. Read behind the read gate: a consumer resumes from what it is
 //! answered, and a commit that moved back (an offset reset, a deletion)
 //! must not read as the offset before it. When the gate cannot be passed,
-//! COORDINATOR_NOT_AVAILABLE, and the client asks again.
+//! COORDINATOR_NOT_AVAILABLE, and the client asks again. With
+//! `require_stable` (v7+, a read_committed consumer), a partition whose
+//! offsets an open transaction holds answers UNSTABLE_OFFSET_COMMIT, and the
+//! client asks again once the transaction ends.
 
 use super::by_topic;
 use crate::broker::Committed;
@@ -30,7 +33,7 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: OffsetFetchRequest, version: 
                 let asked = g.topics.as_ref().map(|ts| {
                     ts.iter().map(|t| (t.name.0.as_str().to_string(), t.partition_indexes.clone())).collect::<Vec<_>>()
                 });
-                let answers = rows(f, g.group_id.0.as_str(), asked, gate).into_iter().map(
+                let answers = rows(f, g.group_id.0.as_str(), asked, gate, req.require_stable).into_iter().map(
                     |(topic, partition, committed, code)| {
                         let p = OffsetFetchResponsePartitions::default()
                             .with_partition_index(partition)
@@ -56,15 +59,16 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: OffsetFetchRequest, version: 
         .topics
         .as_ref()
         .map(|ts| ts.iter().map(|t| (t.name.0.as_str().to_string(), t.partition_indexes.clone())).collect::<Vec<_>>());
-    let answers =
-        rows(f, req.group_id.0.as_str(), asked, gate).into_iter().map(|(topic, partition, committed, code)| {
+    let answers = rows(f, req.group_id.0.as_str(), asked, gate, req.require_stable).into_iter().map(
+        |(topic, partition, committed, code)| {
             let p = OffsetFetchResponsePartition::default()
                 .with_partition_index(partition)
                 .with_committed_offset(committed.offset)
                 .with_metadata(Some(str_bytes(&committed.metadata)))
                 .with_error_code(code);
             (topic, p)
-        });
+        },
+    );
     let topics = by_topic(answers)
         .into_iter()
         .map(|(t, ps)| OffsetFetchResponseTopic::default().with_name(topic_name(&t)).with_partitions(ps))
@@ -86,6 +90,7 @@ fn rows<B: Broker>(
     group: &str,
     asked: Option<Vec<(String, Vec<i32>)>>,
     gate: Result<(), i16>,
+    require_stable: bool,
 ) -> Vec<Row> {
     let pairs: Vec<(String, i32)> = match asked {
         Some(asked) => asked.into_iter().flat_map(|(t, ps)| ps.into_iter().map(move |p| (t.clone(), p))).collect(),
@@ -97,6 +102,9 @@ fn rows<B: Broker>(
     pairs
         .into_iter()
         .map(|(topic, partition)| match gate {
+            Ok(()) if require_stable && f.broker.txn_offsets_pending(group, &topic, partition) => {
+                (topic, partition, none(), ResponseError::UnstableOffsetCommit.code())
+            }
             Ok(()) => {
                 let committed = f.broker.committed(group, &topic, partition).ok().flatten().unwrap_or_else(none);
                 (topic, partition, committed, 0)

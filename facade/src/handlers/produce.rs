@@ -3,7 +3,8 @@
 //! (on one node they are the same promise), acks=0 answers nothing. The
 //! handler answers `Reply::Pending` once the push is handed to the planner,
 //! so the connection reads the client's next request while this one is made
-//! durable (`connection.rs`).
+//! durable (`connection.rs`). A transactional produce's batches land only in
+//! partitions its transaction added (`Broker::produce`).
 
 use super::{by_topic, Reply};
 use crate::broker::{BrokerError, PartitionBatch};
@@ -17,7 +18,7 @@ use protocol::ResponseError;
 
 /// `producer`: the authenticated token's subject, stamped on every record.
 pub async fn handle<B: Broker>(f: &Facade<B>, req: ProduceRequest, version: i16, producer: Option<String>) -> Reply {
-    let transactional = req.transactional_id.is_some();
+    let transactional_id = req.transactional_id.as_ref().map(|t| t.as_str().to_string());
     // What the request's compressed batches expand to, at most
     // `max_request_bytes` all together, is held from the budget all
     // requests share until the request is answered.
@@ -40,9 +41,9 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: ProduceRequest, version: i16,
         let checked: Vec<(i32, Result<PartitionBatch, ResponseError>)> = topic
             .partition_data
             .iter()
-            .map(|p| match transactional {
-                true => (p.index, Err(ResponseError::TransactionalIdAuthorizationFailed)),
-                false => (p.index, batch_of(f, &name, p.index, p.records.clone(), &allowance, &producer)),
+            .map(|p| {
+                let batch = batch_of(f, &name, p.index, p.records.clone(), &allowance, &producer, &transactional_id);
+                (p.index, batch)
             })
             .collect();
         let writable = checked.iter().any(|(_, b)| b.is_ok());
@@ -76,7 +77,7 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: ProduceRequest, version: i16,
         drop(reservation);
         let answers = slots.into_iter().map(|(topic, partition, slot)| {
             let answer = PartitionProduceResponse::default().with_index(partition);
-            let answer = match slot.and_then(|at| results[at].clone().map_err(|e: BrokerError| e.kafka())) {
+            let answer = match slot.and_then(|at| results[at].clone().map_err(|e| produce_error(&e, version))) {
                 Ok(p) if version >= 5 => answer
                     .with_base_offset(p.base_offset)
                     .with_log_append_time_ms(p.log_append_time_ms)
@@ -97,6 +98,18 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: ProduceRequest, version: i16,
     }))
 }
 
+/// What a refused batch is answered, as Kafka answers a produce: a fenced
+/// transactional producer INVALID_PRODUCER_EPOCH, a batch for a partition
+/// its transaction did not add INVALID_TXN_STATE (TRANSACTION_ABORTABLE from
+/// v11, which the client answers by aborting).
+fn produce_error(e: &BrokerError, version: i16) -> ResponseError {
+    match e {
+        BrokerError::ProducerFenced => ResponseError::InvalidProducerEpoch,
+        BrokerError::InvalidTxnState(_) if version >= 11 => ResponseError::TransactionAbortable,
+        other => other.kafka(),
+    }
+}
+
 /// The partition's records as one batch to write, checked against the
 /// broker's limits and for idempotence.
 /// A request carries one batch per partition (more are merged: they arrive
@@ -108,6 +121,7 @@ fn batch_of<B: Broker>(
     records: Option<bytes::Bytes>,
     allowance: &Allowance,
     producer: &Option<String>,
+    transactional_id: &Option<String>,
 ) -> Result<PartitionBatch, ResponseError> {
     let Some(records) = records else { return Err(ResponseError::CorruptMessage) };
     f.broker.admit(topic, largest_batch_bytes(&records)).map_err(|e| e.kafka())?;
@@ -121,6 +135,11 @@ fn batch_of<B: Broker>(
     for more in decoded {
         batch.records.extend(more.records);
     }
+    // A transaction's batches come with its transactional id, and only they.
+    if batch.transactional != transactional_id.is_some() {
+        return Err(ResponseError::InvalidRequest);
+    }
     f.producers.accept(topic, partition, &batch)?;
-    Ok(PartitionBatch { topic: topic.to_string(), partition, batch, wires, producer_sub: producer.clone() })
+    let (producer_sub, transactional_id) = (producer.clone(), transactional_id.clone());
+    Ok(PartitionBatch { topic: topic.to_string(), partition, batch, wires, producer_sub, transactional_id })
 }

@@ -1,0 +1,18 @@
+//! The error codes the transaction APIs answer. Kafka 2.7 (KIP-588) gave a
+//! fenced producer an error of its own, PRODUCER_FENCED, from the API
+//! versions it bumped for that; a client asking an older version is told
+//! INVALID_PRODUCER_EPOCH, which it reads the same way.
+
+use crate::broker::BrokerError;
+use protocol::ResponseError;
+
+/// The code answering `e` to a request of `version`, where `fenced_since` is
+/// the first version of that API that knows PRODUCER_FENCED.
+pub fn code(e: &BrokerError, version: i16, fenced_since: i16) -> i16 {
+    match e {
+        BrokerError::ProducerFenced if version < fenced_since => ResponseError::InvalidProducerEpoch.code(),
+        // A partition of the transaction that is gone: the producer aborts.
+        BrokerError::UnknownTopicOrPartition => ResponseError::UnknownTopicOrPartition.code(),
+        other => other.code(),
+    }
+}
