@@ -1,6 +1,7 @@
 """The Kafka clients of other languages against a real node, each through a
 small program of the suite's own that exits non-zero on a failed check:
-kafkajs (compat-tests/kafkajs), the Java client (compat-tests/java) and
+kafkajs (compat-tests/kafkajs), the Java client (compat-tests/java: its
+producer, consumer group and admin, and its transactions) and
 franz-go with kadm (compat-tests/franz-go). scripts/test installs them."""
 
 import os
@@ -41,6 +42,13 @@ def test_java_kafka_clients(node):
     needs(cwd / "classpath.txt", "run `mvn dependency:build-classpath -Dmdep.outputFile=classpath.txt`")
     classpath = (cwd / "classpath.txt").read_text().strip()
     assert "all checks passed" in run(node, ["java", "-cp", classpath, "Suite.java"], cwd)
+
+
+def test_java_kafka_client_transactions(node):
+    cwd = HERE / "java"
+    needs(cwd / "classpath.txt", "run `mvn dependency:build-classpath -Dmdep.outputFile=classpath.txt`")
+    classpath = (cwd / "classpath.txt").read_text().strip()
+    assert "all checks passed" in run(node, ["java", "-cp", classpath, "Transactions.java"], cwd)
 
 
 def test_franz_go(node):
