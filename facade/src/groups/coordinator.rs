@@ -71,7 +71,13 @@ impl Coordinator {
                     return answer.unwrap_or_else(|_| JoinOutcome::error(ResponseError::RebalanceInProgress, &member));
                 }
                 _ = tokio::time::sleep(TICK) => {
-                    group.lock().expect("group lock").try_complete(Instant::now());
+                    // A member that died is dropped at its session's end, as
+                    // Kafka drops it, not at the rebalance deadline (a
+                    // consumer's max.poll.interval.ms, minutes for Streams).
+                    let mut g = group.lock().expect("group lock");
+                    let now = Instant::now();
+                    g.expire(now, self.initial_delay);
+                    g.try_complete(now);
                 }
             }
         }
