@@ -3,8 +3,10 @@ node: commits and aborts across partitions, read_committed and
 read_uncommitted consumers, a consume-transform-produce loop committing its
 input offsets in the transaction, a second producer with the same
 transactional id fencing the first, a transaction left open past its
-timeout aborted by the coordinator, and the admin view of transactions."""
+timeout aborted by the coordinator, and HTTP pops that see only what
+transactions committed."""
 
+import json
 import time
 import uuid
 
@@ -199,16 +201,38 @@ def test_a_timeout_over_the_maximum_is_refused_at_init(node):
     assert refused.value.args[0].code() == KafkaError.INVALID_TRANSACTION_TIMEOUT, refused.value
 
 
-def test_admin_lists_and_describes_transactions(node):
-    tid = name("tid")
-    t = name("admin")
+async def test_http_pops_a_transactions_records_only_after_its_commit_and_never_after_an_abort(node, client):
+    t = name("http")
     create_topic(node, t, 1)
-    p = txn_producer(node, tid)
+    p = txn_producer(node, name("tid"))
+
+    async def pop(group=None):
+        q = client.queue(t)
+        if group:
+            q = q.group(group)
+        msgs = await q.batch(100).wait(False).pop()
+        if msgs:
+            context = {"group": group} if group else None
+            assert (await client.ack(msgs, True, context))["success"] is True
+        return [m["data"] for m in msgs]
+
     p.begin_transaction()
-    p.produce(t, value="x")
+    for i in range(3):
+        p.produce(t, value=json.dumps({"n": i}).encode())
     p.flush(30)
-    a = AdminClient({"bootstrap.servers": node.bootstrap})
-    if not hasattr(a, "list_transactions"):
-        p.abort_transaction(30)
-        pytest.skip("this confluent-kafka has no transaction admin calls")
+    assert await pop() == [], "a record of an open transaction is popped"
+    p.commit_transaction(30)
+    p.begin_transaction()
+    for i in range(3, 6):
+        p.produce(t, value=json.dumps({"n": i}).encode())
+    p.flush(30)
     p.abort_transaction(30)
+    p.begin_transaction()
+    p.produce(t, value=json.dumps({"n": 6}).encode())
+    p.commit_transaction(30)
+    # Queue mode and a consumer group each read the committed records once;
+    # markers and the aborted records are not messages.
+    assert await pop() == [{"n": 0}, {"n": 1}, {"n": 2}, {"n": 6}]
+    assert await pop() == []
+    assert await pop("billing") == [{"n": 0}, {"n": 1}, {"n": 2}, {"n": 6}]
+    assert await pop("billing") == []

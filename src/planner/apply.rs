@@ -126,6 +126,7 @@ pub fn apply_effect(store: &mut Store, entry: &Entry, effect: &Effect, locations
             let row = AbortedTxnRow { producer_id: *producer_id, last_offset: *last_offset };
             store.aborted_txns.insert((*queue, *partition, *first_offset), row);
         }
+        Effect::HideOffsets { queue, partition, spans } => store.hide_offsets(*queue, *partition, spans),
         Effect::TimerSet { key, row } => store.set_timer(key.clone(), row.clone()),
         Effect::TimerDelete { key } => store.remove_timer(key),
         Effect::Ack { queue, partition, group, .. }

@@ -126,6 +126,7 @@ pub fn plan_pop(
             }
             let key: CursorKey = (queue, partition, req.group.clone());
             let existing = overlay.cursor(store, &key);
+            let existing_placed = existing.is_some();
             let log_start = overlay.log_start(store, queue, partition);
             let start = match &existing {
                 Some(c) => c.committed,
@@ -149,9 +150,14 @@ pub fn plan_pop(
             let visible = |o: u64| {
                 delay == 0 || store.locator.timestamp_of(queue, partition, o).is_some_and(|t| t + delay <= now_us)
             };
+            // An HTTP reader sees what Kafka transactions committed: up to
+            // the last stable offset, past their markers and aborted records.
+            let end = store.last_stable_offset(queue, partition);
+            let hidden = |o: u64| store.is_kafka_hidden(queue, partition, o);
             let offsets: Vec<u64> = if conflate {
                 // The newest visible message; everything behind it is retired.
-                let newest = (cur.committed..row.next_offset).rev().find(|o| !cursor::is_done(&cur, *o) && visible(*o));
+                let newest =
+                    (cur.committed..end).rev().find(|o| !cursor::is_done(&cur, *o) && visible(*o) && !hidden(*o));
                 if let Some(newest) = newest.filter(|n| *n > cur.committed) {
                     effects.push(Effect::Seek { queue, partition, group: req.group.clone(), offset: newest });
                     cur = CursorRow { committed: newest, ..Default::default() };
@@ -159,7 +165,13 @@ pub fn plan_pop(
                 }
                 newest.into_iter().collect()
             } else {
-                cursor::undone(&cur, row.next_offset, budget).into_iter().take_while(|o| visible(*o)).collect()
+                let undone = cursor::undone(&cur, end, budget);
+                let skipped: Vec<u64> = undone.iter().copied().filter(|o| hidden(*o)).collect();
+                if !skipped.is_empty() {
+                    pass_over(&mut cur, &key, start, existing_placed, &skipped, &mut effects);
+                    overlay.put_cursor(key.clone(), cur.clone());
+                }
+                undone.into_iter().filter(|o| !hidden(*o)).take_while(|o| visible(*o)).collect()
             };
             let (Some(&first), Some(&last)) = (offsets.first(), offsets.last()) else { continue };
             let lease_us = req.lease_us.unwrap_or_else(|| options.lease_time_us());
@@ -189,6 +201,28 @@ pub fn plan_pop(
         }
     }
     (effects, claims)
+}
+
+/// Marks offsets that hold no message (Kafka transaction markers, aborted
+/// transactions' records) done for the group, so its cursor moves over
+/// them; a cursor the group does not have yet is placed at `start` first.
+fn pass_over(
+    cur: &mut CursorRow,
+    key: &CursorKey,
+    start: u64,
+    placed: bool,
+    offsets: &[u64],
+    effects: &mut Vec<Effect>,
+) {
+    let (queue, partition, group) = (key.0, key.1, &key.2);
+    if !placed {
+        effects.push(Effect::Seek { queue, partition, group: group.clone(), offset: start });
+    }
+    for offset in offsets {
+        let effect = Effect::Ack { queue, partition, group: group.clone(), offset: *offset };
+        cursor::apply(cur, &effect);
+        effects.push(effect);
+    }
 }
 
 /// A lease that ran out counts as a failed delivery of each message it

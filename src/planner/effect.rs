@@ -170,6 +170,13 @@ pub enum Effect {
         first_offset: u64,
         last_offset: u64,
     },
+    /// Stretches (first offset, count) of a partition that hold no message
+    /// for HTTP readers: a transaction's marker, an aborted one's records.
+    HideOffsets {
+        queue: u64,
+        partition: u64,
+        spans: Vec<(u64, u32)>,
+    },
 }
 
 impl Effect {
@@ -201,6 +208,7 @@ impl Effect {
             Effect::Membership(_) => "membership",
             Effect::KafkaTxn { .. } => "kafka_txn",
             Effect::AbortedTxn { .. } => "aborted_txn",
+            Effect::HideOffsets { .. } => "hide_offsets",
         }
     }
     /// The queue whose log holds the effect's entry record; 0, the system
@@ -236,7 +244,8 @@ impl Effect {
             | Effect::LeaseExpired { queue, .. }
             | Effect::DeleteGroup { queue, .. }
             | Effect::CommitMetadata { queue, .. }
-            | Effect::AbortedTxn { queue, .. } => *queue,
+            | Effect::AbortedTxn { queue, .. }
+            | Effect::HideOffsets { queue, .. } => *queue,
         }
     }
 }

@@ -97,7 +97,7 @@ pub fn plan(store: &Store, overlay: &mut Overlay, id: LogId, ts: i64, op: KafkaT
         KafkaTxnOp::AddPartitions { transactional_id, producer, partitions } => {
             change(store, overlay, ts, transactional_id, producer, |row| {
                 for key in partitions {
-                    row.partitions.entry(key).or_insert(None);
+                    row.partitions.entry(key).or_default();
                 }
                 Ok(())
             })
@@ -269,24 +269,24 @@ fn plan_produce(
         .collect();
     let accepted: Vec<PushItem> =
         items.into_iter().zip(&checks).filter(|(_, c)| c.is_ok()).map(|(item, _)| item).collect();
+    let counts: Vec<u32> = accepted.iter().map(PushItem::count).collect();
     if accepted.is_empty() {
         let answers = checks.into_iter().map(|c| Err(c.expect_err("no item was accepted"))).collect();
         return PlannedTxn::answer(KafkaTxnAnswer::Produced(answers));
     }
     let mut row = row.expect("an item was accepted, so the producer is current");
     let pushed = push::plan_push(store, overlay, id, ts, accepted);
-    let mut outcomes = pushed.outcomes.into_iter();
+    let mut outcomes = pushed.outcomes.into_iter().zip(counts);
     let mut effects = pushed.effects;
     let answers: Vec<Result<PushOutcome, TxnRefusal>> = checks
         .into_iter()
         .map(|check| {
             let key = check?;
-            let outcome = outcomes.next().expect("one outcome per accepted item");
+            let (outcome, count) = outcomes.next().expect("one outcome per accepted item");
             // The partition's last stable offset holds at the transaction's
-            // first record there.
+            // first record there; an abort hides every stretch it wrote.
             if outcome.status == PushStatus::Queued {
-                let first = row.partitions.entry(key).or_insert(None);
-                *first = Some(first.map_or(outcome.offset, |f| f.min(outcome.offset)));
+                row.partitions.entry(key).or_default().push((outcome.offset, count));
             }
             Ok(outcome)
         })
@@ -367,17 +367,14 @@ fn end_effects(
     let marker = KafkaBatch::new(wire, None).expect("a marker batch is a batch");
     // Only partitions the transaction wrote need a marker: a consumer of
     // any other has nothing of it to skip or wait for.
-    let (written, items): (Vec<((u64, u64), u64)>, Vec<PushItem>) = row
+    let (written, items): (Vec<((u64, u64), &Vec<(u64, u32)>)>, Vec<PushItem>) = row
         .partitions
         .iter()
-        .filter_map(|(&(q, p), first)| {
-            let first = (*first)?;
-            if !overlay.partition_exists(store, q, p) {
-                return None;
-            }
+        .filter(|(&(q, p), spans)| !spans.is_empty() && overlay.partition_exists(store, q, p))
+        .filter_map(|(&(q, p), spans)| {
             let queue = store.queue_name(q)?.to_string();
             let partition = store.partition(q, p)?.name.clone();
-            Some((((q, p), first), PushItem { queue, partition, body: PushBody::Kafka(marker.clone()) }))
+            Some((((q, p), spans), PushItem { queue, partition, body: PushBody::Kafka(marker.clone()) }))
         })
         .unzip();
     let pushed = push::plan_push(store, overlay, id, ts, items);
@@ -395,16 +392,18 @@ fn end_effects(
             })
             .collect();
         effects.extend(topics::plan_commits(store, overlay, commits));
-    } else {
-        for (((queue, partition), first_offset), outcome) in written.iter().zip(&pushed.outcomes) {
-            effects.push(Effect::AbortedTxn {
-                queue: *queue,
-                partition: *partition,
-                producer_id: row.producer_id,
-                first_offset: *first_offset,
-                last_offset: outcome.offset,
-            });
+    }
+    for (((queue, partition), spans), marker) in written.into_iter().zip(&pushed.outcomes) {
+        let (queue, partition) = (queue, partition);
+        // An HTTP reader skips the marker, and an aborted transaction's records.
+        let mut hidden = vec![(marker.offset, 1)];
+        if !commit {
+            let first_offset = spans.first().expect("a written partition has a stretch").0;
+            let (producer_id, last_offset) = (row.producer_id, marker.offset);
+            effects.push(Effect::AbortedTxn { queue, partition, producer_id, first_offset, last_offset });
+            hidden.splice(0..0, spans.iter().copied());
         }
+        effects.push(Effect::HideOffsets { queue, partition, spans: hidden });
     }
     (effects, pushed.messages)
 }

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use xxhash_rust::xxh3::Xxh3;
 
 /// Every keyspace, `meta` last so its counts see the other writes.
-pub const KEYSPACES: [&str; 13] = [
+pub const KEYSPACES: [&str; 14] = [
     "queues",
     "partitions",
     "dedup",
@@ -25,6 +25,7 @@ pub const KEYSPACES: [&str; 13] = [
     "membership",
     "kafka_txns",
     "aborted_txns",
+    "kafka_hidden",
     "meta",
 ];
 

@@ -118,7 +118,7 @@ impl<K: RowKey, V: Serialize + DeserializeOwned + Clone> Keyspace<K, V> {
     }
 
     /// The rows whose keys fall in `range`, in key order.
-    pub fn range<R: std::ops::RangeBounds<K>>(&self, range: R) -> impl Iterator<Item = (&K, &V)> {
+    pub fn range<R: std::ops::RangeBounds<K>>(&self, range: R) -> impl DoubleEndedIterator<Item = (&K, &V)> {
         self.map.range(range)
     }
 

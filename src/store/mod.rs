@@ -68,6 +68,10 @@ pub struct Store {
     open_txns: HashMap<PartitionKey, BTreeMap<i64, u64>>,
     /// Aborted Kafka transactions per partition, by first offset.
     pub aborted_txns: Keyspace<(u64, u64, u64), AbortedTxnRow>,
+    /// Offsets that hold no message for HTTP readers: Kafka transaction
+    /// markers and aborted transactions' records, as (queue id, partition
+    /// id, first offset) → how many follow.
+    kafka_hidden: Keyspace<(u64, u64, u64), u32>,
     timers: Keyspace<String, TimerRow>,
     /// Derived at load and kept in step with `timers`: (due time, key).
     timers_due: BTreeSet<(i64, String)>,
@@ -129,6 +133,7 @@ impl Default for Store {
             kafka_txns: Keyspace::new("kafka_txns"),
             open_txns: HashMap::new(),
             aborted_txns: Keyspace::new("aborted_txns"),
+            kafka_hidden: Keyspace::new("kafka_hidden"),
             timers: Keyspace::new("timers"),
             timers_due: BTreeSet::new(),
             kv_expiring: BTreeSet::new(),
@@ -165,6 +170,7 @@ impl Store {
                     "membership" => store.membership.load_row(&key, &value),
                     "kafka_txns" => store.kafka_txns.load_row(&key, &value),
                     "aborted_txns" => store.aborted_txns.load_row(&key, &value),
+                    "kafka_hidden" => store.kafka_hidden.load_row(&key, &value),
                     "timers" => store.timers.load_row(&key, &value),
                     "meta" => {
                         let v: u64 = crate::codec::from_bytes(&value).map_err(|e| e.to_string()).unwrap_or_default();
@@ -367,8 +373,8 @@ impl Store {
         if row.state != KafkaTxnState::Ongoing {
             return;
         }
-        for (key, first) in &row.partitions {
-            let Some(first) = first else { continue };
+        for (key, spans) in &row.partitions {
+            let Some((first, _)) = spans.first() else { continue };
             match add {
                 true => {
                     self.open_txns.entry(*key).or_default().insert(row.producer_id, *first);
@@ -432,6 +438,7 @@ impl Store {
             self.dedup.remove_below(queue, partition, txns_start);
             self.locator.remove_below(queue, partition, txns_start);
             self.remove_aborted_txns(queue, partition, |row| row.last_offset < txns_start);
+            self.remove_hidden(queue, partition, txns_start);
         }
     }
 
@@ -497,7 +504,22 @@ impl Store {
         self.locator.remove(queue, partition);
         self.dedup.remove_partition(queue, partition);
         self.remove_aborted_txns(queue, partition, |_| true);
+        self.remove_hidden(queue, partition, u64::MAX);
         self.remove_cursors_and_dead_letters((queue, partition), (queue, partition + 1));
+    }
+
+    /// Marks stretches of a partition as holding no message for HTTP readers.
+    pub fn hide_offsets(&mut self, queue: u64, partition: u64, spans: &[(u64, u32)]) {
+        for (first, count) in spans {
+            self.kafka_hidden.insert((queue, partition, *first), *count);
+        }
+    }
+
+    /// Whether `offset` of the partition is a transaction marker or an
+    /// aborted transaction's record: no message for an HTTP reader.
+    pub fn is_kafka_hidden(&self, queue: u64, partition: u64, offset: u64) -> bool {
+        let last = self.kafka_hidden.range((queue, partition, 0)..=(queue, partition, offset)).next_back();
+        last.is_some_and(|((_, _, first), count)| offset < first + u64::from(*count))
     }
 
     /// Forgets the partition's aborted transactions that `gone` picks.
@@ -510,6 +532,19 @@ impl Store {
             .collect();
         for key in keys {
             self.aborted_txns.remove(&key);
+        }
+    }
+
+    /// Forgets the partition's hidden stretches that end below `below`.
+    fn remove_hidden(&mut self, queue: u64, partition: u64, below: u64) {
+        let keys: Vec<(u64, u64, u64)> = self
+            .kafka_hidden
+            .range((queue, partition, 0)..=(queue, partition, u64::MAX))
+            .filter(|((_, _, first), count)| first.saturating_add(u64::from(**count)) <= below)
+            .map(|(k, _)| *k)
+            .collect();
+        for key in keys {
+            self.kafka_hidden.remove(&key);
         }
     }
 
@@ -550,6 +585,7 @@ impl Store {
             Box::new(self.membership.take_changes()),
             Box::new(self.kafka_txns.take_changes()),
             Box::new(self.aborted_txns.take_changes()),
+            Box::new(self.kafka_hidden.take_changes()),
         ];
         CheckpointJob {
             changes,

@@ -162,9 +162,9 @@ pub struct KafkaTxnRow {
     pub started_us: i64,
     pub updated_us: i64,
     /// The open transaction's partitions (queue id, partition id), each
-    /// with the first offset it wrote there (none before its first record):
-    /// the partition's last stable offset holds at that offset.
-    pub partitions: BTreeMap<(u64, u64), Option<u64>>,
+    /// with the stretches (first offset, count) it wrote there, in order:
+    /// the partition's last stable offset holds at the first of them.
+    pub partitions: BTreeMap<(u64, u64), Vec<(u64, u32)>>,
     /// The consumer groups whose offsets the transaction commits.
     pub groups: BTreeSet<String>,
     /// Offsets committed within the transaction: the groups' cursors move
