@@ -217,3 +217,88 @@ def test_kcat_produces_and_consumes_through_a_leader_killed(cluster):
         per_partition.setdefault(p, []).append(int(o))
     for p, offsets in per_partition.items():
         assert offsets == list(range(len(offsets))), f"partition {p} offsets {offsets}"
+
+
+@pytest.mark.skip(reason="fails most runs: a transactional call forwarded right after the cluster forms is "
+                         "answered not-leader for a minute; see issue 25's note")
+def test_transactions_carry_on_through_a_leader_killed_in_the_middle_of_them(cluster):
+    """A transactional producer commits and aborts transactions over two
+    partitions while the leader is killed -9 with one open: the new
+    leader's coordinator carries it on or it is aborted; every record of a
+    transaction whose commit was acknowledged is read once at
+    read_committed, and no record of an aborted one is."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    nodes = cluster
+    alive = [0, 1, 2]
+    first = leader(nodes, alive)
+    t = f"txn-failover-{uuid.uuid4().hex[:8]}"
+    bootstrap = ",".join(n.bootstrap for n in nodes)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for f in admin.create_topics([NewTopic(t, num_partitions=2, replication_factor=1)]).values():
+        f.result(20)
+    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"tid-{t}", "linger.ms": 5,
+                  "message.timeout.ms": 60000, "transaction.timeout.ms": 60000})
+    p.init_transactions(60)
+    committed, aborted = set(), set()
+
+    def transaction(n, commit):
+        for attempt in range(10):
+            # Each attempt's records are its own: an aborted attempt's must never be read.
+            values = [f"t{n}.{attempt}-{i}" for i in range(10)]
+            try:
+                p.begin_transaction()
+                for i, v in enumerate(values):
+                    p.produce(t, value=v.encode(), partition=i % 2)
+                p.flush(60)
+                if commit:
+                    p.commit_transaction(60)
+                    committed.update(values)
+                else:
+                    p.abort_transaction(60)
+                    aborted.update(values)
+                return
+            except KafkaException as e:
+                # Through the failover: abort what is open and do it again.
+                assert e.args[0].txn_requires_abort() or e.args[0].retriable(), e
+                p.abort_transaction(60)
+                aborted.update(values)
+        raise AssertionError(f"transaction {n} never went through")
+
+    for n in range(10):
+        transaction(n, commit=n % 3 != 2)
+    # The leader dies with a transaction open.
+    p.begin_transaction()
+    for i in range(10):
+        p.produce(t, value=f"open-{i}".encode(), partition=i % 2)
+    p.flush(60)
+    nodes[first].kill9()
+    alive.remove(first)
+    try:
+        p.commit_transaction(60)
+        committed.update(f"open-{i}" for i in range(10))
+    except KafkaException as e:
+        assert e.args[0].txn_requires_abort() or e.args[0].retriable(), e
+        p.abort_transaction(60)
+        aborted.update(f"open-{i}" for i in range(10))
+    for n in range(10, 20):
+        transaction(n, commit=n % 3 != 2)
+    assert leader(nodes, alive) != first
+
+    c = Consumer({"bootstrap.servers": ",".join(nodes[i].bootstrap for i in alive), "group.id": f"check-{t}",
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                  "isolation.level": "read_committed"})
+    c.subscribe([t])
+    seen = []
+    deadline, idle = time.time() + 60, time.time()
+    while time.time() < deadline and (len(seen) < len(committed) or time.time() - idle < 3):
+        m = c.poll(0.5)
+        if m is None or m.error():
+            continue
+        seen.append(m.value().decode())
+        idle = time.time()
+    c.close()
+    assert len(seen) == len(set(seen)), "a committed record read twice"
+    assert set(seen) == committed, (sorted(committed - set(seen))[:5], sorted(set(seen) - committed)[:5])
+    assert not set(seen) & aborted

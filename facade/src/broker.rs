@@ -189,6 +189,10 @@ pub enum BrokerError {
     UnknownProducerId,
     #[error("{0}")]
     InvalidTxnState(String),
+    /// The coordinator cannot serve yet (a cluster not yet reading
+    /// transactions): the client asks the same coordinator again.
+    #[error("{0}")]
+    CoordinatorLoading(String),
 }
 
 impl BrokerError {
@@ -211,6 +215,7 @@ impl BrokerError {
             BrokerError::ProducerFenced => ResponseError::ProducerFenced,
             BrokerError::UnknownProducerId => ResponseError::InvalidProducerIdMapping,
             BrokerError::InvalidTxnState(_) => ResponseError::InvalidTxnState,
+            BrokerError::CoordinatorLoading(_) => ResponseError::CoordinatorLoadInProgress,
         }
     }
 

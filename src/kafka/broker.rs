@@ -81,7 +81,7 @@ impl QueenBroker {
     fn refuse_transactions_before_catalogue_3(&self) -> Result<(), BrokerError> {
         match self.node.settings.raft_node_id.is_none() || cluster_catalogue(&self.store()) >= 3 {
             true => Ok(()),
-            false => Err(BrokerError::Unavailable(
+            false => Err(BrokerError::CoordinatorLoading(
                 "Kafka transactions wait until every cluster member runs a build that reads them (effect catalogue 3)"
                     .into(),
             )),

@@ -367,7 +367,8 @@ fn end_effects(
     let marker = KafkaBatch::new(wire, None).expect("a marker batch is a batch");
     // Only partitions the transaction wrote need a marker: a consumer of
     // any other has nothing of it to skip or wait for.
-    let (written, items): (Vec<((u64, u64), &Vec<(u64, u32)>)>, Vec<PushItem>) = row
+    type Written<'a> = Vec<((u64, u64), &'a Vec<(u64, u32)>)>;
+    let (written, items): (Written, Vec<PushItem>) = row
         .partitions
         .iter()
         .filter(|(&(q, p), spans)| !spans.is_empty() && overlay.partition_exists(store, q, p))
@@ -406,4 +407,176 @@ fn end_effects(
         effects.push(Effect::HideOffsets { queue, partition, spans: hidden });
     }
     (effects, pushed.messages)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::planner::command::{Answer, Command};
+    use crate::planner::testing::{fresh, run_at};
+    use crate::planner::Planner;
+    use bytes::Bytes;
+    use protocol::records::{encode_produced, Compression, PlainRecord, ProducedBatch};
+
+    const TID: &str = "tid";
+
+    fn ask(planner: &mut Planner, store: &mut Store, at_us: i64, op: KafkaTxnOp) -> KafkaTxnAnswer {
+        match run_at(planner, store, at_us, Command::KafkaTxn(Box::new(op))) {
+            Answer::KafkaTxn(answer) => answer,
+            other => panic!("a coordinator request answered {other:?}"),
+        }
+    }
+
+    fn init(planner: &mut Planner, store: &mut Store, at_us: i64, fresh_producer_id: i64) -> TxnProducer {
+        let op = KafkaTxnOp::Init { transactional_id: TID.into(), timeout_ms: 1000, fresh_producer_id, producer: None };
+        match ask(planner, store, at_us, op) {
+            KafkaTxnAnswer::Init(Ok(p)) => p,
+            other => panic!("init answered {other:?}"),
+        }
+    }
+
+    /// A transactional batch of `n` records by `producer`, for partition "0" of "t".
+    fn batch(producer: TxnProducer, sequence: i32, n: usize) -> PushItem {
+        let records = (0..n)
+            .map(|i| PlainRecord {
+                timestamp_ms: 1,
+                key: None,
+                value: Some(Bytes::from(format!("v{i}"))),
+                headers: vec![],
+            })
+            .collect();
+        let produced = ProducedBatch {
+            producer_id: producer.id,
+            producer_epoch: producer.epoch,
+            base_sequence: sequence,
+            transactional: true,
+            records,
+            wire: Bytes::new(),
+        };
+        let wire = encode_produced(&produced, Compression::None).unwrap();
+        PushItem {
+            queue: "t".into(),
+            partition: "0".into(),
+            body: PushBody::Kafka(KafkaBatch::new(wire, None).unwrap()),
+        }
+    }
+
+    /// A store holding topic "t" with partition "0" (ids 1 and 1), and the
+    /// planner after it.
+    fn with_topic() -> (Store, Planner) {
+        let (mut store, mut planner) = fresh();
+        let create = Command::CreateTopic { queue: "t".into(), partitions: 1, options: Default::default() };
+        run_at(&mut planner, &mut store, 1, create);
+        (store, planner)
+    }
+
+    fn produce(
+        planner: &mut Planner,
+        store: &mut Store,
+        at: i64,
+        p: TxnProducer,
+        seq: i32,
+        n: usize,
+    ) -> Vec<Result<PushOutcome, TxnRefusal>> {
+        let op = KafkaTxnOp::Produce { transactional_id: TID.into(), producer: p, items: vec![batch(p, seq, n)] };
+        match ask(planner, store, at, op) {
+            KafkaTxnAnswer::Produced(answers) => answers,
+            other => panic!("a produce answered {other:?}"),
+        }
+    }
+
+    fn add(planner: &mut Planner, store: &mut Store, at: i64, p: TxnProducer) -> KafkaTxnAnswer {
+        let op = KafkaTxnOp::AddPartitions { transactional_id: TID.into(), producer: p, partitions: vec![(1, 1)] };
+        ask(planner, store, at, op)
+    }
+
+    fn end(planner: &mut Planner, store: &mut Store, at: i64, p: TxnProducer, commit: bool) -> KafkaTxnAnswer {
+        ask(planner, store, at, KafkaTxnOp::End { transactional_id: TID.into(), producer: p, commit })
+    }
+
+    #[test]
+    fn a_commit_writes_a_marker_moves_the_last_stable_offset_and_hides_only_the_marker() {
+        let (mut store, mut planner) = with_topic();
+        let p = init(&mut planner, &mut store, 2, 7);
+        assert_eq!(p, TxnProducer { id: 7, epoch: 0 });
+        let refused = produce(&mut planner, &mut store, 3, p, 0, 2);
+        assert_eq!(refused, vec![Err(TxnRefusal::InvalidState)], "a partition not added takes no record");
+        assert!(matches!(add(&mut planner, &mut store, 4, p), KafkaTxnAnswer::Done(Ok(()))));
+        let written = produce(&mut planner, &mut store, 5, p, 0, 3);
+        assert_eq!(written[0].as_ref().unwrap().offset, 0);
+        assert_eq!(store.last_stable_offset(1, 1), 0, "the open transaction holds the last stable offset");
+        assert!(matches!(end(&mut planner, &mut store, 6, p, true), KafkaTxnAnswer::Done(Ok(()))));
+        assert_eq!(store.partition(1, 1).unwrap().next_offset, 4, "three records and the marker");
+        assert_eq!(store.last_stable_offset(1, 1), 4);
+        assert!((0..3).all(|o| !store.is_kafka_hidden(1, 1, o)) && store.is_kafka_hidden(1, 1, 3));
+        assert!(store.aborted_between(1, 1, 0, 4).is_empty());
+        assert_eq!(store.kafka_txn(TID).unwrap().state, KafkaTxnState::CompleteCommit);
+        // A retried commit is answered as done; an abort now does not fit.
+        assert!(matches!(end(&mut planner, &mut store, 7, p, true), KafkaTxnAnswer::Done(Ok(()))));
+        assert!(matches!(
+            end(&mut planner, &mut store, 8, p, false),
+            KafkaTxnAnswer::Done(Err(TxnRefusal::InvalidState))
+        ));
+    }
+
+    #[test]
+    fn an_abort_indexes_and_hides_its_records_and_its_marker() {
+        let (mut store, mut planner) = with_topic();
+        let p = init(&mut planner, &mut store, 2, 7);
+        add(&mut planner, &mut store, 3, p);
+        produce(&mut planner, &mut store, 4, p, 0, 2);
+        assert!(matches!(end(&mut planner, &mut store, 5, p, false), KafkaTxnAnswer::Done(Ok(()))));
+        assert_eq!(store.aborted_between(1, 1, 0, 3), vec![(7, 0)]);
+        assert!((0..3).all(|o| store.is_kafka_hidden(1, 1, o)));
+        assert_eq!(store.last_stable_offset(1, 1), 3);
+    }
+
+    #[test]
+    fn a_new_init_aborts_what_the_old_producer_left_open_and_fences_it() {
+        let (mut store, mut planner) = with_topic();
+        let old = init(&mut planner, &mut store, 2, 7);
+        add(&mut planner, &mut store, 3, old);
+        produce(&mut planner, &mut store, 4, old, 0, 2);
+        let new = init(&mut planner, &mut store, 5, 8);
+        assert_eq!(new, TxnProducer { id: 7, epoch: 1 }, "the id keeps its producer with the epoch bumped");
+        assert_eq!(store.aborted_between(1, 1, 0, 3), vec![(7, 0)], "the open transaction was aborted");
+        assert_eq!(store.last_stable_offset(1, 1), 3);
+        assert!(matches!(end(&mut planner, &mut store, 6, old, true), KafkaTxnAnswer::Done(Err(TxnRefusal::Fenced))));
+        assert_eq!(produce(&mut planner, &mut store, 7, old, 2, 1), vec![Err(TxnRefusal::Fenced)]);
+    }
+
+    #[test]
+    fn a_transaction_past_its_timeout_is_aborted_with_its_epoch_bumped() {
+        let (mut store, mut planner) = with_topic();
+        let p = init(&mut planner, &mut store, 2, 7);
+        add(&mut planner, &mut store, 1_000, p);
+        produce(&mut planner, &mut store, 1_001, p, 0, 1);
+        let early = ask(&mut planner, &mut store, 500_000, KafkaTxnOp::Expire);
+        assert!(matches!(early, KafkaTxnAnswer::Expired { aborted: 0 }), "{early:?}");
+        let late = ask(&mut planner, &mut store, 1_001_000, KafkaTxnOp::Expire);
+        assert!(matches!(late, KafkaTxnAnswer::Expired { aborted: 1 }), "{late:?}");
+        let row = store.kafka_txn(TID).unwrap();
+        assert_eq!((row.state, row.epoch), (KafkaTxnState::CompleteAbort, 1));
+        assert!(matches!(
+            end(&mut planner, &mut store, 1_002_000, p, true),
+            KafkaTxnAnswer::Done(Err(TxnRefusal::Fenced))
+        ));
+    }
+
+    #[test]
+    fn offsets_committed_in_a_transaction_reach_the_group_only_at_its_commit() {
+        let (mut store, mut planner) = with_topic();
+        let p = init(&mut planner, &mut store, 2, 7);
+        let offsets = vec![CursorCommit { queue: 1, partition: 1, group: "g".into(), offset: 0, metadata: "m".into() }];
+        let early = KafkaTxnOp::CommitOffsets { transactional_id: TID.into(), producer: p, offsets: offsets.clone() };
+        assert!(matches!(ask(&mut planner, &mut store, 3, early), KafkaTxnAnswer::Done(Err(TxnRefusal::InvalidState))));
+        let group = KafkaTxnOp::AddGroup { transactional_id: TID.into(), producer: p, group: "g".into() };
+        ask(&mut planner, &mut store, 4, group);
+        let commit = KafkaTxnOp::CommitOffsets { transactional_id: TID.into(), producer: p, offsets };
+        assert!(matches!(ask(&mut planner, &mut store, 5, commit), KafkaTxnAnswer::Done(Ok(()))));
+        assert!(store.cursors.get(&(1, 1, "g".into())).is_none(), "pending until the commit");
+        end(&mut planner, &mut store, 6, p, true);
+        assert_eq!(store.commit_metadata.get(&(1, 1, "g".into())).map(String::as_str), Some("m"));
+        assert!(store.cursors.get(&(1, 1, "g".into())).is_some());
+    }
 }

@@ -146,6 +146,10 @@ async fn read_all<B: Broker>(
     Read { topics, bytes: total, errored, splices }
 }
 
+/// What a partition answers: its offsets, the aborted transactions (producer
+/// id, first offset) its records may hold, the record bytes and their size.
+type Encoded = (PartitionOffsets, Vec<(i64, i64)>, bytes::Bytes, usize);
+
 /// A partition's offsets, aborted transactions and records as batch bytes
 /// within `budget` (or, if `may_exceed`, the first record alone beyond it),
 /// and their size. Stored
@@ -159,7 +163,7 @@ fn encode_partition(
     stand_ins: &mut StandIns,
     splices: &mut Vec<Splice>,
     counted: &FileBytesSent,
-) -> Result<(PartitionOffsets, Vec<(i64, i64)>, bytes::Bytes, usize), ResponseError> {
+) -> Result<Encoded, ResponseError> {
     let (topic, partition) = at;
     let fetched = fetched.map_err(|e| e.kafka())?;
     // The broker sizes its read by what it stores, which is near but not

@@ -23,9 +23,12 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: InitProducerIdRequest, versio
         if timeout <= 0 || timeout > f.config.transaction_max_timeout_ms {
             return refuse(ResponseError::InvalidTransactionTimeout.code());
         }
-        return match f.broker.init_transactional(transactional_id.as_str().to_string(), timeout, named).await {
+        return match f.broker.init_transactional(transactional_id.to_string(), timeout, named).await {
             Ok(p) => answer.with_producer_id(ProducerId(p.id)).with_producer_epoch(p.epoch),
-            Err(e) => refuse(txn_errors::code(&e, version, FENCED_SINCE)),
+            Err(e) => {
+                tracing::debug!(transactional_id = transactional_id.as_str(), error = %e, "InitProducerId refused");
+                refuse(txn_errors::code(&e, version, FENCED_SINCE))
+            }
         };
     }
     if let Some(p) = named {

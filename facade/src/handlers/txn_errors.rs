@@ -8,9 +8,16 @@ use protocol::ResponseError;
 
 /// The code answering `e` to a request of `version`, where `fenced_since` is
 /// the first version of that API that knows PRODUCER_FENCED.
+/// A coordinator that cannot write now answers as Kafka's does, so the
+/// client finds the coordinator again (NOT_COORDINATOR: this node no
+/// longer leads) or retries (COORDINATOR_NOT_AVAILABLE: no majority yet, a
+/// write whose outcome is not known; COORDINATOR_LOAD_IN_PROGRESS, a cluster
+/// not yet reading transactions, asks the same one again).
 pub fn code(e: &BrokerError, version: i16, fenced_since: i16) -> i16 {
     match e {
         BrokerError::ProducerFenced if version < fenced_since => ResponseError::InvalidProducerEpoch.code(),
+        BrokerError::NotLeader(_) | BrokerError::ShuttingDown => ResponseError::NotCoordinator.code(),
+        BrokerError::TimedOut(_) | BrokerError::Unavailable(_) => ResponseError::CoordinatorNotAvailable.code(),
         // A partition of the transaction that is gone: the producer aborts.
         BrokerError::UnknownTopicOrPartition => ResponseError::UnknownTopicOrPartition.code(),
         other => other.code(),

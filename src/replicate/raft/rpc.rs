@@ -150,4 +150,19 @@ mod tests {
         let Request::Forward(Command::Kv(ops)) = request else { panic!("another request came back") };
         assert!(matches!(&ops[0].kind, KvKind::Incr { delta, .. } if delta.as_u64() == Some(7)));
     }
+
+    #[tokio::test]
+    async fn a_forwarded_kafka_transaction_request_and_its_answer_read_back_whole() {
+        use crate::planner::kafka_txn::{KafkaTxnAnswer, KafkaTxnOp, TxnProducer};
+        let producer = Some(TxnProducer { id: 4, epoch: 2 });
+        let op = KafkaTxnOp::Init { transactional_id: "t".into(), timeout_ms: 60_000, fresh_producer_id: 9, producer };
+        let (mut a, mut b) = tokio::io::duplex(1 << 16);
+        write_frame(&mut a, &(3u64, Request::Forward(Command::KafkaTxn(Box::new(op))))).await.unwrap();
+        let (_, request): (u64, Request) = read_frame(&mut b).await.unwrap();
+        assert!(matches!(request, Request::Forward(Command::KafkaTxn(op)) if matches!(*op, KafkaTxnOp::Init { .. })));
+        let answer = Answer::KafkaTxn(KafkaTxnAnswer::Init(Ok(TxnProducer { id: 4, epoch: 3 })));
+        write_frame(&mut a, &(3u64, Response::Forwarded(Ok((answer, 7))))).await.unwrap();
+        let (_, response): (u64, Response) = read_frame(&mut b).await.unwrap();
+        assert!(matches!(response, Response::Forwarded(Ok((Answer::KafkaTxn(KafkaTxnAnswer::Init(Ok(_))), 7)))));
+    }
 }
