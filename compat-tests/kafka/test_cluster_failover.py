@@ -219,8 +219,8 @@ def test_kcat_produces_and_consumes_through_a_leader_killed(cluster):
         assert offsets == list(range(len(offsets))), f"partition {p} offsets {offsets}"
 
 
-@pytest.mark.skip(reason="fails most runs: a transactional call forwarded right after the cluster forms is "
-                         "answered not-leader for a minute; see issue 25's note")
+@pytest.mark.skip(reason="fails about one run in three: right after the cluster forms, the producer's "
+                         "InitProducerId goes unanswered or is answered NOT_COORDINATOR for a minute; see issue 25's note")
 def test_transactions_carry_on_through_a_leader_killed_in_the_middle_of_them(cluster):
     """A transactional producer commits and aborts transactions over two
     partitions while the leader is killed -9 with one open: the new
@@ -260,8 +260,13 @@ def test_transactions_carry_on_through_a_leader_killed_in_the_middle_of_them(clu
                     aborted.update(values)
                 return
             except KafkaException as e:
-                # Through the failover: abort what is open and do it again.
-                assert e.args[0].txn_requires_abort() or e.args[0].retriable(), e
+                # Through the failover: a retriable commit is asked again;
+                # one that needs an abort is aborted and done again.
+                if commit and e.args[0].retriable():
+                    p.commit_transaction(60)
+                    committed.update(values)
+                    return
+                assert e.args[0].txn_requires_abort(), e
                 p.abort_transaction(60)
                 aborted.update(values)
         raise AssertionError(f"transaction {n} never went through")
@@ -279,9 +284,13 @@ def test_transactions_carry_on_through_a_leader_killed_in_the_middle_of_them(clu
         p.commit_transaction(60)
         committed.update(f"open-{i}" for i in range(10))
     except KafkaException as e:
-        assert e.args[0].txn_requires_abort() or e.args[0].retriable(), e
-        p.abort_transaction(60)
-        aborted.update(f"open-{i}" for i in range(10))
+        if e.args[0].retriable():
+            p.commit_transaction(60)
+            committed.update(f"open-{i}" for i in range(10))
+        else:
+            assert e.args[0].txn_requires_abort(), e
+            p.abort_transaction(60)
+            aborted.update(f"open-{i}" for i in range(10))
     for n in range(10, 20):
         transaction(n, commit=n % 3 != 2)
     assert leader(nodes, alive) != first
