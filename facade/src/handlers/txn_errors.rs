@@ -18,8 +18,6 @@ pub fn code(e: &BrokerError, version: i16, fenced_since: i16) -> i16 {
         BrokerError::ProducerFenced if version < fenced_since => ResponseError::InvalidProducerEpoch.code(),
         BrokerError::NotLeader(_) | BrokerError::ShuttingDown => ResponseError::NotCoordinator.code(),
         BrokerError::TimedOut(_) | BrokerError::Unavailable(_) => ResponseError::CoordinatorNotAvailable.code(),
-        // A partition of the transaction that is gone: the producer aborts.
-        BrokerError::UnknownTopicOrPartition => ResponseError::UnknownTopicOrPartition.code(),
         other => other.code(),
     }
 }
