@@ -39,10 +39,10 @@ def create_topics(node, names, partitions):
         f.result(10)
 
 
-def copier(node, source, sink, partition, group):
+def copier(node, source, sink, partition, group, size=40):
     return tool("TransactionalMessageCopier", "--broker-list", node.bootstrap, "--input-topic", source,
                 "--input-partition", str(partition), "--output-topic", sink, "--consumer-group", group,
-                "--transactional-id", f"copier-{group}-{partition}", "--transaction-size", "40",
+                "--transactional-id", f"copier-{group}-{partition}", "--transaction-size", str(size),
                 "--transaction-timeout", "30000", "--use-group-metadata", "--enable-random-aborts")
 
 
@@ -67,7 +67,8 @@ def test_transactional_message_copier_through_a_kill_copies_every_record_once(no
 
     group = f"copiers-{uuid.uuid4().hex[:8]}"
     steady = copier(node, source, sink, 0, group)
-    victim = copier(node, source, sink, 1, group)
+    # One record a transaction: slow enough that the kill lands midway.
+    victim = copier(node, source, sink, 1, group, size=1)
     # Killed once it has committed some of its partition, not all.
     deadline = time.time() + 120
     while time.time() < deadline:
