@@ -66,7 +66,11 @@ impl Node {
         // One log for every attempt: a boot that dies on a taken port may
         // have cut a torn tail first, and a test may look for that line.
         let log = dir.with_extension(format!("{}.log", free_port()));
-        for _ in 0..5 {
+        // A fixed port (a cluster node's raft port, started again after a
+        // stop) can stay taken for a moment; fresh picks cannot, so the wait
+        // grows only between attempts.
+        for attempt in 0..8u64 {
+            tokio::time::sleep(Duration::from_millis(250 * attempt)).await;
             let port = free_port();
             let from = std::fs::metadata(&log).map_or(0, |m| m.len() as usize);
             let (mut command, kafka_port) = command(dir, port, &env, &log);
@@ -84,7 +88,7 @@ impl Node {
                 return node;
             }
         }
-        panic!("five starts in a row found a picked port taken")
+        panic!("eight starts in a row found a port taken; log:\n{}", std::fs::read_to_string(&log).unwrap_or_default())
     }
 
     /// Starts the node again on the same directory and settings.
