@@ -219,8 +219,6 @@ def test_kcat_produces_and_consumes_through_a_leader_killed(cluster):
         assert offsets == list(range(len(offsets))), f"partition {p} offsets {offsets}"
 
 
-@pytest.mark.skip(reason="fails most runs: Metadata lists only the answering node, and librdkafka sends no "
-                         "InitProducerId to a coordinator it has no metadata for; see issue 25's note")
 def test_transactions_carry_on_through_a_leader_killed_in_the_middle_of_them(cluster):
     """A transactional producer commits and aborts transactions over two
     partitions while the leader is killed -9 with one open: the new

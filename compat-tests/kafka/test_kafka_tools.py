@@ -6,6 +6,7 @@ transactional id, and Kafka's console consumer at read_committed then reads
 every input record exactly once in the output, and nothing aborted.
 scripts/test builds the classpath (compat-tests/java)."""
 
+import json
 import os
 import signal
 import subprocess
@@ -59,11 +60,17 @@ def finish(proc, timeout):
 def test_transactional_message_copier_through_a_kill_copies_every_record_once(node):
     source, sink = f"tools-in-{uuid.uuid4().hex[:8]}", f"tools-out-{uuid.uuid4().hex[:8]}"
     create_topics(node, [source, sink], 2)
+    # Keyed, so both partitions get records: unkeyed, the sticky
+    # partitioner may put every batch in one, and the copier of the other
+    # finishes at once with nothing to copy (nothing left to kill midway).
     seed = tool("VerifiableProducer", "--bootstrap-server", node.bootstrap, "--topic", source,
-                "--max-messages", str(RECORDS), "--acks", "-1")
+                "--max-messages", str(RECORDS), "--acks", "-1", "--repeating-keys", "64")
     code, out, err = finish(seed, 120)
     assert code == 0, err[-3000:]
     assert out.count('"name":"producer_send_success"') == RECORDS, out[-2000:]
+    per_partition = Counter(json.loads(line)["partition"] for line in out.splitlines()
+                            if '"name":"producer_send_success"' in line)
+    assert min(per_partition[0], per_partition[1]) >= RECORDS // 4, per_partition
 
     group = f"copiers-{uuid.uuid4().hex[:8]}"
     steady = copier(node, source, sink, 0, group)

@@ -1,8 +1,11 @@
 //! The checks of a settled cluster, node by node: every committed entry is
 //! in its log at its index, its store applied through the same index as
 //! every other node's and equal to theirs, every answered push reads back at
-//! its offset, every partition's offsets run without a gap and hold no
-//! transactionId twice, and every KV key holds what its writes allow.
+//! its offset, outside any Kafka transaction's hidden offsets, every
+//! partition's offsets run without a gap (a Kafka transaction's marker
+//! filling its own) and hold no transactionId twice, every Kafka
+//! transaction's records are what its end made them (`kafka_txns.rs`), and
+//! every KV key holds what its writes allow.
 
 use super::digest::digest;
 use super::kv_history::KV_NS;
@@ -77,7 +80,15 @@ pub fn node(
                 "node {id}: the push {txn} answered at {queue}/{partition}@{offset} reads back as {found:?}"
             )),
         }
+        if store.is_kafka_hidden(q, p, *offset) {
+            broke.push(format!(
+                "node {id}: the push {txn} at {queue}/{partition}@{offset}, in no transaction, is hidden"
+            ));
+        }
     }
+    broke.extend(super::kafka_txns::check(id, &store, &model.txns, |q, p, offset| {
+        read(&store, &up.files, q, p, offset)
+    }));
     for ((q, p), row) in store.partitions.iter() {
         let mut seen = HashMap::new();
         for offset in 0..row.next_offset {
@@ -89,6 +100,8 @@ pub fn node(
                         ));
                     }
                 }
+                // A transaction's marker: a control batch, hidden from HTTP readers.
+                Err(_) if store.is_kafka_hidden(*q, *p, offset) => {}
                 Err(why) => broke.push(format!("node {id}: partition {q}/{p} has a gap at offset {offset}: {why}")),
             }
         }

@@ -21,6 +21,7 @@ mod storage;
 
 mod checks;
 mod fenced;
+mod kafka_txns;
 mod kv_history;
 mod ledger;
 mod linearizable;

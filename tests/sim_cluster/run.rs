@@ -68,6 +68,9 @@ pub struct Outcome {
     pub commands: u64,
     pub unknown_outcomes: u64,
     pub pushes_answered: u64,
+    /// Records of Kafka transactions known committed, and known aborted.
+    pub txn_records_committed: u64,
+    pub txn_records_aborted: u64,
     /// KV operations in the linearizability check, and those without an answer.
     pub kv_ops: u64,
     pub kv_unanswered: u64,
@@ -239,6 +242,7 @@ impl Run {
             Ok(up) => {
                 trace(|| format!("node {id} boots: applied through {}", up.store.read().unwrap().applied));
                 self.directory.lock().expect("directory lock").insert(id, up.asks.clone());
+                self.clients.stores.lock().expect("stores lock").insert(id, up.store.clone());
                 self.ups.insert(id, up);
             }
             Err(e) => self.violation(&format!("node {id} refused to boot: {e}")),
@@ -252,6 +256,7 @@ impl Run {
         self.outcome.crashes += 1;
         self.net.down(id);
         self.directory.lock().expect("directory lock").remove(&id);
+        self.clients.stores.lock().expect("stores lock").remove(&id);
         up.kill();
         self.storages[&id].crash(crash);
         if self.faulty.is_some_and(|(f, _)| f == id) {
@@ -428,6 +433,8 @@ impl Run {
         o.kv_ops = kv_ops as u64;
         o.kv_unanswered = kv_open as u64;
         o.pushes_answered = model.acked.len() as u64;
+        o.txn_records_committed = model.txns.committed.len() as u64;
+        o.txn_records_aborted = model.txns.aborted.len() as u64;
         o.entries_answered = self.ledger.answered_count() as u64;
         o.committed = committed.len() as u64;
         o.terms = terms as u64;

@@ -1,19 +1,21 @@
 //! The clients: pushes with fresh transactionIds and retries (of answered
 //! pushes, and of pushes whose outcome is not known), KV writes and reads,
-//! each sent to a node the seed picks and on to the leader that node names;
+//! Kafka transactions (`kafka_txns.rs`), each sent to a node the seed picks and on to the leader that node names;
 //! and the model of what they were answered, which every answer is checked
 //! against as it comes.
 
+use super::kafka_txns::{TxnModel, TxnSent};
 use super::kv_history::{self, KvCall, KvHistory};
 use super::proposer::Ask;
 use queen::message::Message;
 use queen::planner::command::{Answer, Command, PushItem, PushStatus};
 use queen::replicate::ProposeError;
+use queen::store::Store;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::Rng;
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 
@@ -36,6 +38,7 @@ pub struct Model {
     unknown: BTreeSet<PushKey>,
     /// Every KV call and its answer, for the linearizability check.
     pub kv: KvHistory,
+    pub txns: TxnModel,
     pub answers: u64,
     pub unknown_outcomes: u64,
     pub violations: Vec<String>,
@@ -44,9 +47,14 @@ pub struct Model {
 /// Where each node's proposer is reached while its process is up.
 pub type Directory = Arc<Mutex<BTreeMap<u64, mpsc::UnboundedSender<Ask>>>>;
 
+/// Each running node's store, where its Kafka front end looks up the
+/// partitions a transaction adds.
+pub type Stores = Arc<Mutex<BTreeMap<u64, Arc<RwLock<Store>>>>>;
+
 pub struct Clients {
     pub model: Arc<Mutex<Model>>,
     pub directory: Directory,
+    pub stores: Stores,
     next_txn: u64,
 }
 
@@ -54,17 +62,18 @@ pub struct Clients {
 enum Sent {
     Push(Vec<PushKey>),
     Kv(kv_history::Sent),
+    Txn(TxnSent),
 }
 
 impl Clients {
     pub fn new(directory: Directory) -> Self {
-        Clients { model: Arc::default(), directory, next_txn: 0 }
+        Clients { model: Arc::default(), directory, stores: Stores::default(), next_txn: 0 }
     }
 
     /// Sends one command the seed draws to node `to`, answered in a task
     /// of its own.
     pub fn send(&mut self, rng: &mut StdRng, to: u64) {
-        let (command, sent) = self.command(rng);
+        let (command, sent) = self.command(rng, to);
         let (model, directory) = (self.model.clone(), self.directory.clone());
         tokio::spawn(async move {
             let answer = ask(&directory, to, command.clone()).await;
@@ -73,12 +82,23 @@ impl Clients {
         });
     }
 
-    fn command(&mut self, rng: &mut StdRng) -> (Command, Sent) {
+    fn command(&mut self, rng: &mut StdRng, to: u64) -> (Command, Sent) {
         let mut model = self.model.lock().expect("model lock");
-        if rng.gen_range(0..100) < 40 {
+        let roll = rng.gen_range(0..100);
+        if roll < 35 {
             let call = kv_call(&mut self.next_txn, rng, &model.kv);
             let command = call.command();
             return (command, Sent::Kv(model.kv.send(call)));
+        }
+        let store = self.stores.lock().expect("stores lock").get(&to).cloned();
+        if let (true, Some(store)) = (roll < 55, store) {
+            let mut partitions: Vec<(String, String)> =
+                model.acked.keys().map(|(q, p, _)| (q.clone(), p.clone())).collect();
+            partitions.dedup();
+            let store = store.read().expect("store lock");
+            if let Some((command, sent)) = model.txns.next(rng, &partitions, &store) {
+                return (command, Sent::Txn(sent));
+            }
         }
         let mut keys = Vec::new();
         for _ in 0..rng.gen_range(1..=3) {
@@ -193,6 +213,7 @@ fn settle(model: &mut Model, command: &Command, sent: Sent, answer: Result<Answe
             model.unknown.extend(keys.into_iter().filter(|k| !model.acked.contains_key(k)));
         }
         (Sent::Kv(sent), answer) => model.kv.answered(sent, &answer),
+        (Sent::Txn(sent), answer) => model.txns.settle(sent, answer, &mut model.violations),
         (Sent::Push(_), Err(_)) => {}
         (_, Ok(other)) => model.violations.push(format!("{command:?} was answered {other:?}")),
     }

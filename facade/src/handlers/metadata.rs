@@ -1,10 +1,12 @@
-//! Metadata: this node is the only broker and leads every partition; topics
-//! are the queues with Kafka names (`topics.rs`), their partitions in
-//! creation order.
+//! Metadata: this node leads every partition; topics are the queues with
+//! Kafka names (`topics.rs`), their partitions in creation order. On a
+//! cluster the coordinator (the raft leader) is listed beside this node:
+//! librdkafka sends InitProducerId and the group calls only to a coordinator
+//! its metadata knows.
 
 use crate::broker::TopicView;
 use crate::names::{broker_id, str_bytes, topic_name, uuid};
-use crate::{topics, Broker, Facade};
+use crate::{topics, Broker, Facade, GroupCoordinator};
 use protocol::messages::metadata_response::{MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic};
 use protocol::messages::{MetadataRequest, MetadataResponse};
 
@@ -17,10 +19,18 @@ pub async fn handle<B: Broker>(
     may_create: bool,
 ) -> MetadataResponse {
     let me = broker_id(f.config.node_id);
-    let broker = MetadataResponseBroker::default()
+    let mut brokers = vec![MetadataResponseBroker::default()
         .with_node_id(me)
         .with_host(str_bytes(&f.config.advertised_host))
-        .with_port(f.config.advertised_port);
+        .with_port(f.config.advertised_port)];
+    if let GroupCoordinator::There(there) = f.broker.group_coordinator() {
+        brokers.push(
+            MetadataResponseBroker::default()
+                .with_node_id(broker_id(there.node_id))
+                .with_host(str_bytes(&there.host))
+                .with_port(there.port),
+        );
+    }
     // v0 asks for every topic with an empty list; v1+ with null.
     let every = match &req.topics {
         None => true,
@@ -50,7 +60,7 @@ pub async fn handle<B: Broker>(
         }
     }
     // Fields a version lacks must keep their defaults to encode.
-    let answer = MetadataResponse::default().with_brokers(vec![broker]).with_controller_id(me).with_topics(topics);
+    let answer = MetadataResponse::default().with_brokers(brokers).with_controller_id(me).with_topics(topics);
     if version >= 2 {
         answer.with_cluster_id(Some(str_bytes(&f.config.cluster_id)))
     } else {
