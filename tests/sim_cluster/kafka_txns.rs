@@ -107,7 +107,28 @@ impl TxnModel {
                 };
                 (op, TxnSent::Init(tid.clone()))
             }
-            (Some(producer), open) if open.is_none() || rng.gen_ratio(1, 8) => {
+            (Some(producer), Some(open)) if !rng.gen_ratio(1, 8) => {
+                if !open.records.is_empty() && rng.gen_ratio(2, 5) {
+                    let commit = rng.gen_ratio(2, 3);
+                    let op = KafkaTxnOp::End { transactional_id: tid.clone(), producer, commit };
+                    (op, TxnSent::End(tid.clone(), commit))
+                } else {
+                    let mut keys = Vec::new();
+                    for _ in 0..rng.gen_range(1..=3) {
+                        let (q, p) = open.partitions.choose(rng).expect("an open transaction added a partition");
+                        self.next_record += 1;
+                        keys.push((q.clone(), p.clone(), format!("{tid}-r{}", self.next_record)));
+                    }
+                    let items = keys
+                        .iter()
+                        .map(|(q, p, t)| PushItem::new(q.clone(), p.clone(), &super::workload::message(q, p, t), 1))
+                        .collect();
+                    let op = KafkaTxnOp::Produce { transactional_id: tid.clone(), producer, items };
+                    (op, TxnSent::Produce(tid.clone(), keys))
+                }
+            }
+            // No transaction open, or one that adds another partition.
+            (Some(producer), _) => {
                 let mut chosen: Vec<(String, String)> = partitions.choose_multiple(rng, 2).cloned().collect();
                 chosen.truncate(rng.gen_range(1..=2));
                 let mut ids = Vec::new();
@@ -120,26 +141,6 @@ impl TxnModel {
                 }
                 let op = KafkaTxnOp::AddPartitions { transactional_id: tid.clone(), producer, partitions: ids };
                 (op, TxnSent::Add(tid.clone(), chosen))
-            }
-            (Some(producer), Some(open)) if open.records.is_empty() || rng.gen_ratio(3, 5) => {
-                let mut keys = Vec::new();
-                for _ in 0..rng.gen_range(1..=3) {
-                    let (q, p) = open.partitions.choose(rng).expect("an open transaction added a partition").clone();
-                    self.next_record += 1;
-                    keys.push((q, p, format!("{tid}-r{}", self.next_record)));
-                }
-                let items = keys
-                    .iter()
-                    .map(|(q, p, t)| PushItem::new(q.clone(), p.clone(), &super::workload::message(q, p, t), 1))
-                    .collect();
-                (
-                    KafkaTxnOp::Produce { transactional_id: tid.clone(), producer, items },
-                    TxnSent::Produce(tid.clone(), keys),
-                )
-            }
-            (Some(producer), Some(_)) => {
-                let commit = rng.gen_ratio(2, 3);
-                (KafkaTxnOp::End { transactional_id: tid.clone(), producer, commit }, TxnSent::End(tid.clone(), commit))
             }
         };
         self.ids.get_mut(&tid).expect("inserted above").busy = true;
