@@ -35,7 +35,6 @@ const LONG_TIMEOUT_MS: i32 = 60_000;
 pub type TxnRecord = (String, String, String, u64);
 
 /// What the transactional clients were answered.
-#[derive(Default)]
 pub struct TxnModel {
     ids: BTreeMap<String, IdState>,
     /// The records of every transaction whose commit was answered, with its
@@ -47,6 +46,19 @@ pub struct TxnModel {
     pub unsettled: u64,
     next_record: u64,
     next_producer_id: i64,
+}
+
+impl Default for TxnModel {
+    fn default() -> Self {
+        TxnModel {
+            ids: TRANSACTIONAL_IDS.iter().map(|tid| (tid.to_string(), IdState::default())).collect(),
+            committed: Vec::new(),
+            aborted: Vec::new(),
+            unsettled: 0,
+            next_record: 0,
+            next_producer_id: 0,
+        }
+    }
 }
 
 #[derive(Default)]
@@ -92,9 +104,9 @@ impl TxnModel {
         if rng.gen_ratio(1, 10) {
             return Some((Command::KafkaTxn(Box::new(KafkaTxnOp::Expire)), TxnSent::Expire));
         }
-        let idle: Vec<String> = self.ids_idle();
+        let idle: Vec<String> = self.ids.iter().filter(|(_, s)| !s.busy).map(|(tid, _)| tid.clone()).collect();
         let tid = idle.choose(rng)?.clone();
-        let state = self.ids.entry(tid.clone()).or_default();
+        let state = self.ids.get_mut(&tid).expect("an idle id has a state");
         let sent = match (state.producer, &state.open) {
             (None, _) => {
                 self.next_producer_id += 1;
@@ -143,15 +155,8 @@ impl TxnModel {
                 (op, TxnSent::Add(tid.clone(), chosen))
             }
         };
-        self.ids.get_mut(&tid).expect("inserted above").busy = true;
+        self.ids.get_mut(&tid).expect("an idle id has a state").busy = true;
         Some((Command::KafkaTxn(Box::new(sent.0)), sent.1))
-    }
-
-    fn ids_idle(&mut self) -> Vec<String> {
-        for tid in TRANSACTIONAL_IDS {
-            self.ids.entry(tid.to_string()).or_default();
-        }
-        self.ids.iter().filter(|(_, s)| !s.busy).map(|(tid, _)| tid.clone()).collect()
     }
 
     /// Records what `answer` tells of the step `sent`, and checks it against

@@ -1,6 +1,7 @@
 //! The clients: pushes with fresh transactionIds and retries (of answered
 //! pushes, and of pushes whose outcome is not known), KV writes and reads,
-//! Kafka transactions (`kafka_txns.rs`), each sent to a node the seed picks and on to the leader that node names;
+//! Kafka transactions (`kafka_txns.rs`), each sent to a node the seed picks
+//! and on to the leader that node names;
 //! and the model of what they were answered, which every answer is checked
 //! against as it comes.
 
@@ -90,8 +91,8 @@ impl Clients {
             let command = call.command();
             return (command, Sent::Kv(model.kv.send(call)));
         }
-        let store = self.stores.lock().expect("stores lock").get(&to).cloned();
-        if let (true, Some(store)) = (roll < 55, store) {
+        let store = (roll < 55).then(|| self.stores.lock().expect("stores lock").get(&to).cloned()).flatten();
+        if let Some(store) = store {
             let mut partitions: Vec<(String, String)> =
                 model.acked.keys().map(|(q, p, _)| (q.clone(), p.clone())).collect();
             partitions.dedup();

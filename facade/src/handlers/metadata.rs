@@ -19,17 +19,12 @@ pub async fn handle<B: Broker>(
     may_create: bool,
 ) -> MetadataResponse {
     let me = broker_id(f.config.node_id);
-    let mut brokers = vec![MetadataResponseBroker::default()
-        .with_node_id(me)
-        .with_host(str_bytes(&f.config.advertised_host))
-        .with_port(f.config.advertised_port)];
+    let broker = |id: i32, host: &str, port: i32| {
+        MetadataResponseBroker::default().with_node_id(broker_id(id)).with_host(str_bytes(host)).with_port(port)
+    };
+    let mut brokers = vec![broker(f.config.node_id, &f.config.advertised_host, f.config.advertised_port)];
     if let GroupCoordinator::There(there) = f.broker.group_coordinator() {
-        brokers.push(
-            MetadataResponseBroker::default()
-                .with_node_id(broker_id(there.node_id))
-                .with_host(str_bytes(&there.host))
-                .with_port(there.port),
-        );
+        brokers.push(broker(there.node_id, &there.host, there.port));
     }
     // v0 asks for every topic with an empty list; v1+ with null.
     let every = match &req.topics {
