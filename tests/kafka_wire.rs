@@ -99,6 +99,10 @@ async fn an_idempotent_retry_after_kill9_answers_the_original_offsets() {
     // The retries of both batches land on their first offsets; nothing is written twice.
     assert_eq!(produced(conn.call(ApiKey::Produce, 9, produce("idem", 0, batch(pid, 0, 0, &first))).await), (0, 0));
     assert_eq!(produced(conn.call(ApiKey::Produce, 9, produce("idem", 0, batch(pid, 0, 5, &second))).await), (0, 5));
+    // The restarted node knows where the producer stands: a gap is refused
+    // on its first batch too, not taken as it comes.
+    let (code, _) = produced(conn.call(ApiKey::Produce, 9, produce("idem", 0, batch(pid, 0, 20, &second))).await);
+    assert_eq!(code, ResponseError::OutOfOrderSequenceNumber.code(), "a gap after a restart was written");
     let read = node.read_all("idem", "0").await;
     assert_eq!(read.high_watermark, 8);
     let values: Vec<String> = read.records.iter().map(|(_, _, v)| v.as_str().unwrap_or_default().to_string()).collect();

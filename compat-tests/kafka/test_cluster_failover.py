@@ -25,10 +25,6 @@ def group_member(nodes, alive, group):
     )
 
 
-@pytest.mark.xfail(strict=False, reason="known bug, about one run in ten under load: after the leader's kill -9 each "
-                   "node's sequence check (facade/src/producers.rs, in memory) takes a producer's first batch as it "
-                   "comes, so a batch past a lost one is let through and librdkafka acks the lost one implicitly "
-                   "(delivered with no offset, never written); the fix is the replicated producer state of issue 24")
 def test_an_idempotent_producer_and_a_group_carry_on_through_a_leader_killed(cluster):
     nodes = cluster
     alive = [0, 1, 2]

@@ -187,6 +187,10 @@ pub enum BrokerError {
     ProducerFenced,
     #[error("the producer id is not the one the transactional id has")]
     UnknownProducerId,
+    /// An idempotent producer's batch whose preceding batch is not stored:
+    /// the producer sends that one first.
+    #[error("the batch's sequence does not follow the last one its producer wrote to the partition")]
+    OutOfOrderSequence,
     #[error("{0}")]
     InvalidTxnState(String),
     /// The coordinator cannot serve yet (a cluster not yet reading
@@ -213,6 +217,7 @@ impl BrokerError {
             BrokerError::TimedOut(_) => ResponseError::RequestTimedOut,
             BrokerError::Internal(_) => ResponseError::UnknownServerError,
             BrokerError::ProducerFenced => ResponseError::ProducerFenced,
+            BrokerError::OutOfOrderSequence => ResponseError::OutOfOrderSequenceNumber,
             BrokerError::UnknownProducerId => ResponseError::InvalidProducerIdMapping,
             BrokerError::InvalidTxnState(_) => ResponseError::InvalidTxnState,
             BrokerError::CoordinatorLoading(_) => ResponseError::CoordinatorLoadInProgress,

@@ -15,7 +15,6 @@ pub mod groups;
 mod handlers;
 mod listener;
 mod names;
-mod producers;
 pub mod sasl;
 mod spliced;
 pub mod throttle;
@@ -36,12 +35,11 @@ pub struct Facade<B: Broker> {
     pub broker: Arc<B>,
     pub config: FacadeConfig,
     pub groups: groups::Coordinator,
-    producers: producers::Sequences,
 }
 
 impl<B: Broker> Facade<B> {
     pub fn new(broker: Arc<B>, config: FacadeConfig) -> Arc<Self> {
         let groups = groups::Coordinator::new(config.initial_rebalance_delay);
-        Arc::new(Self { broker, config, groups, producers: producers::Sequences::default() })
+        Arc::new(Self { broker, config, groups })
     }
 }

@@ -8,7 +8,7 @@ use super::time_index::TimeIndex;
 use crate::encryption::Sealer;
 use crate::message::Message;
 use crate::node::Node;
-use crate::planner::command::{Command, ConfigureQueue, CursorCommit, PushBody, PushItem, PushOutcome};
+use crate::planner::command::{Command, ConfigureQueue, CursorCommit, PushBody, PushItem, PushOutcome, PushStatus};
 use crate::planner::kafka_txn::{KafkaTxnAnswer, KafkaTxnOp, TxnRefusal};
 use crate::planner::kv::{Expiry, KvAnswer, KvKind, KvOp, KvResult};
 use crate::planner::queue_options::{QueueOptions, KAFKA_LOG_APPEND_TIME, KAFKA_MAX_MESSAGE_BYTES};
@@ -447,12 +447,16 @@ impl facade::Broker for QueenBroker {
                 .map(|slot| {
                     let (first, count, stamped) = slot?;
                     let outcomes = outcomes.as_ref().map_err(Clone::clone)?;
-                    let first = outcomes
-                        .get(first)
-                        .filter(|_| count > 0)
-                        .ok_or(BrokerError::CorruptRecords("an empty batch".into()))?
-                        .as_ref()
-                        .map_err(Clone::clone)?;
+                    let written = outcomes.get(first..first + count).filter(|_| count > 0);
+                    let written = written.ok_or(BrokerError::CorruptRecords("an empty batch".into()))?;
+                    for outcome in written {
+                        match outcome.as_ref().map_err(Clone::clone)?.status {
+                            PushStatus::OutOfOrder => return Err(BrokerError::OutOfOrderSequence),
+                            PushStatus::Fenced => return Err(BrokerError::ProducerFenced),
+                            PushStatus::Queued | PushStatus::Duplicate => {}
+                        }
+                    }
+                    let first = written[0].as_ref().map_err(Clone::clone)?;
                     let store = node.view.local();
                     let log_start =
                         store.partition(first.queue_id, first.partition_id).map_or(0, |r| r.log_start as i64);

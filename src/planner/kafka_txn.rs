@@ -413,10 +413,8 @@ fn end_effects(
 mod tests {
     use super::*;
     use crate::planner::command::{Answer, Command};
-    use crate::planner::testing::{fresh, run_at};
+    use crate::planner::testing::{fresh, kafka_batch, run_at};
     use crate::planner::Planner;
-    use bytes::Bytes;
-    use protocol::records::{encode_produced, Compression, PlainRecord, ProducedBatch};
 
     const TID: &str = "tid";
 
@@ -432,32 +430,6 @@ mod tests {
         match ask(planner, store, at_us, op) {
             KafkaTxnAnswer::Init(Ok(p)) => p,
             other => panic!("init answered {other:?}"),
-        }
-    }
-
-    /// A transactional batch of `n` records by `producer`, for partition "0" of "t".
-    fn batch(producer: TxnProducer, sequence: i32, n: usize) -> PushItem {
-        let records = (0..n)
-            .map(|i| PlainRecord {
-                timestamp_ms: 1,
-                key: None,
-                value: Some(Bytes::from(format!("v{i}"))),
-                headers: vec![],
-            })
-            .collect();
-        let produced = ProducedBatch {
-            producer_id: producer.id,
-            producer_epoch: producer.epoch,
-            base_sequence: sequence,
-            transactional: true,
-            records,
-            wire: Bytes::new(),
-        };
-        let wire = encode_produced(&produced, Compression::None).unwrap();
-        PushItem {
-            queue: "t".into(),
-            partition: "0".into(),
-            body: PushBody::Kafka(KafkaBatch::new(wire, None).unwrap()),
         }
     }
 
@@ -478,7 +450,11 @@ mod tests {
         seq: i32,
         n: usize,
     ) -> Vec<Result<PushOutcome, TxnRefusal>> {
-        let op = KafkaTxnOp::Produce { transactional_id: TID.into(), producer: p, items: vec![batch(p, seq, n)] };
+        let op = KafkaTxnOp::Produce {
+            transactional_id: TID.into(),
+            producer: p,
+            items: vec![kafka_batch(p.id, p.epoch, seq, n, true)],
+        };
         match ask(planner, store, at, op) {
             KafkaTxnAnswer::Produced(answers) => answers,
             other => panic!("a produce answered {other:?}"),

@@ -115,6 +115,10 @@ pub fn plan_push(
             });
             continue;
         }
+        if let Some(status) = out_of_order(store, overlay, queue, partition, &item) {
+            outcomes.push(PushOutcome { queue_id: queue, partition_id: partition, offset: 0, status, timestamp_us });
+            continue;
+        }
         let offset = overlay.take_offsets(store, queue, partition, item.count());
         let (hashes, piece) = match item.body {
             PushBody::Message { transaction_id, payload } => {
@@ -161,10 +165,78 @@ pub fn plan_push(
     PlannedPush { effects, messages, outcomes }
 }
 
+/// Why an idempotent producer's Kafka batch may not be written, if it may
+/// not: its epoch is fenced, or the record it follows is not stored. This
+/// is where idempotence is decided, on replicated rows, so every node
+/// decides alike and a new leader knows what the old one wrote: a batch
+/// after one lost in a leader's crash is refused, and its producer sends
+/// the lost one again, rather than taking it for written. Once retention
+/// has dropped some of the partition's rows, a missing row proves no loss,
+/// and the batch is let through, as Kafka lets through the sequence of a
+/// producer whose state retention removed.
+fn out_of_order(store: &Store, overlay: &Overlay, queue: u64, partition: u64, item: &PushItem) -> Option<PushStatus> {
+    let (preceding, next_epoch) = item.producer_order_hashes();
+    if next_epoch.is_some_and(|hash| overlay.dedup(store, queue, partition, &hash).is_some()) {
+        return Some(PushStatus::Fenced);
+    }
+    let preceding = preceding?;
+    let rows_dropped = store.partition(queue, partition).is_some_and(|row| row.txns_start > 0);
+    (!rows_dropped && overlay.dedup(store, queue, partition, &preceding).is_none()).then_some(PushStatus::OutOfOrder)
+}
+
 #[cfg(test)]
 mod tests {
-    use crate::planner::command::{Answer, Command, ConfigureQueue};
-    use crate::planner::testing::{one_message_applied, plan, push};
+    use crate::planner::command::{Answer, Command, ConfigureQueue, PushItem, PushOutcome, PushStatus};
+    use crate::planner::testing::{fresh, kafka_batch, one_message_applied, plan, push, run_at};
+    use crate::planner::Planner;
+    use crate::store::Store;
+
+    /// Pushes `item` and applies it; answers its outcome.
+    fn pushed(planner: &mut Planner, store: &mut Store, at_us: i64, item: PushItem) -> PushOutcome {
+        match run_at(planner, store, at_us, Command::Push(vec![item])) {
+            Answer::Pushed(mut outcomes) => outcomes.remove(0),
+            other => panic!("a push answered {other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_idempotent_batch_after_one_that_was_never_stored_is_refused() {
+        let (mut store, mut planner) = fresh();
+        let first = pushed(&mut planner, &mut store, 1, kafka_batch(7, 0, 0, 3, false));
+        assert_eq!((first.status, first.offset), (PushStatus::Queued, 0));
+        // Sequences 3..5 were lost with the old leader; 6..8 come next.
+        let skipped = pushed(&mut planner, &mut store, 2, kafka_batch(7, 0, 6, 3, false));
+        assert_eq!(skipped.status, PushStatus::OutOfOrder, "a batch past a lost one was let through");
+        let resent = pushed(&mut planner, &mut store, 3, kafka_batch(7, 0, 3, 3, false));
+        assert_eq!((resent.status, resent.offset), (PushStatus::Queued, 3));
+        let after = pushed(&mut planner, &mut store, 4, kafka_batch(7, 0, 6, 3, false));
+        assert_eq!((after.status, after.offset), (PushStatus::Queued, 6));
+        let retried = pushed(&mut planner, &mut store, 5, kafka_batch(7, 0, 3, 3, false));
+        assert_eq!((retried.status, retried.offset), (PushStatus::Duplicate, 3));
+    }
+
+    #[test]
+    fn batches_planned_together_follow_each_other_before_they_are_applied() {
+        let (store, mut planner) = fresh();
+        let items = vec![kafka_batch(7, 0, 0, 2, false), kafka_batch(7, 0, 2, 2, false)];
+        let planned = plan(&mut planner, &store, 1, Command::Push(items));
+        let later = plan(&mut planner, &store, 2, Command::Push(vec![kafka_batch(7, 0, 4, 2, false)]));
+        for answer in [planned.answer, later.answer] {
+            let Answer::Pushed(outcomes) = answer else { panic!("a push answered {answer:?}") };
+            assert!(outcomes.iter().all(|o| o.status == PushStatus::Queued), "pipelined batches refused: {outcomes:?}");
+        }
+    }
+
+    #[test]
+    fn a_batch_from_an_epoch_its_producer_moved_past_is_fenced() {
+        let (mut store, mut planner) = fresh();
+        pushed(&mut planner, &mut store, 1, kafka_batch(7, 0, 0, 2, false));
+        pushed(&mut planner, &mut store, 2, kafka_batch(7, 1, 0, 2, false));
+        let stale = pushed(&mut planner, &mut store, 3, kafka_batch(7, 0, 2, 2, false));
+        assert_eq!(stale.status, PushStatus::Fenced, "a batch of a bumped epoch was written");
+        let other = pushed(&mut planner, &mut store, 4, kafka_batch(8, 0, 0, 1, false));
+        assert_eq!(other.status, PushStatus::Queued, "another producer was refused");
+    }
 
     #[test]
     fn a_bound_set_by_an_unapplied_configure_refuses_the_push_after_it() {

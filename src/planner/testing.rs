@@ -4,10 +4,15 @@
 use crate::log_id::LogId;
 use crate::message::Message;
 use crate::planner::apply::apply;
-use crate::planner::command::{AckItem, AckStatus, Answer, Claim, Command, PopRequest, PushItem, Subscription};
+use crate::planner::command::{
+    AckItem, AckStatus, Answer, Claim, Command, PopRequest, PushBody, PushItem, Subscription,
+};
 use crate::planner::{Planned, Planner};
 use crate::qlog::files::Location;
+use crate::qlog::kafka_batch::KafkaBatch;
 use crate::store::Store;
+use bytes::Bytes;
+use protocol::records::{encode_produced, Compression, PlainRecord, ProducedBatch};
 
 /// Plans `command` at step `step` (its time is `step` milliseconds), as an
 /// entry the store does not hold yet.
@@ -56,6 +61,25 @@ pub fn delete_group(group: &str) -> Command {
 pub fn push(transaction_id: &str) -> Command {
     let message = Message::new(transaction_id.into(), b"1".to_vec());
     Command::Push(vec![PushItem::new("q".into(), "p".into(), &message, 0)])
+}
+
+/// A Kafka batch of `n` records for partition "0" of topic "t", by producer
+/// `producer_id` at `epoch` from `sequence` on.
+pub fn kafka_batch(producer_id: i64, epoch: i16, sequence: i32, n: usize, transactional: bool) -> PushItem {
+    let records = (0..n)
+        .map(|i| PlainRecord { timestamp_ms: 1, key: None, value: Some(Bytes::from(format!("v{i}"))), headers: vec![] })
+        .collect();
+    let produced = ProducedBatch {
+        producer_id,
+        producer_epoch: epoch,
+        base_sequence: sequence,
+        transactional,
+        records,
+        wire: Bytes::new(),
+    };
+    let wire = encode_produced(&produced, Compression::None).expect("a batch of plain records encodes");
+    let batch = KafkaBatch::new(wire, None).expect("an encoded batch is one");
+    PushItem { queue: "t".into(), partition: "0".into(), body: PushBody::Kafka(batch) }
 }
 
 /// A pop of one message of queue "q" for `group`, under a lease.

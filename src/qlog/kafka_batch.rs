@@ -82,6 +82,22 @@ impl KafkaBatch {
         Some(idempotent_transaction_id(id, epoch, base_sequence.wrapping_add(index as i32)))
     }
 
+    /// The transactionId of the record its producer sent just before this
+    /// batch's first, under the same epoch: none for the first batch of an
+    /// epoch (sequence 0) or from a producer that is not idempotent.
+    pub fn preceding_transaction_id(&self) -> Option<String> {
+        let (id, epoch, base_sequence) = self.producer()?;
+        (base_sequence > 0).then(|| idempotent_transaction_id(id, epoch, base_sequence - 1))
+    }
+
+    /// The transactionId the first record of the producer's next epoch
+    /// would have: once it is stored, this batch's epoch is fenced (KIP-360
+    /// bumps an idempotent producer's epoch and restarts its sequences).
+    pub fn next_epoch_transaction_id(&self) -> Option<String> {
+        let (id, epoch, _) = self.producer()?;
+        epoch.checked_add(1).map(|next| idempotent_transaction_id(id, next, 0))
+    }
+
     /// An idempotent producer's id, epoch and base sequence.
     fn producer(&self) -> Option<(i64, i16, i32)> {
         let b = &self.bytes;

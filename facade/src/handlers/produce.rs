@@ -111,7 +111,7 @@ fn produce_error(e: &BrokerError, version: i16) -> ResponseError {
 }
 
 /// The partition's records as one batch to write, checked against the
-/// broker's limits and for idempotence.
+/// broker's limits. Idempotence is decided where the batch is planned.
 /// A request carries one batch per partition (more are merged: they arrive
 /// together and are written together).
 fn batch_of<B: Broker>(
@@ -139,7 +139,6 @@ fn batch_of<B: Broker>(
     if batch.transactional != transactional_id.is_some() {
         return Err(ResponseError::InvalidRequest);
     }
-    f.producers.accept(topic, partition, &batch)?;
     let (producer_sub, transactional_id) = (producer.clone(), transactional_id.clone());
     Ok(PartitionBatch { topic: topic.to_string(), partition, batch, wires, producer_sub, transactional_id })
 }

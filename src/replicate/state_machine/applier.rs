@@ -81,9 +81,9 @@ impl Applier {
         }
         for (p, reply) in batch.items {
             if let Answer::Pushed(outcomes) = &p.answer {
-                let queued = outcomes.iter().filter(|o| o.status == PushStatus::Queued).count() as u64;
-                self.metrics.messages_appended.inc_by(queued);
-                self.metrics.duplicates.inc_by(outcomes.len() as u64 - queued);
+                let counted = |status| outcomes.iter().filter(|o| o.status == status).count() as u64;
+                self.metrics.messages_appended.inc_by(counted(PushStatus::Queued));
+                self.metrics.duplicates.inc_by(counted(PushStatus::Duplicate));
             }
             let _ = reply.send(Ok(p.answer));
         }
