@@ -159,3 +159,34 @@ async fn a_leader_frozen_with_sigstop_is_replaced_and_rejoins_as_a_follower_with
     let partitions: Vec<String> = followers.iter().map(|w| format!("p{w}")).collect();
     cluster.check_ledger(&ledger, "cluster", &partitions).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_forwarded_write_whose_leader_dies_after_the_send_answers_its_outcome_unknown() {
+    let mut cluster = Cluster::start(3).await;
+    let leader = cluster.leader().await;
+    let follower = (0..3).find(|i| *i != leader).unwrap();
+    // Warm the follower's link to the leader, so the next write goes out at once.
+    let body = push_body(&[("cluster".into(), "cut".into(), "warm".into(), json!({}))]);
+    assert_eq!(cluster.node(follower).post("/api/v1/push", &body).await.0, 201);
+    // Frozen, the leader's kernel still takes the forwarded request into its
+    // socket; killed then, the connection closes after the send, before any
+    // answer. The write may have reached the leader's log: the follower
+    // cannot say it did not, so it answers `timeout`, never `no_leader`.
+    let pid = cluster.node(leader).pid() as i32;
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    let url = cluster.node(follower).url("/api/v1/push");
+    let http = cluster.node(follower).http.clone();
+    let body = push_body(&[("cluster".into(), "cut".into(), "after-send".into(), json!({}))]);
+    let sent = tokio::spawn(async move { http.post(url).json(&body).send().await.unwrap() });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    cluster.nodes[leader].as_mut().unwrap().kill9();
+    cluster.nodes[leader] = None;
+    let answer = sent.await.unwrap();
+    let status = answer.status().as_u16();
+    let answer: serde_json::Value = answer.json().await.unwrap();
+    assert_eq!(
+        (status, answer["code"].as_str()),
+        (503, Some("timeout")),
+        "a write cut after its send answered {answer}"
+    );
+}

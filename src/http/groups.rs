@@ -167,7 +167,8 @@ pub async fn resubscribe(
     Ok(Json(json!({"success": true, "consumerGroup": group, "partitions": partitions})))
 }
 
-/// Statistics are computed when asked for; there is nothing to refresh.
+/// Statistics are computed when asked for; there is nothing to refresh,
+/// and the answer says so rather than claiming a refresh.
 pub async fn refresh_stats() -> Json<Value> {
-    Json(json!({"success": true}))
+    Json(json!({"success": true, "refreshed": false, "reason": "statistics are computed on every read"}))
 }

@@ -5,6 +5,7 @@
 use super::body::operations;
 use super::error::ApiError;
 use super::ids::iso_time;
+use super::names;
 use crate::node::Node;
 use crate::planner::locks::{Holder, LockOp, LockResult, LOCKS_NS, MAX_LIMIT};
 use crate::replicate::typed::Typed;
@@ -17,7 +18,6 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 pub const MAX_OPS: usize = 64;
-pub const MAX_NAME_BYTES: usize = 256;
 
 fn bad(reason: &'static str, message: impl Into<String>) -> ApiError {
     ApiError::bad_request("locks_bad_request", message).with_reason(reason)
@@ -31,12 +31,17 @@ fn text(
 ) -> Result<Option<String>, ApiError> {
     match op.get(field) {
         None | Some(Value::Null) if !required => Ok(None),
-        Some(Value::String(s)) if !s.is_empty() && s.len() <= MAX_NAME_BYTES && !s.chars().any(char::is_control) => {
+        Some(Value::String(s))
+            if !s.is_empty() && s.len() <= names::MAX_NAME_BYTES && !s.chars().any(char::is_control) =>
+        {
             Ok(Some(s.clone()))
         }
         _ => Err(bad(
             reason,
-            format!("{field} is a non-empty string of at most {MAX_NAME_BYTES} bytes with no control characters"),
+            format!(
+                "{field} is a non-empty string of at most {} bytes with no control characters",
+                names::MAX_NAME_BYTES
+            ),
         )),
     }
 }

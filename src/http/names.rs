@@ -5,7 +5,9 @@
 //! refused when a queue or partition would be created. Kafka sees the queues
 //! whose names are also Kafka topic names (`docs/kafka.md`, Names).
 
-use super::push::MAX_NAME_BYTES;
+/// The longest name, in bytes: of a queue, partition, consumer group,
+/// lock or trace.
+pub const MAX_NAME_BYTES: usize = 255;
 
 /// What a name must be, as error messages say it.
 pub const RULE: &str = "1 to 255 bytes with no control character and no '/'";

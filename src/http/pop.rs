@@ -109,7 +109,7 @@ async fn pop(
     let framed = flag(&q, "frames")?;
     let timeout = Duration::from_millis(query_u64(&q, "timeout")?.unwrap_or(30_000)).min(MAX_WAIT);
     let group = q.get("consumerGroup").filter(|g| !g.is_empty() && *g != "null").cloned();
-    if group.as_ref().is_some_and(|g| g.len() > super::push::MAX_NAME_BYTES) {
+    if group.as_ref().is_some_and(|g| g.len() > super::names::MAX_NAME_BYTES) {
         return Err(ApiError::bad_request("invalid_field", "consumerGroup must be at most 255 bytes long"));
     }
     let auto_ack = flag(&q, "autoAck")?;

@@ -26,7 +26,6 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 
 pub const DEFAULT_PARTITION: &str = "Default";
-pub const MAX_NAME_BYTES: usize = 255;
 
 pub async fn push(
     State(node): State<Arc<Node>>,

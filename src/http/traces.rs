@@ -13,6 +13,7 @@
 
 use super::body::{json_object, page, Fields};
 use super::error::ApiError;
+use super::names;
 use crate::iso_time::{iso_time, parse_iso_time};
 use crate::node::Node;
 use crate::planner::command::QUEUE_MODE;
@@ -29,7 +30,6 @@ use std::sync::Arc;
 use crate::internal_kv::TRACES as NS;
 /// The most names one event may carry.
 const MAX_NAMES: usize = 16;
-const MAX_NAME_BYTES: usize = 256;
 
 fn now_us() -> i64 {
     chrono::Utc::now().timestamp_micros()
@@ -51,8 +51,8 @@ pub async fn record(
         Some(Value::Array(items)) => items
             .iter()
             .map(|n| match n.as_str() {
-                Some(s) if !s.is_empty() && s.len() <= MAX_NAME_BYTES => Ok(s.to_string()),
-                _ => Err(f.mistyped("traceNames", "an array of names of 1 to 256 bytes")),
+                Some(s) if !s.is_empty() && s.len() <= names::MAX_NAME_BYTES => Ok(s.to_string()),
+                _ => Err(f.mistyped("traceNames", "an array of names of 1 to 255 bytes")),
             })
             .collect::<Result<_, _>>()?,
         Some(_) => return Err(f.mistyped("traceNames", "an array of names")),

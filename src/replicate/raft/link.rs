@@ -19,8 +19,22 @@ pub enum LinkError {
     /// fault to retry through.
     #[error("raft peer {addr} refused this node's QUEEN_RAFT_TOKEN: {why}")]
     Refused { addr: String, why: String },
+    /// The request was sent and no answer came in time: it may have been
+    /// carried out.
     #[error("raft peer {addr} did not answer within {after:?}")]
     Timeout { addr: String, after: Duration },
+    /// The request was sent and the connection closed before its answer:
+    /// it may have been carried out.
+    #[error("the connection to raft peer {addr} closed after the request was sent, before its answer")]
+    AnswerLost { addr: String },
+}
+
+impl LinkError {
+    /// Whether the peer may have received the request: its outcome is then
+    /// not known, where an error before the send proves it was not carried out.
+    pub fn after_send(&self) -> bool {
+        matches!(self, LinkError::Timeout { .. } | LinkError::AnswerLost { .. })
+    }
 }
 
 type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Response>>>>;
@@ -56,7 +70,7 @@ impl Link {
             return Ok(conn.clone());
         }
         let opened = tokio::time::timeout(timeout, self.open()).await;
-        let conn = opened.map_err(|_| LinkError::Timeout { addr: self.addr.clone(), after: timeout })??;
+        let conn = opened.map_err(|_| self.unreachable(format!("no connection within {timeout:?}")))??;
         *slot = Some(conn.clone());
         Ok(conn)
     }
@@ -102,6 +116,8 @@ impl Link {
             let mut writer = conn.writer.lock().await;
             write_frame(&mut *writer, &(id, request)).await
         };
+        // A frame the write did not finish is never read whole by the
+        // peer, so a failed write is a request not sent.
         if let Err(e) = sent {
             conn.broken.store(true, Ordering::Release);
             conn.pending.lock().expect("pending calls lock").remove(&id);
@@ -109,7 +125,7 @@ impl Link {
         }
         match tokio::time::timeout(timeout, rx).await {
             Ok(Ok(response)) => Ok(response),
-            Ok(Err(_)) => Err(self.unreachable("the connection closed before the answer")),
+            Ok(Err(_)) => Err(LinkError::AnswerLost { addr: self.addr.clone() }),
             Err(_) => {
                 conn.pending.lock().expect("pending calls lock").remove(&id);
                 Err(LinkError::Timeout { addr: self.addr.clone(), after: timeout })

@@ -372,9 +372,11 @@ impl Inner {
             // commit through it, and a retry with the same ids is safe.
             Ok(None) => Err(ProposeError::Timeout),
             Ok(Some(Ok(response))) => Ok(response),
-            // Not sent, or sent and not answered: only the second may have
-            // committed, and a retry with the same ids is safe either way.
-            Ok(Some(Err(super::link::LinkError::Timeout { .. }))) => Err(ProposeError::Timeout),
+            // Sent and not answered (no answer in time, or the connection
+            // closed first): it may have committed, and only a retry with
+            // the same ids is safe.
+            Ok(Some(Err(e))) if e.after_send() => Err(ProposeError::Timeout),
+            // Never sent: nothing committed.
             Ok(Some(Err(_))) => Err(ProposeError::NotLeader { leader: Some(leader.0) }),
             Err(_) => Err(ProposeError::ShuttingDown),
         }
