@@ -7,7 +7,7 @@
 //! the disk never does.
 
 use crate::message::Message;
-use crate::node::Node;
+use crate::state_view::StateView;
 use aes_gcm::aead::{Aead, AeadCore, KeyInit, OsRng, Payload};
 use aes_gcm::{Aes256Gcm, Nonce};
 use std::collections::HashMap;
@@ -28,24 +28,23 @@ pub struct Cipher(Aes256Gcm);
 
 /// Seals the messages of one request for the queues that want it, looking
 /// each queue's setting up once.
+/// It is given the node's applied state and cipher, not the node, so that
+/// encryption sits below the node and the reader.
 pub struct Sealer<'a> {
-    node: &'a Node,
+    view: &'a StateView,
+    cipher: Option<&'a Cipher>,
     encrypted: HashMap<String, bool>,
 }
 
 impl<'a> Sealer<'a> {
-    pub fn new(node: &'a Node) -> Self {
-        Self { node, encrypted: HashMap::new() }
-    }
-
-    pub fn node(&self) -> &'a Node {
-        self.node
+    pub fn new(view: &'a StateView, cipher: Option<&'a Cipher>) -> Self {
+        Self { view, cipher, encrypted: HashMap::new() }
     }
 
     /// Whether `queue` is configured with encryptionEnabled.
     pub fn seals(&mut self, queue: &str) -> bool {
         *self.encrypted.entry(queue.to_string()).or_insert_with(|| {
-            let store = self.node.view.local();
+            let store = self.view.local();
             store.queue_id(queue).is_some_and(|q| store.traits(q).encrypted)
         })
     }
@@ -53,7 +52,7 @@ impl<'a> Sealer<'a> {
     /// Seals `message` if `queue` is configured with encryptionEnabled.
     pub fn seal(&mut self, queue: &str, message: &mut Message) -> Result<(), EncryptionError> {
         if self.seals(queue) {
-            self.node.cipher.as_ref().ok_or(EncryptionError::NoKey)?.seal(message);
+            self.cipher.ok_or(EncryptionError::NoKey)?.seal(message);
         }
         Ok(())
     }

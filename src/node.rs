@@ -7,7 +7,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::config::Settings;
 use crate::data_dir_lock::{DataDirLock, DataDirLockError};
 use crate::disk_gate::DiskGate;
-use crate::encryption::{Cipher, EncryptionError};
+use crate::encryption::{Cipher, EncryptionError, Sealer};
 use crate::ephemeral::{EphOptions, Ephemeral};
 use crate::fd_limit;
 use crate::internal_kv::EPHEMERAL_DECLARATIONS;
@@ -346,6 +346,12 @@ impl Node {
             reclaim,
             _dir_lock: dir_lock,
         })
+    }
+
+    /// Seals the messages of one request for the queues configured with
+    /// encryptionEnabled.
+    pub fn sealer(&self) -> Sealer<'_> {
+        Sealer::new(&self.view, self.cipher.as_deref())
     }
 
     /// Builds a snapshot of this node's state into `into`, a new directory

@@ -11,7 +11,7 @@ use crate::node::Node;
 use crate::planner::cleanup::{is_idle_and_empty, NumberedQueues};
 use crate::planner::command::{Answer, Command};
 use crate::planner::retention::{watermarks, ByQueue};
-use crate::qlog::reclaim::{Freed, Pass, Policy, Position};
+use crate::reclaim::{Freed, Pass, Policy, Position};
 use crate::store::{PartitionKey, Store};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

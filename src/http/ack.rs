@@ -7,7 +7,7 @@ use super::error::ApiError;
 use super::ids::parse_partition_uuid;
 use crate::node::Node;
 use crate::planner::command::{AckItem, AckOutcome, AckStatus, QUEUE_MODE};
-use crate::planner::consume::{Refused, REFUSED_UNKNOWN_MESSAGE};
+use crate::planner::items::{Refused, REFUSED_UNKNOWN_MESSAGE};
 use crate::replicate::typed::Typed;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;

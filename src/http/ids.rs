@@ -11,11 +11,21 @@ pub fn message_uuid(partition: u64, offset: u64) -> String {
     format!("{:08x}-{:04x}-4000-9000-{:012x}", partition >> 16, partition & 0xffff, offset)
 }
 
+/// The number a framed pop answer names a partition by, when both ids fit.
+pub fn packed_partition_id(queue: u64, partition: u64) -> Option<u64> {
+    (queue <= u32::MAX as u64 && partition <= u32::MAX as u64).then_some((queue << 32) | partition)
+}
+
+/// (queue id, partition id) of a packed partition id.
+pub fn unpack_partition_id(id: u64) -> (u64, u64) {
+    (id >> 32, id & u32::MAX as u64)
+}
+
 /// The (queue id, partition id) a `partitionId` names, if it is one of ours.
 pub fn parse_partition_uuid(text: &str) -> Option<(u64, u64)> {
     // A framed pop answer names partitions by a packed number instead.
     if let Ok(packed) = text.parse::<u64>() {
-        return Some(super::pop_frames::unpack_partition_id(packed));
+        return Some(unpack_partition_id(packed));
     }
     let parts: Vec<&str> = text.split('-').collect();
     let [high, low, "4000", "8000", partition] = parts.as_slice() else { return None };

@@ -18,6 +18,7 @@
 //! JSON answer's id. What the format cannot carry (a trace id that is not a
 //! UUID, a Kafka record's key and headers) only the JSON answer has.
 
+use super::ids::packed_partition_id;
 use crate::planner::command::Claim;
 use crate::reader::StoredMessage;
 use bytes::BufMut;
@@ -27,16 +28,6 @@ pub const CONTENT_TYPE: &str = "application/x-queen-pop";
 const MAGIC: &[u8; 4] = b"QPF1";
 const FLAG_TRACE: u8 = 1;
 const FLAG_PRODUCER: u8 = 2;
-
-/// The number a framed answer names a partition by, when both ids fit.
-pub fn packed_partition_id(queue: u64, partition: u64) -> Option<u64> {
-    (queue <= u32::MAX as u64 && partition <= u32::MAX as u64).then_some((queue << 32) | partition)
-}
-
-/// (queue id, partition id) of a packed partition id.
-pub fn unpack_partition_id(id: u64) -> (u64, u64) {
-    (id >> 32, id & u32::MAX as u64)
-}
 
 fn text16(out: &mut Vec<u8>, text: &str) {
     let bytes = &text.as_bytes()[..text.len().min(u16::MAX as usize)];
@@ -114,6 +105,7 @@ fn frame(partition: u64, m: &StoredMessage) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::http::ids::unpack_partition_id;
 
     #[test]
     fn packed_partition_ids_round_trip_and_refuse_what_does_not_fit() {

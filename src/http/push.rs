@@ -9,6 +9,7 @@ use super::error::ApiError;
 use super::ids::{message_uuid, partition_uuid};
 use super::names;
 use super::push_binary;
+use crate::config::Settings;
 use crate::encryption::Sealer;
 use crate::message::Message;
 use crate::node::Node;
@@ -49,10 +50,10 @@ pub async fn push(
             format!("a push carries at most {} items (QUEEN_PUSH_MAX_ITEMS)", node.settings.push_max_items),
         ));
     }
-    let mut sealer = Sealer::new(&node);
+    let mut sealer = node.sealer();
     let items = objects(items, "items")?
         .iter()
-        .map(|item| push_item(item, &mut sealer, producer.as_deref()))
+        .map(|item| push_item(item, &node.settings, &mut sealer, producer.as_deref()))
         .collect::<Result<Vec<_>, _>>()?;
     let (names, outcomes) = propose(&node, items).await?;
     Ok((StatusCode::CREATED, Json(results_json(names, &outcomes))))
@@ -132,8 +133,12 @@ async fn push_binary_body(
 /// One JSON push item, stamped with the authenticated `producer` (a
 /// `producerSub` in the body is not read) and sealed when its queue is
 /// encrypted.
-pub fn push_item(item: &Fields<'_>, sealer: &mut Sealer<'_>, producer: Option<&str>) -> Result<PushItem, ApiError> {
-    let settings = &sealer.node().settings;
+pub fn push_item(
+    item: &Fields<'_>,
+    settings: &Settings,
+    sealer: &mut Sealer<'_>,
+    producer: Option<&str>,
+) -> Result<PushItem, ApiError> {
     let max_payload = settings.max_payload_bytes;
     let queue = item.name_str("queue")?;
     let partition = item.opt_str("partition")?.filter(|p| !p.is_empty()).unwrap_or(DEFAULT_PARTITION);
@@ -184,7 +189,7 @@ pub fn binary_items(
         ));
     }
     let mut items = Vec::with_capacity(decoded.len());
-    let mut sealer = Sealer::new(node);
+    let mut sealer = node.sealer();
     for (i, d) in decoded.into_iter().enumerate() {
         if d.payload.len() > node.settings.max_payload_bytes {
             return Err(ApiError::new(

@@ -4,7 +4,7 @@ use super::body::{json_object, Fields};
 use super::error::ApiError;
 use crate::node::Node;
 use crate::planner::command::ConfigureQueue;
-use crate::planner::queue_options::{self, QueueOptions};
+use crate::queue_options::{self, QueueOptions};
 use crate::replicate::typed::Typed;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;

@@ -7,7 +7,7 @@ use super::error::ApiError;
 use super::ids::{iso_time, partition_uuid};
 use crate::node::Node;
 use crate::planner::command::QUEUE_MODE;
-use crate::planner::queue_options::QueueOptions;
+use crate::queue_options::QueueOptions;
 use crate::store::rows::QueueRow;
 use crate::store::Store;
 use axum::extract::{Path, Query, State};

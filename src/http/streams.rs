@@ -16,9 +16,8 @@ use super::body::{json_object, objects, Fields};
 use super::error::ApiError;
 use super::ids::{iso_time, message_uuid, parse_partition_uuid, partition_uuid, payload_json};
 use super::{ack, push};
-use crate::encryption::Sealer;
 use crate::node::Node;
-use crate::planner::consume::{REFUSED_UNKNOWN_MESSAGE, REFUSED_UNRESOLVABLE};
+use crate::planner::items::{REFUSED_UNKNOWN_MESSAGE, REFUSED_UNRESOLVABLE};
 use crate::planner::streams::{self, Cycle, Register, StateOp, StreamsAnswer, StreamsOp};
 use crate::planner::transaction::Refusal;
 use crate::replicate::typed::Typed;
@@ -163,11 +162,11 @@ pub async fn cycle(
             _ => return Err(op.mistyped("type", "upsert or delete")),
         });
     }
-    let mut sealer = Sealer::new(&node);
+    let mut sealer = node.sealer();
     let items = list("push_items")?;
     let mut pushes = Vec::with_capacity(items.len());
     for item in &items {
-        pushes.push(push::push_item(item, &mut sealer, producer.as_deref())?);
+        pushes.push(push::push_item(item, &node.settings, &mut sealer, producer.as_deref())?);
     }
     let ack = match body.get("ack") {
         None | Some(Value::Null) => None,

@@ -10,7 +10,6 @@ use super::error::ApiError;
 use super::ids::iso_time;
 use super::names;
 use super::push::DEFAULT_PARTITION;
-use crate::encryption::Sealer;
 use crate::message::Message;
 use crate::node::Node;
 use crate::planner::timers::{timer_key, TimerOp, TimerResult, TimerVerb};
@@ -129,7 +128,7 @@ pub fn parse_op(v: &Value) -> Result<TimerOp, ApiError> {
 /// timer keeps no plaintext either; the fired message carries the sealed
 /// payload as it is (its transactionId is the one it was sealed with).
 pub fn seal_ops(node: &Node, ops: &mut [TimerOp]) -> Result<(), ApiError> {
-    let mut sealer = Sealer::new(node);
+    let mut sealer = node.sealer();
     for op in ops.iter_mut().filter(|op| matches!(op.verb, TimerVerb::Schedule | TimerVerb::Reschedule)) {
         let txn = op.txn.clone().expect("a parsed schedule names its transactionId");
         let mut message = Message::new(txn, std::mem::take(&mut op.payload));

@@ -8,10 +8,9 @@ use super::body::{body_bytes, json_map, json_object, objects, Fields};
 use super::error::ApiError;
 use super::ids::{message_uuid, partition_uuid, payload_json};
 use super::{ack, kv, push, push_binary, timers};
-use crate::encryption::Sealer;
 use crate::node::Node;
 use crate::planner::command::PushStatus;
-use crate::planner::consume::{REFUSED_UNKNOWN_MESSAGE, REFUSED_UNRESOLVABLE};
+use crate::planner::items::{REFUSED_UNKNOWN_MESSAGE, REFUSED_UNRESOLVABLE};
 use crate::planner::transaction::{Bundle, BundleAnswer, Refusal};
 use crate::replicate::typed::Typed;
 use axum::body::Bytes;
@@ -60,7 +59,7 @@ pub async fn commit(
     let top = Fields::new(&body, "");
     let mut bundle = Bundle { pushes: vec![], acks: vec![], required_leases: vec![], kv: vec![], timers: vec![] };
     let mut slots = Vec::new();
-    let mut sealer = Sealer::new(&node);
+    let mut sealer = node.sealer();
     let operations = match body.get("operations") {
         None | Some(Value::Null) => vec![],
         Some(Value::Array(a)) => objects(a, "operations")?,
@@ -75,7 +74,7 @@ pub async fn commit(
                     None => vec![Fields::new(op.map, op.path.clone())],
                 };
                 for item in &items {
-                    bundle.pushes.push(push::push_item(item, &mut sealer, producer.as_deref())?);
+                    bundle.pushes.push(push::push_item(item, &node.settings, &mut sealer, producer.as_deref())?);
                     slots.push(Slot::Push);
                 }
             }

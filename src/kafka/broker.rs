@@ -5,15 +5,14 @@
 
 use super::records::{to_record, transaction_id};
 use super::time_index::TimeIndex;
-use crate::encryption::Sealer;
 use crate::message::Message;
 use crate::node::Node;
 use crate::planner::command::{Command, ConfigureQueue, CursorCommit, PushBody, PushItem, PushOutcome, PushStatus};
 use crate::planner::kafka_txn::{KafkaTxnAnswer, KafkaTxnOp, TxnRefusal};
 use crate::planner::kv::{Expiry, KvAnswer, KvKind, KvOp, KvResult};
-use crate::planner::queue_options::{QueueOptions, KAFKA_LOG_APPEND_TIME, KAFKA_MAX_MESSAGE_BYTES};
 use crate::qlog::files::LogFile;
 use crate::qlog::kafka_batch::KafkaBatch;
+use crate::queue_options::{QueueOptions, KAFKA_LOG_APPEND_TIME, KAFKA_MAX_MESSAGE_BYTES};
 use crate::reader::{KafkaRun, ReaderError};
 use crate::replicate::raft::version_gate::cluster_catalogue;
 use crate::replicate::typed::Typed;
@@ -362,7 +361,7 @@ impl facade::Broker for QueenBroker {
         // it was stamped with the append time, or why not.
         let mut plan: Vec<Result<(usize, usize, bool), BrokerError>> = Vec::with_capacity(batches.len());
         let mut items: Vec<PushItem> = Vec::new();
-        let mut sealer = Sealer::new(&self.node);
+        let mut sealer = self.node.sealer();
         for b in &batches {
             // The partition's name, and whether its topic stamps the append
             // time, in one look at the applied state.

@@ -4,8 +4,8 @@
 
 use super::cursor;
 use super::effect::{Effect, Entry};
-use super::queue_options;
 use crate::qlog::files::Location;
+use crate::queue_options;
 use crate::store::locator::Span;
 use crate::store::rows::{AbortedTxnRow, CursorRow, DlqRow, GroupRow, MembershipRow, PartitionRow, QueueRow};
 use crate::store::{CursorKey, Store, MEMBERSHIP_ROW};

@@ -2,50 +2,17 @@
 //! under a lease, acks move the group's cursor, failures count toward the
 //! retry limit and then the dead-letter queue, and leases are extended.
 
-use super::command::{AckItem, AckOutcome, AckStatus, Claim, PopRequest, Subscription, QUEUE_MODE};
 use super::cursor;
 use super::effect::Effect;
+use super::items::{
+    AckItem, AckOutcome, AckStatus, Claim, PopRequest, Refused, Subscription, QUEUE_MODE, REFUSED_ALREADY_COMMITTED,
+    REFUSED_NO_LEASE, REFUSED_UNKNOWN_MESSAGE, REFUSED_UNRESOLVABLE,
+};
 use super::overlay::Overlay;
-use super::queue_options::QueueOptions;
 use crate::message::transaction_hash;
+use crate::queue_options::QueueOptions;
 use crate::store::rows::{CursorRow, GroupRow, LeaseRow};
 use crate::store::{CursorKey, Store};
-
-/// Why an ack is refused; stable strings the client shows.
-pub const REFUSED_UNKNOWN_MESSAGE: &str = "unknown_message";
-/// The partition holds no message with the transactionId (never pushed, or
-/// its hash is gone with retention).
-pub const REFUSED_UNRESOLVABLE: &str = "unresolvable_transaction_id";
-/// A failure or dead-letter for a message the group's cursor is already past.
-pub const REFUSED_ALREADY_COMMITTED: &str = "already_committed";
-pub const REFUSED_NO_LEASE: &str = "lease_expired_or_not_held";
-
-/// Every reason an ack is refused for: an answer forwarded from the leader
-/// names its reason by text, and reads back as the same constant.
-const REFUSALS: [&str; 4] =
-    [REFUSED_UNKNOWN_MESSAGE, REFUSED_UNRESOLVABLE, REFUSED_ALREADY_COMMITTED, REFUSED_NO_LEASE];
-
-/// The reason an ack was refused: one of the constants above. A
-/// forwarded answer names it by text, and it reads back as the constant.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Refused(pub &'static str);
-
-impl serde::Serialize for Refused {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.0)
-    }
-}
-
-impl<'de> serde::Deserialize<'de> for Refused {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(d)?;
-        REFUSALS
-            .into_iter()
-            .find(|r| *r == text)
-            .map(Refused)
-            .ok_or_else(|| serde::de::Error::custom(format!("unknown ack refusal {text:?}")))
-    }
-}
 
 /// A queue's options, by id.
 fn options_of(store: &Store, queue: u64) -> Option<QueueOptions> {

@@ -7,8 +7,8 @@
 //! all applied together or not at all (`txn.rs`, present in all). Kafka's
 //! prepare states therefore never last here.
 
-use super::command::{CursorCommit, PushBody, PushItem, PushOutcome, PushStatus};
 use super::effect::Effect;
+use super::items::{CursorCommit, PushBody, PushItem, PushOutcome, PushStatus};
 use super::overlay::Overlay;
 use super::{push, topics};
 use crate::log_id::LogId;

@@ -5,7 +5,7 @@
 //! the store has applied that index. A leader that loses its leadership drops
 //! the whole overlay (`Planner::lead`): what it planned may never commit.
 
-use crate::planner::queue_options::QueueOptions;
+use crate::queue_options::QueueOptions;
 use crate::store::rows::{CursorRow, GroupRow, KafkaTxnRow, KvRow, TimerRow};
 use crate::store::{CursorKey, Store};
 use std::borrow::Borrow;

@@ -2,8 +2,8 @@
 //! messages whose transactionId the partition already holds, and give the
 //! rest gapless offsets.
 
-use super::command::{PushBody, PushItem, PushOutcome, PushStatus, QUEUE_MODE};
 use super::effect::Effect;
+use super::items::{PushBody, PushItem, PushOutcome, PushStatus, QUEUE_MODE};
 use super::overlay::Overlay;
 use crate::log_id::LogId;
 use crate::message::transaction_hash;

@@ -1,9 +1,9 @@
 //! Planning queue configuration and deletion.
 
-use super::command::ConfigureQueue;
 use super::effect::Effect;
+use super::items::ConfigureQueue;
 use super::overlay::Overlay;
-use super::queue_options::{self, QueueOptions};
+use crate::queue_options::{self, QueueOptions};
 use crate::store::Store;
 use serde_json::Value;
 

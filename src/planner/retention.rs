@@ -17,7 +17,7 @@
 
 use super::effect::Effect;
 use super::overlay::Overlay;
-use super::queue_options::QueueOptions;
+use crate::queue_options::QueueOptions;
 use crate::store::Store;
 use std::collections::BTreeMap;
 

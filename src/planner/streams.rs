@@ -20,8 +20,8 @@
 //! deletes instead: each must find its row, so a retried flush that already
 //! committed is refused, and never emits its windows twice.
 
-use super::command::{AckItem, AckOutcome, PushItem, PushOutcome};
 use super::effect::Effect;
+use super::items::{AckItem, AckOutcome, PushItem, PushOutcome};
 use super::kv::{self, Expiry, KvKind, KvOp};
 use super::overlay::Overlay;
 use super::transaction::{self, Bundle, BundleAnswer, Refusal};

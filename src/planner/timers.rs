@@ -4,8 +4,8 @@
 //! never after a cancel that reported removing it: both are decided here, in
 //! order.
 
-use super::command::PushItem;
 use super::effect::Effect;
+use super::items::PushItem;
 use super::overlay::Overlay;
 use super::push;
 use crate::log_id::LogId;

@@ -3,8 +3,8 @@
 //! commits. Partitions made here are named by their index ("0", "1", ...),
 //! which is also their Kafka partition number.
 
-use super::command::{ConfigureQueue, CursorCommit};
 use super::effect::Effect;
+use super::items::{ConfigureQueue, CursorCommit};
 use super::overlay::Overlay;
 use super::queues;
 use crate::store::rows::CursorRow;

@@ -4,9 +4,9 @@
 //! precondition, a required lease that expired) restores the overlay as it
 //! was, so nothing of the bundle is seen by the rest of the batch.
 
-use super::command::{AckItem, AckOutcome, PushItem, PushOutcome};
 use super::consume;
 use super::effect::Effect;
+use super::items::{AckItem, AckOutcome, PushItem, PushOutcome, Refused, REFUSED_ALREADY_COMMITTED};
 use super::kv::{self, KvAnswer, KvOp, KvReason, KvResult};
 use super::overlay::Overlay;
 use super::push;
@@ -38,7 +38,7 @@ pub enum Refusal {
     /// A pushed message's transactionId is already stored in its partition.
     Duplicate { item: usize, offset: u64 },
     /// An ack's message is not leased by the bundle, or already acknowledged.
-    RejectedAck { ack: usize, why: super::consume::Refused },
+    RejectedAck { ack: usize, why: Refused },
     /// A lease in `requiredLeases` is not live.
     LeaseGone { lease: String },
     /// A required KV operation lost.
@@ -102,7 +102,7 @@ fn plan(store: &Store, overlay: &mut Overlay, id: LogId, now_us: i64, bundle: Bu
     let (ack_effects, acked) = consume::plan_acks(store, overlay, now_us, &acks);
     // The ack fences the bundle: one whose message is already done (a retry
     // of a bundle that committed) refuses it, or its writes would apply twice.
-    let refusal = |o: &AckOutcome| o.refused.or(o.noop.then_some(consume::Refused(consume::REFUSED_ALREADY_COMMITTED)));
+    let refusal = |o: &AckOutcome| o.refused.or(o.noop.then_some(Refused(REFUSED_ALREADY_COMMITTED)));
     if let Some((ack, why)) = acked.iter().enumerate().find_map(|(i, o)| refusal(o).map(|w| (i, w))) {
         return Err(Refusal::RejectedAck { ack, why });
     }
@@ -153,6 +153,6 @@ mod tests {
         let Answer::Transaction(BundleAnswer::RolledBack(Refusal::RejectedAck { why, .. })) = retry else {
             panic!("the retry answered {retry:?}")
         };
-        assert_eq!(why, consume::Refused(consume::REFUSED_ALREADY_COMMITTED));
+        assert_eq!(why, Refused(REFUSED_ALREADY_COMMITTED));
     }
 }

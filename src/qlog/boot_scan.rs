@@ -4,10 +4,9 @@
 //! active file is always scanned, and may end in a torn tail.
 
 use super::index_file;
-use super::queue_log::log_dir;
-use super::reclaim::remove_log_dir;
 use super::record::{read_frame, Frame};
 use super::segment::{index_path, scan, segment_numbers, segment_path, Damage, IndexRow, Scan, UnreadableBody};
+use super::segment::{log_dir, remove_log_dir};
 use crate::storage::{read_verified, Storage};
 use std::path::{Path, PathBuf};
 

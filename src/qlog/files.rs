@@ -10,8 +10,8 @@
 //! (`pending_sync.rs`), so the table dropping its own copy closes nothing
 //! early; `LogFile`'s drop asserts it.
 
-use super::queue_log::log_dir;
 use super::record::{read_frame, Frame, FRAME_HEADER};
+use super::segment::log_dir;
 use super::segment::segment_path;
 use crate::storage::{Reserve, Storage, StorageFile};
 use bytes::Bytes;

@@ -12,7 +12,6 @@ pub mod layout;
 pub mod message_record;
 pub mod pending_sync;
 pub mod queue_log;
-pub mod reclaim;
 pub mod record;
 pub mod retired;
 pub mod scrub;

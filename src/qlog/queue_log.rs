@@ -8,17 +8,13 @@ use super::files::{FileTable, Location};
 use super::index_file;
 use super::pending_sync::{LogWrite, Prepare};
 use super::record::{frame_with, RecordKind, FRAME_HEADER};
-use super::segment::{index_path, segment_path, IndexRow};
+use super::segment::{index_path, log_dir, segment_path, IndexRow};
 use super::write_buffers;
 use crate::log_id::LogId;
 use crate::qlog::message_record::MessageSpan;
 use crate::storage::read_verified;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-
-pub fn log_dir(root: &Path, id: u64) -> PathBuf {
-    root.join(format!("q{id}"))
-}
 
 pub struct QueueLog {
     pub id: u64,

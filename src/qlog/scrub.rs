@@ -138,8 +138,8 @@ fn verify_file(file: &dyn StorageFile, len: u64, path: &Path, pace: &mut impl Fn
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::qlog::queue_log::log_dir;
     use crate::qlog::record::frame_into;
+    use crate::qlog::segment::log_dir;
     use crate::storage::os::OsStorage;
 
     /// A log of three files: two sealed, of `records` records each, and the

@@ -7,6 +7,20 @@ use crate::log_id::LogId;
 use crate::storage::Storage;
 use std::path::{Path, PathBuf};
 
+/// The directory of queue log `id` under the qlog root.
+pub fn log_dir(root: &Path, id: u64) -> PathBuf {
+    root.join(format!("q{id}"))
+}
+
+/// Removes a log directory that holds no qlog file any more, with whatever
+/// is left in it (an index without its file, a rewrite's copy).
+pub fn remove_log_dir(storage: &dyn Storage, dir: &Path) -> std::io::Result<()> {
+    for dirent in storage.list(dir)? {
+        storage.remove_file(&dirent.path(dir))?;
+    }
+    storage.remove_dir(dir)
+}
+
 pub fn segment_path(log_dir: &Path, no: u32) -> PathBuf {
     log_dir.join(format!("r{no:08}.qlog"))
 }

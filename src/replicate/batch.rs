@@ -21,7 +21,11 @@ pub trait Ticket: Send + 'static {
     fn entries(&self) -> &[Entry];
 }
 
-impl Ticket for (Planned, Reply) {
+/// What rides with each entry through the single node's pipeline: the
+/// planned command, and where its answer goes.
+pub type LocalTicket = (Planned, Reply);
+
+impl Ticket for LocalTicket {
     fn entries(&self) -> &[Entry] {
         self.0.entry.as_slice()
     }

@@ -18,10 +18,10 @@ use super::log_store::open_batch::OpenBatch;
 use super::log_store::syncer::Syncer;
 use super::proposer::sequencer::Sequencer;
 use super::proposer::Msg;
+use super::stage::spawn;
 use super::state_machine::applier::Applier;
 use super::{Proposal, ProposeError, ReadGate, Replicator};
 use crate::apply_watch::ApplyWatch;
-use crate::fatal;
 use crate::metrics::Metrics;
 use crate::planner::command::Command;
 use crate::planner::Planner;
@@ -55,33 +55,9 @@ pub struct Pipeline {
     pub apply_watch: Arc<ApplyWatch>,
 }
 
-/// What rides with each entry through the single node's pipeline: the
-/// planned command, and where its answer goes.
-pub type LocalTicket = (crate::planner::Planned, crate::replicate::batch::Reply);
-
 pub struct LocalReplicator {
     tx: Mutex<Option<mpsc::Sender<Msg>>>,
     thread: Mutex<Option<JoinHandle<()>>>,
-}
-
-/// Starts one stage. A stage that panics ends the process with a FATAL
-/// line: the others would wait for it forever, and a panic in apply means
-/// the store no longer matches the log, which only a boot can repair.
-pub(crate) fn spawn(name: &'static str, f: impl FnOnce() + Send + 'static) -> JoinHandle<()> {
-    let stage = move || {
-        if let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
-            let why = panic
-                .downcast_ref::<String>()
-                .map(String::as_str)
-                .or_else(|| panic.downcast_ref::<&str>().copied())
-                .unwrap_or("no message");
-            fatal::exit(&format!("the replicator's {name} thread panicked ({why}); the log decides at the next boot"));
-        }
-    };
-    std::thread::Builder::new()
-        .name(name.into())
-        .spawn(stage)
-        .unwrap_or_else(|e| panic!("spawn the {name} thread: {e}"))
 }
 
 impl LocalReplicator {

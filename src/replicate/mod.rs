@@ -11,6 +11,7 @@ pub mod local;
 pub mod log_store;
 pub mod proposer;
 pub mod raft;
+pub mod stage;
 pub mod state_machine;
 pub mod typed;
 

@@ -11,7 +11,7 @@ pub mod rows;
 pub mod scrub;
 
 use crate::log_id::LogId;
-use crate::planner::queue_options::QueueOptions;
+use crate::queue_options::QueueOptions;
 use checkpoint::{CheckpointError, LoadedRows};
 use dedup::DedupIndex;
 use keyspace::{EncodeChanges, Keyspace};

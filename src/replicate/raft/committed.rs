@@ -35,7 +35,7 @@ impl Committed {
     pub fn start(state: RaftState, saved: Option<Led>) -> Self {
         let committed = Self::stepped(state, saved);
         let (shared, state) = (committed.latest.clone(), committed.state.clone());
-        let thread = crate::replicate::local::spawn("raft committed", move || loop {
+        let thread = crate::replicate::stage::spawn("raft committed", move || loop {
             let stop = {
                 let (lock, changed) = &*shared;
                 let mut latest = lock.lock().expect("committed lock");

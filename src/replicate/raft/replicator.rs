@@ -25,7 +25,7 @@ use super::version_gate;
 use crate::apply_watch::ApplyWatch;
 use crate::planner::command::Command;
 use crate::planner::Planner;
-use crate::replicate::local::spawn;
+use crate::replicate::stage::spawn;
 use crate::replicate::{Admin, Proposal, ProposeError, RaftStatus, ReadGate, Replicator};
 use crate::store::rows::Member;
 use crate::store::Store;

@@ -8,7 +8,7 @@ use crate::metrics::Metrics;
 use crate::planner::apply::apply;
 use crate::planner::command::{Answer, PushStatus};
 use crate::replicate::batch::Batch;
-use crate::replicate::local::LocalTicket;
+use crate::replicate::batch::LocalTicket;
 use crate::store::checkpointer::Checkpointer;
 use crate::store::Store;
 use std::sync::mpsc::{self, RecvTimeoutError};

@@ -20,12 +20,12 @@
 //! queue's that the writer let go of (`QlogWriter::retire`): once none of
 //! its records is at or above the checkpoint, its whole directory goes.
 
-use super::files::{FileTable, Location, LogFile};
-use super::index_file;
-use super::record::{read_frame, Frame, RecordKind};
-use super::retired::RetiredLogs;
-use super::segment::{index_path, scan, segment_number, segment_numbers, segment_path, IndexRow};
 use crate::clock::Clock;
+use crate::qlog::files::{FileTable, Location, LogFile};
+use crate::qlog::index_file;
+use crate::qlog::record::{read_frame, Frame, RecordKind};
+use crate::qlog::retired::RetiredLogs;
+use crate::qlog::segment::{index_path, remove_log_dir, scan, segment_number, segment_numbers, segment_path, IndexRow};
 use crate::storage::{remove_if_there, Storage};
 use crate::store::Store;
 use std::path::Path;
@@ -257,15 +257,6 @@ impl Pass<'_> {
             Verdict::Live { .. } => Ok(Outcome::Kept),
         }
     }
-}
-
-/// Removes a log directory that holds no qlog file any more, with whatever
-/// is left in it (an index without its file, a rewrite's copy).
-pub fn remove_log_dir(storage: &dyn Storage, dir: &Path) -> std::io::Result<()> {
-    for dirent in storage.list(dir)? {
-        storage.remove_file(&dirent.path(dir))?;
-    }
-    storage.remove_dir(dir)
 }
 
 /// The index of a sealed file whose `.qidx` is missing or does not match
