@@ -18,6 +18,7 @@ use openraft::ServerState;
 use queen::log_id::LogId;
 use queen::planner::command::{Answer, Command};
 use queen::planner::{Planned, Planner};
+use queen::replicate::proposer::plan_clock::PlanClock;
 use queen::replicate::raft::read_confirm::ReadConfirmer;
 use queen::replicate::raft::types::{Applied, Proposed};
 use queen::replicate::ProposeError;
@@ -57,6 +58,8 @@ pub struct Proposer {
     /// Confirms leadership for the answers without an entry; none answers
     /// them at once, as before the read index (the test-only switch).
     reads: Option<Arc<ReadConfirmer<super::node::Recorded>>>,
+    /// The timestamp rule the shipped proposers share.
+    clock: PlanClock,
 }
 
 impl Proposer {
@@ -80,6 +83,7 @@ impl Proposer {
             last_done: None,
             epoch,
             reads,
+            clock: PlanClock::default(),
         }
     }
 
@@ -120,7 +124,7 @@ impl Proposer {
             let planned: Vec<(Planned, Reply)> = {
                 let store = self.store.read().expect("store lock");
                 self.planner.caught_up_with(&store);
-                let at = now.max(store.applied_us + 1);
+                let at = self.clock.stamp(now, store.applied_us);
                 chunk.into_iter().map(|a| (self.planner.plan(&store, a.command, at), a.reply)).collect()
             };
             self.hand_over(term, planned).await;

@@ -6,13 +6,8 @@
 //! gives the next entry, and hands the entries to the log store's append.
 //! Only a leader plans; a follower's commands answer `NotLeader`.
 
+pub(crate) mod inbox;
+pub mod plan_clock;
 pub(crate) mod sequencer;
 
-use crate::planner::command::Command;
-use crate::replicate::batch::Reply;
-
-/// What reaches the proposer's thread.
-pub(crate) enum Msg {
-    Propose(Command, Reply),
-    Stop,
-}
+pub(crate) use inbox::Msg;

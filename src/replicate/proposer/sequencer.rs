@@ -2,7 +2,8 @@
 //! the log store's open batch, which the syncer takes whole whenever it is
 //! free.
 
-use super::Msg;
+use super::inbox::{self, Msg, Taken};
+use super::plan_clock::PlanClock;
 use crate::planner::command::Command;
 use crate::planner::{Planned, Planner};
 use crate::qlog::files::FileTable;
@@ -16,8 +17,6 @@ use std::sync::{Arc, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// The most messages taken from the inbox at once.
-const MAX_CHUNK: usize = 8192;
 /// The most commands planned under one hold of the store's lock and added
 /// to the open batch at once: a syncer that comes free mid-burst takes what
 /// is planned so far, not only once the whole burst is.
@@ -38,7 +37,7 @@ pub(crate) struct Sequencer {
 
 impl Sequencer {
     pub fn run(mut self, rx: mpsc::Receiver<Msg>) {
-        let mut last_ts = 0i64;
+        let mut clock = PlanClock::default();
         let mut stop = false;
         let mut tended_idle = Instant::now();
         while !stop {
@@ -51,25 +50,10 @@ impl Sequencer {
                 drop(store);
                 tended_idle = Instant::now();
             }
-            let first = match rx.recv_timeout(TEND_IDLE_EVERY) {
-                Ok(msg) => msg,
-                Err(mpsc::RecvTimeoutError::Timeout) => continue,
-                Err(mpsc::RecvTimeoutError::Disconnected) => Msg::Stop,
+            let Some(Taken { mut commands, stop: asked_to_stop }) = inbox::take(&rx, TEND_IDLE_EVERY) else {
+                continue;
             };
-            let mut inbox = vec![first];
-            while inbox.len() < MAX_CHUNK {
-                match rx.try_recv() {
-                    Ok(msg) => inbox.push(msg),
-                    Err(_) => break,
-                }
-            }
-            let mut commands = Vec::with_capacity(inbox.len());
-            for msg in inbox {
-                match msg {
-                    Msg::Propose(c, r) => commands.push((c, r)),
-                    Msg::Stop => stop = true,
-                }
-            }
+            stop = asked_to_stop;
             if !commands.is_empty() && !self.files.ready() {
                 // Refused before they are planned, so they change nothing,
                 // and what is already planned is written once files open.
@@ -79,10 +63,7 @@ impl Sequencer {
             }
             let mut commands = commands.into_iter().peekable();
             while commands.peek().is_some() {
-                // The planner's clock moves forward with every chunk, so what
-                // is planned later is always later than what is applied.
-                last_ts = (last_ts + 1).max(chrono::Utc::now().timestamp_micros());
-                let planned = self.plan(commands.by_ref().take(PLAN_CHUNK), last_ts);
+                let planned = self.plan(commands.by_ref().take(PLAN_CHUNK), &mut clock);
                 self.open.add(planned);
             }
         }
@@ -94,8 +75,15 @@ impl Sequencer {
         tracing::info!("replicator stopped after a final checkpoint");
     }
 
-    fn plan(&mut self, commands: impl Iterator<Item = (Command, Reply)>, timestamp_us: i64) -> Vec<(Planned, Reply)> {
+    /// Plans a chunk under one hold of the store's lock, stamped with one
+    /// time (`plan_clock.rs`).
+    fn plan(
+        &mut self,
+        commands: impl Iterator<Item = (Command, Reply)>,
+        clock: &mut PlanClock,
+    ) -> Vec<(Planned, Reply)> {
         let store = self.state.read().expect("store lock");
+        let timestamp_us = clock.stamp(chrono::Utc::now().timestamp_micros(), store.applied_us);
         self.planner.caught_up_with(&store);
         commands.map(|(command, reply)| (self.planner.plan(&store, command, timestamp_us), reply)).collect()
     }

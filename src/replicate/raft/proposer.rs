@@ -20,6 +20,8 @@ use crate::log_id::LogId;
 use crate::planner::command::Command;
 use crate::planner::{Planned, Planner};
 use crate::replicate::batch::Reply;
+use crate::replicate::proposer::inbox::{self, Msg, Taken};
+use crate::replicate::proposer::plan_clock::PlanClock;
 use crate::replicate::ProposeError;
 use crate::store::Store;
 use futures_util::StreamExt;
@@ -38,11 +40,6 @@ const PLAN_CHUNK: usize = 256;
 /// waiting for it are answered `Timeout`.
 const SETTLE_TIMEOUT: Duration = Duration::from_secs(10);
 
-pub(crate) enum Msg {
-    Propose(Command, Reply),
-    Stop,
-}
-
 pub(crate) struct Proposer {
     pub raft: Raft<Queen, RaftMachine>,
     pub me: u64,
@@ -60,24 +57,13 @@ pub(crate) struct Proposer {
     pub last_done: Option<oneshot::Receiver<()>>,
     /// Confirms leadership for the answers planned without an entry.
     pub reads: Arc<ReadConfirmer<RaftMachine>>,
+    pub clock: PlanClock,
 }
 
 impl Proposer {
     pub fn run(mut self, rx: mpsc::Receiver<Msg>) {
         loop {
-            let first = match rx.recv_timeout(Duration::from_secs(1)) {
-                Ok(msg) => msg,
-                Err(mpsc::RecvTimeoutError::Timeout) => continue,
-                Err(mpsc::RecvTimeoutError::Disconnected) => Msg::Stop,
-            };
-            let mut commands = Vec::new();
-            let mut stop = false;
-            for msg in std::iter::once(first).chain(std::iter::from_fn(|| rx.try_recv().ok())).take(8192) {
-                match msg {
-                    Msg::Propose(c, r) => commands.push((c, r)),
-                    Msg::Stop => stop = true,
-                }
-            }
+            let Some(Taken { commands, stop }) = inbox::take(&rx, Duration::from_secs(1)) else { continue };
             if !commands.is_empty() {
                 self.handle(commands);
             }
@@ -106,12 +92,10 @@ impl Proposer {
         let mut commands = commands.into_iter().peekable();
         while commands.peek().is_some() {
             let chunk: Vec<_> = commands.by_ref().take(PLAN_CHUNK).collect();
-            // The planner's clock moves forward with every chunk, as on one node.
-            let now = chrono::Utc::now().timestamp_micros();
             let planned: Vec<(Planned, Reply)> = {
                 let store = self.store.read().expect("store lock");
                 self.planner.caught_up_with(&store);
-                let at = now.max(store.applied_us + 1);
+                let at = self.clock.stamp(chrono::Utc::now().timestamp_micros(), store.applied_us);
                 chunk.into_iter().map(|(c, r)| (self.planner.plan(&store, c, at), r)).collect()
             };
             self.hand_over(term, planned);

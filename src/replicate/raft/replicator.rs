@@ -14,7 +14,7 @@ use super::apply_guard::ApplyGuard;
 use super::log_storage::RaftLog;
 use super::membership::{self, ChangeRefusal, MembershipChange, MembershipView};
 use super::network::Peers;
-use super::proposer::{Msg, Proposer};
+use super::proposer::Proposer;
 use super::read_confirm::ReadConfirmer;
 use super::rpc::{Request, Response};
 use super::server::{Changed, Forwarded, ForwardedAt, Leader, Server};
@@ -25,6 +25,7 @@ use super::version_gate;
 use crate::apply_watch::ApplyWatch;
 use crate::planner::command::Command;
 use crate::planner::Planner;
+use crate::replicate::proposer::Msg;
 use crate::replicate::stage::spawn;
 use crate::replicate::{Admin, Proposal, ProposeError, RaftStatus, ReadGate, Replicator};
 use crate::store::rows::Member;
@@ -214,6 +215,7 @@ impl RaftReplicator {
             derailed,
             last_done: None,
             reads,
+            clock: Default::default(),
         };
         let thread = spawn("raft proposer", move || proposer.run(rx));
         Ok(Self { inner, log, thread: Mutex::new(Some(thread)), runtime: Mutex::new(Some(runtime)) })
