@@ -1,8 +1,9 @@
-//! Time as the log store reads it (when an idle log's file is old enough to
-//! seal, and how long a reclaim pass has run), injected so that the
-//! simulator drives it from its seed where a node reads the machine's
-//! monotonic clock. The planner never reads a
-//! clock: its time comes with each batch.
+//! Time as the node reads it, injected so that the simulators drive it from
+//! their seeds where a node reads the machine's clocks: the monotonic clock
+//! for the log store (when an idle log's file is old enough to seal, how
+//! long a reclaim pass has run), the wall clock for the proposers (the time
+//! each planned chunk is stamped with, `plan_clock.rs`). The planner never
+//! reads a clock: its time comes with each chunk.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -10,6 +11,8 @@ use std::time::Instant;
 pub trait Clock: Send + Sync {
     /// Microseconds since this node booted; never goes back.
     fn monotonic_us(&self) -> u64;
+    /// Microseconds since the Unix epoch; may step back.
+    fn wall_us(&self) -> i64;
 }
 
 /// The machine's monotonic clock, counted from the boot.
@@ -26,5 +29,9 @@ impl SystemClock {
 impl Clock for SystemClock {
     fn monotonic_us(&self) -> u64 {
         self.boot.elapsed().as_micros() as u64
+    }
+
+    fn wall_us(&self) -> i64 {
+        chrono::Utc::now().timestamp_micros()
     }
 }

@@ -301,7 +301,7 @@ impl Node {
                 // the checkpoint and the raft purge point (`hold_purges`).
                 let reclaim_below = Arc::new(AtomicU64::new(0));
                 let bounds = ReclaimBound { checkpointed: checkpointed.clone(), below: reclaim_below.clone() };
-                (Arc::new(RaftReplicator::start(cluster, log, machine, bounds)?), reclaim_below)
+                (Arc::new(RaftReplicator::start(cluster, log, machine, bounds, clock.clone())?), reclaim_below)
             }
             _ => {
                 let replicator = LocalReplicator::start(Pipeline {
@@ -316,6 +316,7 @@ impl Node {
                     durable_every_bytes: settings.durable_every_bytes,
                     metrics: metrics.clone(),
                     apply_watch: apply_watch.clone(),
+                    clock: clock.clone(),
                 });
                 (Arc::new(replicator), checkpointed)
             }

@@ -22,6 +22,7 @@ use super::stage::spawn;
 use super::state_machine::applier::Applier;
 use super::{Proposal, ProposeError, ReadGate, Replicator};
 use crate::apply_watch::ApplyWatch;
+use crate::clock::Clock;
 use crate::metrics::Metrics;
 use crate::planner::command::Command;
 use crate::planner::Planner;
@@ -53,6 +54,7 @@ pub struct Pipeline {
     pub metrics: Arc<Metrics>,
     /// Wakes readers after every apply: any, or per queue appended to.
     pub apply_watch: Arc<ApplyWatch>,
+    pub clock: Arc<dyn Clock>,
 }
 
 pub struct LocalReplicator {
@@ -82,8 +84,14 @@ impl LocalReplicator {
             on_durable: Box::new(move |batch| to_applier.send(batch).is_ok()),
         };
         let syncer = spawn("syncer", move || syncer.run());
-        let sequencer =
-            Sequencer { planner: p.planner, state: p.state, open, files: p.files, threads: vec![syncer, applier] };
+        let sequencer = Sequencer {
+            planner: p.planner,
+            state: p.state,
+            open,
+            files: p.files,
+            clock: p.clock,
+            threads: vec![syncer, applier],
+        };
         let thread = spawn("sequencer", move || sequencer.run(rx));
         Self { tx: Mutex::new(Some(tx)), thread: Mutex::new(Some(thread)) }
     }

@@ -31,7 +31,7 @@ use queen::store::rows::Membership;
 use queen::store::Store;
 use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -43,15 +43,20 @@ const RAFT_DIR: &str = "/sim/raft";
 const SEAL_AGE: Duration = Duration::from_secs(30);
 
 /// The writer's clock, moved by the simulation: microseconds since the
-/// node's first group commit after its boot.
+/// node's first group commit after its boot, and the simulation's time.
 #[derive(Default)]
 struct SimClock {
     now_us: AtomicU64,
+    wall_us: AtomicI64,
 }
 
 impl Clock for SimClock {
     fn monotonic_us(&self) -> u64 {
         self.now_us.load(Ordering::Relaxed)
+    }
+
+    fn wall_us(&self) -> i64 {
+        self.wall_us.load(Ordering::Relaxed)
     }
 }
 
@@ -292,6 +297,7 @@ impl SimNode {
     fn tick(&mut self, now_us: i64) {
         let booted = *self.booted_at_us.get_or_insert(now_us);
         self.clock.now_us.store(now_us.saturating_sub(booted).max(0) as u64, Ordering::Relaxed);
+        self.clock.wall_us.store(now_us, Ordering::Relaxed);
     }
 
     /// What the sequencer does once a second: seals the files of idle logs

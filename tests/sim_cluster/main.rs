@@ -27,7 +27,6 @@ mod ledger;
 mod linearizable;
 mod network;
 mod node;
-mod proposer;
 mod run;
 mod workload;
 

@@ -9,7 +9,6 @@
 use super::fenced::Fenced;
 use super::ledger::Ledger;
 use super::network::Net;
-use super::proposer::{Ask, Proposer};
 use super::storage::SimStorage;
 use futures_util::StreamExt;
 use openraft::storage::{EntryResponder, RaftStateMachine};
@@ -23,8 +22,11 @@ use queen::qlog::retired::RetiredLogs;
 use queen::qlog::writer::QlogWriter;
 use queen::recovery::{recover, Replay, ReplayApply};
 use queen::replicate::log_store::raft_state::RaftState;
+use queen::replicate::proposer::Msg;
 use queen::replicate::raft::apply_guard::ApplyGuard;
 use queen::replicate::raft::log_storage::RaftLog;
+use queen::replicate::raft::proposer::{self, Seat};
+use queen::replicate::raft::read_confirm::ReadConfirmer;
 use queen::replicate::raft::replicator::config;
 use queen::replicate::raft::state_machine::RaftMachine;
 use queen::replicate::raft::types::{Queen, RaftLogId};
@@ -52,12 +54,24 @@ const SEAL_AGE: Duration = Duration::from_secs(30);
 /// How often the committed id is written, as `committed.rs`'s thread does.
 const COMMITTED_EVERY: Duration = Duration::from_millis(100);
 
-/// The qlog writer's clock: the simulation's time since the boot.
-struct SimClock(Instant);
+/// The planner's wall clock at the simulation's start.
+const EPOCH_US: i64 = 1_700_000_000_000_000;
+
+/// A node's clocks in the simulation's time: the monotonic one from the
+/// node's boot, the wall clock from the simulation's start (the same on
+/// every node).
+struct SimClock {
+    boot: Instant,
+    epoch: Instant,
+}
 
 impl Clock for SimClock {
     fn monotonic_us(&self) -> u64 {
-        self.0.elapsed().as_micros() as u64
+        self.boot.elapsed().as_micros() as u64
+    }
+
+    fn wall_us(&self) -> i64 {
+        EPOCH_US + self.epoch.elapsed().as_micros() as i64
     }
 }
 
@@ -118,7 +132,7 @@ pub struct Up {
     pub log: RaftLog,
     pub store: Arc<RwLock<Store>>,
     pub files: Arc<FileTable>,
-    pub asks: mpsc::UnboundedSender<Ask>,
+    pub asks: mpsc::UnboundedSender<Msg>,
     fenced: Fenced,
     /// Set when a write or fdatasync failed: the process has stopped, as
     /// the syncer's FATAL line stops a real one.
@@ -127,7 +141,7 @@ pub struct Up {
 }
 
 /// Boots node `id` on `storage` and starts its openraft; `rng` draws its
-/// fdatasync times, and its planner's clock runs from `epoch`;
+/// fdatasync times, and its planner's wall clock runs from `epoch`;
 /// `confirm_reads` off answers reads without a read index (the old bug).
 pub async fn boot(
     id: u64,
@@ -151,13 +165,14 @@ pub async fn boot(
         hold_from: Some(state.purged().map_err(|e| e.to_string())?.map_or(1, |(id, _)| id.index + 1)),
         apply: Some(&guarded as ReplayApply),
     };
+    let clock: Arc<dyn Clock> = Arc::new(SimClock { boot: Instant::now(), epoch });
     let mut store = Store::default();
     let recovered = recover(&mut store, &root, &layout, &files, (None, replay)).map_err(|e| e.to_string())?;
     let writer = QlogWriter::new(
         root,
         layout,
         (recovered.logs, recovered.index),
-        (SEGMENT_BYTES, SEAL_AGE, Arc::new(SimClock(Instant::now()))),
+        (SEGMENT_BYTES, SEAL_AGE, clock.clone()),
         Arc::new(RetiredLogs::default()),
     );
     let log = RaftLog::stepped(writer, files.clone(), state).map_err(|e| e.to_string())?;
@@ -205,9 +220,17 @@ pub async fn boot(
             }
         })
     };
-    let (asks, rx) = mpsc::unbounded_channel();
-    let proposer = Proposer::new(raft.clone(), id, (store.clone(), ledger.clone()), epoch, confirm_reads);
-    let proposer = tokio::spawn(proposer.run(rx));
+    let answered = ledger.clone();
+    let seat = Seat {
+        raft: raft.clone(),
+        me: id,
+        store: store.clone(),
+        derailed: Arc::default(),
+        reads: confirm_reads.then(|| ReadConfirmer::new(raft.clone(), tokio::runtime::Handle::current())),
+        clock,
+        on_answered: Some(Arc::new(move |log_id| answered.answered(log_id))),
+    };
+    let (asks, proposer) = proposer::spawn(seat);
     let leaders = tokio::spawn(watch_leadership(raft.clone(), id, ledger));
     Ok(Up { raft, log, store, files, asks, fenced, stopped, tasks: vec![syncer, committed, proposer, leaders] })
 }

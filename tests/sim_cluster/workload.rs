@@ -7,9 +7,9 @@
 
 use super::kafka_txns::{TxnModel, TxnSent};
 use super::kv_history::{self, KvCall, KvHistory};
-use super::proposer::Ask;
 use queen::message::Message;
 use queen::planner::command::{Answer, Command, PushItem, PushStatus};
+use queen::replicate::proposer::Msg;
 use queen::replicate::ProposeError;
 use queen::store::Store;
 use rand::rngs::StdRng;
@@ -46,7 +46,7 @@ pub struct Model {
 }
 
 /// Where each node's proposer is reached while its process is up.
-pub type Directory = Arc<Mutex<BTreeMap<u64, mpsc::UnboundedSender<Ask>>>>;
+pub type Directory = Arc<Mutex<BTreeMap<u64, mpsc::UnboundedSender<Msg>>>>;
 
 /// Each running node's store, where its Kafka front end looks up the
 /// partitions a transaction adds.
@@ -168,7 +168,7 @@ async fn ask(directory: &Directory, mut to: u64, command: Command) -> Result<Ans
             .lock()
             .expect("directory lock")
             .get(&to)
-            .is_some_and(|tx| tx.send(Ask { command: command.clone(), reply }).is_ok());
+            .is_some_and(|tx| tx.send(Msg::Propose(command.clone(), reply)).is_ok());
         if !sent {
             return Err(ProposeError::NotLeader { leader: None });
         }

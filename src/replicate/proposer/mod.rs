@@ -10,4 +10,4 @@ pub(crate) mod inbox;
 pub mod plan_clock;
 pub(crate) mod sequencer;
 
-pub(crate) use inbox::Msg;
+pub use inbox::Msg;

@@ -4,6 +4,7 @@
 
 use super::inbox::{self, Msg, Taken};
 use super::plan_clock::PlanClock;
+use crate::clock::Clock;
 use crate::planner::command::Command;
 use crate::planner::{Planned, Planner};
 use crate::qlog::files::FileTable;
@@ -31,13 +32,15 @@ pub(crate) struct Sequencer {
     pub open: Arc<OpenBatch<LocalTicket>>,
     /// Asked before each chunk whether the writer can open its files.
     pub files: Arc<FileTable>,
+    /// Where the plan's time comes from (`Clock::wall_us`).
+    pub clock: Arc<dyn Clock>,
     /// The later stages, joined once they have drained.
     pub threads: Vec<JoinHandle<()>>,
 }
 
 impl Sequencer {
     pub fn run(mut self, rx: mpsc::Receiver<Msg>) {
-        let mut clock = PlanClock::default();
+        let mut stamps = PlanClock::default();
         let mut stop = false;
         let mut tended_idle = Instant::now();
         while !stop {
@@ -63,7 +66,7 @@ impl Sequencer {
             }
             let mut commands = commands.into_iter().peekable();
             while commands.peek().is_some() {
-                let planned = self.plan(commands.by_ref().take(PLAN_CHUNK), &mut clock);
+                let planned = self.plan(commands.by_ref().take(PLAN_CHUNK), &mut stamps);
                 self.open.add(planned);
             }
         }
@@ -80,10 +83,10 @@ impl Sequencer {
     fn plan(
         &mut self,
         commands: impl Iterator<Item = (Command, Reply)>,
-        clock: &mut PlanClock,
+        stamps: &mut PlanClock,
     ) -> Vec<(Planned, Reply)> {
         let store = self.state.read().expect("store lock");
-        let timestamp_us = clock.stamp(chrono::Utc::now().timestamp_micros(), store.applied_us);
+        let timestamp_us = stamps.stamp(self.clock.wall_us(), store.applied_us);
         self.planner.caught_up_with(&store);
         commands.map(|(command, reply)| (self.planner.plan(&store, command, timestamp_us), reply)).collect()
     }

@@ -10,7 +10,7 @@ mod link;
 pub mod log_storage;
 pub mod membership;
 pub mod network;
-mod proposer;
+pub mod proposer;
 pub mod read_confirm;
 pub mod replicator;
 mod rpc;

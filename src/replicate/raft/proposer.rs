@@ -1,7 +1,8 @@
-//! The proposer's thread under raft: on the leader, plans commands against
-//! the store and its overlay, and hands the planned entries to openraft in
-//! order (`client_write_many`), each stamped with the qlog id the log will
-//! give it when nothing comes between.
+//! The proposer under raft: a task on raft's runtime that, on the leader,
+//! plans commands against the store and its overlay, and hands the planned
+//! entries to openraft in order (`client_write_many`), each stamped with
+//! the qlog id the log will give it when nothing comes between. A node runs
+//! it, and so does the cluster simulator, on its seeded runtime and clock.
 //!
 //! The planner leads from a known point: when this node starts to lead a
 //! term, and after any entry of its was voided (raft gave it another id),
@@ -14,8 +15,8 @@
 //! this node still led in its term after it was planned (`read_confirm.rs`).
 
 use super::read_confirm::ReadConfirmer;
-use super::state_machine::RaftMachine;
 use super::types::{Applied, Proposed, Queen};
+use crate::clock::Clock;
 use crate::log_id::LogId;
 use crate::planner::command::Command;
 use crate::planner::{Planned, Planner};
@@ -27,12 +28,15 @@ use crate::store::Store;
 use futures_util::StreamExt;
 use openraft::async_runtime::watch::WatchReceiver;
 use openraft::error::ClientWriteError;
+use openraft::storage::RaftStateMachine;
+use openraft::type_config::alias::LogIdOf;
 use openraft::{Raft, ServerState};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc;
 use std::sync::{Arc, RwLock};
-use std::time::{Duration, Instant};
-use tokio::sync::oneshot;
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
 
 /// The most commands planned into one hand-over to openraft.
 const PLAN_CHUNK: usize = 256;
@@ -40,32 +44,62 @@ const PLAN_CHUNK: usize = 256;
 /// waiting for it are answered `Timeout`.
 const SETTLE_TIMEOUT: Duration = Duration::from_secs(10);
 
-pub(crate) struct Proposer {
-    pub raft: Raft<Queen, RaftMachine>,
+/// Told the raft log id of every entry whose command is answered `Ok`: the
+/// cluster simulator's ledger of acknowledged writes.
+pub type OnAnswered = Arc<dyn Fn(LogIdOf<Queen>) + Send + Sync>;
+
+/// What a proposer is started with.
+pub struct Seat<SM: RaftStateMachine<Queen>> {
+    pub raft: Raft<Queen, SM>,
     pub me: u64,
     pub store: Arc<RwLock<Store>>,
-    pub handle: tokio::runtime::Handle,
-    pub planner: Planner,
-    /// The term the planner leads in, once settled.
-    pub led: Option<u64>,
-    /// Hand-overs not answered yet.
-    pub in_flight: Arc<AtomicUsize>,
-    /// Set when an entry of this leadership was voided or refused.
+    /// Set by whoever takes a log slot the planner did not plan for (a
+    /// membership change), so that it settles again before it plans on.
     pub derailed: Arc<AtomicBool>,
-    /// Resolves once the last hand-over is answered: commands with no entry
-    /// are answered after every entry planned before them.
-    pub last_done: Option<oneshot::Receiver<()>>,
-    /// Confirms leadership for the answers planned without an entry.
-    pub reads: Arc<ReadConfirmer<RaftMachine>>,
-    pub clock: PlanClock,
+    /// Confirms leadership for the answers planned without an entry. `None`
+    /// answers them at once, unconfirmed: only the cluster simulator's
+    /// deliberately broken variant passes it, to show its checker catches
+    /// the stale reads that follow.
+    pub reads: Option<Arc<ReadConfirmer<SM>>>,
+    /// Where the plan's time comes from (`Clock::wall_us`).
+    pub clock: Arc<dyn Clock>,
+    pub on_answered: Option<OnAnswered>,
 }
 
-impl Proposer {
-    pub fn run(mut self, rx: mpsc::Receiver<Msg>) {
+struct Proposer<SM: RaftStateMachine<Queen>> {
+    seat: Seat<SM>,
+    planner: Planner,
+    /// The term the planner leads in, once settled.
+    led: Option<u64>,
+    /// Hand-overs not answered yet.
+    in_flight: Arc<AtomicUsize>,
+    /// Resolves once the last hand-over is answered: commands with no entry
+    /// are answered after every entry planned before them.
+    last_done: Option<oneshot::Receiver<()>>,
+    stamps: PlanClock,
+}
+
+/// Starts the proposer on the current runtime; it ends on `Msg::Stop` or
+/// once every sender is dropped.
+pub fn spawn<SM: RaftStateMachine<Queen>>(seat: Seat<SM>) -> (mpsc::UnboundedSender<Msg>, JoinHandle<()>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let proposer = Proposer {
+        seat,
+        planner: Planner::new(0, LogId::default()),
+        led: None,
+        in_flight: Arc::default(),
+        last_done: None,
+        stamps: PlanClock::default(),
+    };
+    (tx, tokio::spawn(proposer.run(rx)))
+}
+
+impl<SM: RaftStateMachine<Queen>> Proposer<SM> {
+    async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Msg>) {
         loop {
-            let Some(Taken { commands, stop }) = inbox::take(&rx, Duration::from_secs(1)) else { continue };
+            let Taken { commands, stop } = inbox::take_async(&mut rx).await;
             if !commands.is_empty() {
-                self.handle(commands);
+                self.handle(commands).await;
             }
             if stop {
                 return;
@@ -73,16 +107,20 @@ impl Proposer {
         }
     }
 
-    fn handle(&mut self, commands: Vec<(Command, Reply)>) {
-        let metrics = self.raft.metrics().borrow_watched().clone();
-        if metrics.current_leader != Some(self.me) || metrics.state != ServerState::Leader {
+    async fn handle(&mut self, commands: Vec<(Command, Reply)>) {
+        let (leader, state, term) = {
+            let metrics = self.seat.raft.metrics();
+            let m = metrics.borrow_watched();
+            (m.current_leader, m.state, m.current_term)
+        };
+        if leader != Some(self.seat.me) || state != ServerState::Leader {
             self.led = None;
             for (_, reply) in commands {
-                let _ = reply.send(Err(ProposeError::NotLeader { leader: metrics.current_leader }));
+                let _ = reply.send(Err(ProposeError::NotLeader { leader }));
             }
             return;
         }
-        if (self.led != Some(metrics.current_term) || self.derailed.load(Ordering::Acquire)) && !self.settle() {
+        if (self.led != Some(term) || self.seat.derailed.load(Ordering::Acquire)) && !self.settle().await {
             for (_, reply) in commands {
                 let _ = reply.send(Err(ProposeError::Timeout));
             }
@@ -93,35 +131,38 @@ impl Proposer {
         while commands.peek().is_some() {
             let chunk: Vec<_> = commands.by_ref().take(PLAN_CHUNK).collect();
             let planned: Vec<(Planned, Reply)> = {
-                let store = self.store.read().expect("store lock");
+                let store = self.seat.store.read().expect("store lock");
                 self.planner.caught_up_with(&store);
-                let at = self.clock.stamp(chrono::Utc::now().timestamp_micros(), store.applied_us);
+                let at = self.stamps.stamp(self.seat.clock.wall_us(), store.applied_us);
                 chunk.into_iter().map(|(c, r)| (self.planner.plan(&store, c, at), r)).collect()
             };
-            self.hand_over(term, planned);
+            self.hand_over(term, planned).await;
         }
     }
 
     /// Waits until every hand-over is answered and the log is applied to
     /// its end, then leads after it; `false` when that did not happen in
     /// time (or leadership moved meanwhile).
-    fn settle(&mut self) -> bool {
+    async fn settle(&mut self) -> bool {
         let deadline = Instant::now() + SETTLE_TIMEOUT;
         while Instant::now() < deadline {
-            let m = self.raft.metrics().borrow_watched().clone();
-            if m.current_leader != Some(self.me) {
+            let (leader, term, last) = {
+                let metrics = self.seat.raft.metrics();
+                let m = metrics.borrow_watched();
+                (m.current_leader, m.current_term, m.last_log_index.map_or(0, |i| i + 1))
+            };
+            if leader != Some(self.seat.me) {
                 return false;
             }
-            let last = m.last_log_index.map_or(0, |i| i + 1);
-            let applied = self.store.read().expect("store lock").applied.index;
+            let applied = self.seat.store.read().expect("store lock").applied.index;
             if self.in_flight.load(Ordering::Acquire) == 0 && applied == last {
-                self.planner.lead((m.current_term, self.me), LogId::new(m.current_term, last));
-                self.led = Some(m.current_term);
-                self.derailed.store(false, Ordering::Release);
-                tracing::info!(term = m.current_term, after = last, "this node plans as the leader");
+                self.planner.lead((term, self.seat.me), LogId::new(term, last));
+                self.led = Some(term);
+                self.seat.derailed.store(false, Ordering::Release);
+                tracing::info!(term, after = last, "this node plans as the leader");
                 return true;
             }
-            std::thread::sleep(Duration::from_millis(2));
+            tokio::time::sleep(Duration::from_millis(2)).await;
         }
         false
     }
@@ -130,7 +171,7 @@ impl Proposer {
     /// command once its entry is applied (a command with no entry once every
     /// entry handed over before it is, and this node's leadership in `term`
     /// is confirmed after it).
-    fn hand_over(&mut self, term: u64, planned: Vec<(Planned, Reply)>) {
+    async fn hand_over(&mut self, term: u64, planned: Vec<(Planned, Reply)>) {
         let mut proposals = Vec::new();
         let (mut with_entry, mut without) = (Vec::new(), Vec::new());
         for (p, reply) in planned {
@@ -142,18 +183,13 @@ impl Proposer {
                 None => without.push((p.answer, reply)),
             }
         }
-        let stream = if proposals.is_empty() {
-            None
-        } else {
-            let raft = self.raft.clone();
-            Some(self.handle.block_on(async move { raft.client_write_many(proposals).await }))
-        };
+        let stream = if proposals.is_empty() { None } else { Some(self.seat.raft.client_write_many(proposals).await) };
         self.in_flight.fetch_add(1, Ordering::AcqRel);
         let (done, next) = oneshot::channel();
         let before = self.last_done.replace(next);
-        let (in_flight, derailed, reads, me) =
-            (self.in_flight.clone(), self.derailed.clone(), self.reads.clone(), self.me);
-        self.handle.spawn(async move {
+        let (in_flight, derailed) = (self.in_flight.clone(), self.seat.derailed.clone());
+        let (reads, on_answered, me) = (self.seat.reads.clone(), self.seat.on_answered.clone(), self.seat.me);
+        tokio::spawn(async move {
             match stream {
                 Some(Ok(results)) => {
                     // The stream may end before every entry is answered (the
@@ -161,7 +197,12 @@ impl Proposer {
                     let mut results = results.fuse();
                     for (answer, reply) in with_entry {
                         let outcome = match results.next().await {
-                            Some(Ok(Ok(written))) if written.response == Applied::Applied => Ok(answer),
+                            Some(Ok(Ok(written))) if written.response == Applied::Applied => {
+                                if let Some(on_answered) = &on_answered {
+                                    on_answered(written.log_id);
+                                }
+                                Ok(answer)
+                            }
                             Some(Ok(Err(ClientWriteError::ForwardToLeader(f)))) => {
                                 Err(ProposeError::NotLeader { leader: f.leader_id })
                             }
@@ -176,7 +217,8 @@ impl Proposer {
                         let _ = reply.send(outcome);
                     }
                 }
-                Some(Err(_)) => {
+                Some(Err(fatal)) => {
+                    tracing::warn!(node = me, error = %fatal, "openraft has stopped: the writes handed to it are not answered");
                     derailed.store(true, Ordering::Release);
                     for (_, reply) in with_entry {
                         let _ = reply.send(Err(ProposeError::ShuttingDown));
@@ -191,12 +233,18 @@ impl Proposer {
             let stale = derailed.load(Ordering::Acquire);
             in_flight.fetch_sub(1, Ordering::AcqRel);
             let _ = done.send(());
-            if stale {
-                for (_, reply) in without {
-                    let _ = reply.send(Err(ProposeError::Timeout));
+            match reads {
+                _ if stale => {
+                    for (_, reply) in without {
+                        let _ = reply.send(Err(ProposeError::Timeout));
+                    }
                 }
-            } else {
-                reads.answer(me, term, without).await;
+                Some(reads) => reads.answer(me, term, without).await,
+                None => {
+                    for (answer, reply) in without {
+                        let _ = reply.send(Ok(answer));
+                    }
+                }
             }
         });
     }

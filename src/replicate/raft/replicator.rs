@@ -1,6 +1,6 @@
 //! The cluster's replicator: openraft over the qlog, behind the same trait
 //! as the single node's. On the leader a command is planned by the
-//! proposer's thread; on a follower it is forwarded to the leader over the
+//! proposer's task; on a follower it is forwarded to the leader over the
 //! raft port, and the leader's answer comes back. A read waits at the read
 //! gate: the leader confirms its leadership with a quorum (read index), a
 //! follower asks the leader for that index and waits until it has applied
@@ -14,7 +14,7 @@ use super::apply_guard::ApplyGuard;
 use super::log_storage::RaftLog;
 use super::membership::{self, ChangeRefusal, MembershipChange, MembershipView};
 use super::network::Peers;
-use super::proposer::Proposer;
+use super::proposer::{self, Seat};
 use super::read_confirm::ReadConfirmer;
 use super::rpc::{Request, Response};
 use super::server::{Changed, Forwarded, ForwardedAt, Leader, Server};
@@ -23,10 +23,9 @@ use super::state_machine::RaftMachine;
 use super::types::Queen;
 use super::version_gate;
 use crate::apply_watch::ApplyWatch;
+use crate::clock::Clock;
 use crate::planner::command::Command;
-use crate::planner::Planner;
 use crate::replicate::proposer::Msg;
-use crate::replicate::stage::spawn;
 use crate::replicate::{Admin, Proposal, ProposeError, RaftStatus, ReadGate, Replicator};
 use crate::store::rows::Member;
 use crate::store::Store;
@@ -35,12 +34,11 @@ use openraft::{Config, Raft, ServerState, SnapshotPolicy};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
 
 /// What a cluster node is started with.
 pub struct Cluster {
@@ -79,7 +77,7 @@ struct Inner {
     peers: Peers,
     store: Arc<RwLock<Store>>,
     apply_watch: Arc<ApplyWatch>,
-    tx: Mutex<Option<mpsc::Sender<Msg>>>,
+    tx: Mutex<Option<mpsc::UnboundedSender<Msg>>>,
     write_timeout: Duration,
     handle: tokio::runtime::Handle,
     /// When this node last had the leader's view of the membership.
@@ -102,7 +100,7 @@ struct Inner {
 pub struct RaftReplicator {
     inner: Arc<Inner>,
     log: RaftLog,
-    thread: Mutex<Option<JoinHandle<()>>>,
+    proposer: Mutex<Option<JoinHandle<()>>>,
     runtime: Mutex<Option<tokio::runtime::Runtime>>,
 }
 
@@ -139,6 +137,7 @@ impl RaftReplicator {
         log: RaftLog,
         machine: RaftMachine,
         reclaim: ReclaimBound,
+        clock: Arc<dyn Clock>,
     ) -> Result<Self, ClusterError> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -156,14 +155,26 @@ impl RaftReplicator {
         let listener = handle
             .block_on(tokio::net::TcpListener::bind(cluster.listen))
             .map_err(|source| ClusterError::Bind { addr: cluster.listen, source })?;
-        let (tx, rx) = mpsc::channel();
         let derailed = Arc::new(AtomicBool::new(false));
         let reads = ReadConfirmer::new(raft.clone(), handle.clone());
+        let seat = Seat {
+            raft: raft.clone(),
+            me: cluster.me,
+            store: store.clone(),
+            derailed: derailed.clone(),
+            reads: Some(reads.clone()),
+            clock,
+            on_answered: None,
+        };
+        let (tx, proposer) = {
+            let _entered = handle.enter();
+            proposer::spawn(seat)
+        };
         let inner = Arc::new(Inner {
             raft: raft.clone(),
             me: cluster.me,
             peers,
-            store: store.clone(),
+            store,
             apply_watch,
             tx: Mutex::new(Some(tx)),
             write_timeout: cluster.write_timeout,
@@ -204,21 +215,7 @@ impl RaftReplicator {
         } else if cluster.join {
             tracing::info!("this fresh node joins an existing cluster: it waits to be added");
         }
-        let proposer = Proposer {
-            raft,
-            me: cluster.me,
-            store,
-            handle,
-            planner: Planner::new(0, Default::default()),
-            led: None,
-            in_flight: Arc::new(AtomicUsize::new(0)),
-            derailed,
-            last_done: None,
-            reads,
-            clock: Default::default(),
-        };
-        let thread = spawn("raft proposer", move || proposer.run(rx));
-        Ok(Self { inner, log, thread: Mutex::new(Some(thread)), runtime: Mutex::new(Some(runtime)) })
+        Ok(Self { inner, log, proposer: Mutex::new(Some(proposer)), runtime: Mutex::new(Some(runtime)) })
     }
 }
 
@@ -576,10 +573,10 @@ impl Replicator for RaftReplicator {
         if let Some(tx) = self.inner.tx.lock().expect("replicator lock").take() {
             let _ = tx.send(Msg::Stop);
         }
-        if let Some(t) = self.thread.lock().expect("replicator lock").take() {
-            let _ = t.join();
-        }
         if let Some(runtime) = self.runtime.lock().expect("replicator lock").take() {
+            if let Some(proposer) = self.proposer.lock().expect("replicator lock").take() {
+                let _ = runtime.block_on(proposer);
+            }
             let raft = self.inner.raft.clone();
             let _ = runtime.block_on(raft.shutdown());
             runtime.shutdown_timeout(Duration::from_secs(5));
