@@ -34,6 +34,7 @@ pub mod iso_time;
 pub mod jwt;
 pub mod kafka;
 pub mod local_cluster;
+pub mod log_boot;
 pub mod log_id;
 pub mod message;
 pub mod message_view;

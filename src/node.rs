@@ -12,6 +12,7 @@ use crate::ephemeral::{EphOptions, Ephemeral};
 use crate::fd_limit;
 use crate::internal_kv::EPHEMERAL_DECLARATIONS;
 use crate::jwt::{Auth, AuthConfigError};
+use crate::log_boot::{LogSite, OpenedLog, Writing};
 use crate::metrics::Metrics;
 use crate::planner::effect::Entry;
 use crate::planner::Planner;
@@ -19,9 +20,8 @@ use crate::qlog::files::{FileTable, Location};
 use crate::qlog::layout::{Layout, LayoutError, FORMAT, RAFT_FORMAT};
 use crate::qlog::retired::RetiredLogs;
 use crate::qlog::sync_ledger::SyncLedger;
-use crate::qlog::writer::QlogWriter;
 use crate::reader::MessageReader;
-use crate::recovery::{recover, RecoveryError, Replay, ReplayApply};
+use crate::recovery::{RecoveryError, Replay, ReplayApply};
 use crate::replicate::local::{LocalReplicator, Pipeline};
 use crate::replicate::log_store::raft_state::{RaftState, RaftStateError};
 use crate::replicate::raft::apply_guard::{ApplyGuard, ApplyGuardError};
@@ -30,9 +30,10 @@ use crate::replicate::raft::founding::{self, FoundingError};
 use crate::replicate::raft::log_storage::RaftLog;
 use crate::replicate::raft::replicator::{ClusterError, RaftReplicator, ReclaimBound};
 use crate::replicate::raft::snapshot_transfer::{staged_point, ReceiveError};
-use crate::replicate::raft::state_machine::{Checkpoints, RaftMachine, SnapshotFiles};
+use crate::replicate::raft::state_machine::{RaftMachine, SnapshotFiles};
 use crate::replicate::raft::types::to_qlog;
 use crate::replicate::raft::version_gate::{self, TooOld};
+use crate::replicate::state_machine::after_apply::{AfterApply, CheckpointPace};
 use crate::replicate::state_machine::snapshot::{self, Manifest, SnapshotError};
 use crate::replicate::Replicator;
 use crate::state_view::StateView;
@@ -169,12 +170,9 @@ impl Node {
         let qlog_root = dir.join("qlog");
         let wanted =
             Layout { lanes: settings.qlog_lanes, shards: settings.qlog_shards, replicator: replicator_name.into() };
-        let storage = OsStorage::shared();
         let target = if cluster.is_some() { RAFT_FORMAT } else { FORMAT };
-        let (layout, format) = Layout::open_or_create(&*storage, &qlog_root, &wanted, target)?;
-        if layout != wanted {
-            tracing::warn!(?layout, "QUEEN_QLOG_SHARDS and QUEEN_QLOG_LANES take effect only on a new directory; keeping the directory's own");
-        }
+        let site = LogSite { storage: OsStorage::shared(), root: qlog_root.clone(), wanted, format: target };
+        let laid_out = site.lay_out()?;
 
         let checkpoint = Arc::new(CheckpointFile::open(&dir.join("store"))?);
         let mut store = Store::from_rows(checkpoint.load()?, checkpoint.path())?;
@@ -189,7 +187,6 @@ impl Node {
 
         let open_files = fd_limit::open_files(settings.qlog_open_files, fd_limit::raise_to_hard());
         tracing::info!(open_files, "qlog files kept open at most (QUEEN_QLOG_OPEN_FILES)");
-        let files = Arc::new(FileTable::new(qlog_root.clone(), open_files, storage));
         // Under raft, durable is not committed: a boot replays through the
         // committed index, and openraft brings the rest;
         let raft_state = match cluster {
@@ -213,36 +210,31 @@ impl Node {
         let guarded = guard.clone().map(|g| move |s: &mut Store, e: &Entry, at: &[Location]| g.apply(s, e, at).is_ok());
         // and the log holds every entry openraft has not purged.
         let replay = match &raft_state {
-            Some(state) => Replay {
-                committed: Some(state.committed()?.map_or(0, |(id, _)| id.index)),
-                hold_from: Some(state.purged()?.map_or(1, |(id, _)| id.index + 1)),
-                apply: guarded.as_ref().map(|g| g as ReplayApply),
-            },
+            Some(state) => state.replay(guarded.as_ref().map(|g| g as ReplayApply))?,
             None => Replay::default(),
         };
-        let recovered = recover(&mut store, &qlog_root, &layout, &files, (ledger.as_deref(), replay))?;
+        let metrics = Arc::new(Metrics::default());
+        let retired = Arc::new(RetiredLogs::default());
+        let clock = SystemClock::shared();
+        let writing = Writing {
+            segment_bytes: settings.segment_bytes,
+            seal_age: Duration::from_secs(settings.seal_age_s),
+            clock: clock.clone(),
+            retired: retired.clone(),
+        };
+        let log = laid_out.recover(&mut store, open_files, (ledger.as_deref(), replay), writing)?;
         if let Some(cluster) = &cluster {
             version_gate::check(cluster.catalogue, &store)?;
         }
-        tracing::info!(last = %recovered.last, replayed = recovered.replayed, cut = recovered.cut, "qlog recovered");
-        if format != target {
-            Layout::upgrade_format(files.storage(), &qlog_root, target)?;
-            tracing::info!(from = format, to = target, "upgraded the data directory's on-disk format: its records read as they are, and only qlog/FORMAT changed");
+        tracing::info!(last = %log.last, replayed = log.replayed, cut = log.cut, "qlog recovered");
+        if log.found_format != target {
+            Layout::upgrade_format(log.files.storage(), &qlog_root, target)?;
+            tracing::info!(from = log.found_format, to = target, "upgraded the data directory's on-disk format: its records read as they are, and only qlog/FORMAT changed");
         }
-
-        let metrics = Arc::new(Metrics::default());
         metrics.applied_index.set(store.applied.index as i64);
-        let retired = Arc::new(RetiredLogs::default());
-        let clock = SystemClock::shared();
-        let writer = QlogWriter::new(
-            qlog_root.clone(),
-            layout.clone(),
-            (recovered.logs, recovered.index),
-            (settings.segment_bytes, Duration::from_secs(settings.seal_age_s), clock.clone()),
-            retired.clone(),
-        );
+        let OpenedLog { layout, files, writer, last, .. } = log;
         // Batches planned from now on are later than anything applied.
-        store.applied_us = store.applied_us.max(chrono::Utc::now().timestamp_micros());
+        store.applied_us = store.applied_us.max(clock.wall_us());
         let ephemeral = Ephemeral::default();
         let prefix = format!("{EPHEMERAL_DECLARATIONS}\0");
         for (key, row) in store.kv.range(prefix.clone()..).take_while(|(k, _)| k.starts_with(&prefix)) {
@@ -281,7 +273,6 @@ impl Node {
                 let machine = RaftMachine {
                     store: state.clone(),
                     log: log.clone(),
-                    apply_watch: apply_watch.clone(),
                     guard: guard.expect("a cluster's apply is guarded"),
                     snapshots: Some(SnapshotFiles {
                         data_dir: dir.clone(),
@@ -289,12 +280,15 @@ impl Node {
                         reclaim: reclaim.clone(),
                         built: Arc::default(),
                     }),
-                    checkpoints: Some(Checkpoints {
-                        checkpointer: Checkpointer::start(checkpoint.clone(), checkpointed.clone()),
-                        every: durable_every,
-                        last: std::time::Instant::now(),
-                        done,
-                    }),
+                    after: AfterApply {
+                        metrics: metrics.clone(),
+                        apply_watch: apply_watch.clone(),
+                        checkpoints: Some(CheckpointPace::new(
+                            Checkpointer::start(checkpoint.clone(), checkpointed.clone()),
+                            (durable_every, settings.durable_every_bytes),
+                            done,
+                        )),
+                    },
                 };
                 // Reclaim keeps every record a replay from the checkpoint
                 // or a follower the log still reaches may need: below both
@@ -305,7 +299,7 @@ impl Node {
             }
             _ => {
                 let replicator = LocalReplicator::start(Pipeline {
-                    planner: Planner::new(1, recovered.last),
+                    planner: Planner::new(1, last),
                     writer,
                     files: files.clone(),
                     ledger: ledger.clone(),

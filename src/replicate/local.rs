@@ -19,10 +19,12 @@ use super::log_store::syncer::Syncer;
 use super::proposer::sequencer::Sequencer;
 use super::proposer::Msg;
 use super::stage::spawn;
+use super::state_machine::after_apply::{AfterApply, CheckpointPace};
 use super::state_machine::applier::Applier;
 use super::{Proposal, ProposeError, ReadGate, Replicator};
 use crate::apply_watch::ApplyWatch;
 use crate::clock::Clock;
+use crate::log_id::LogId;
 use crate::metrics::Metrics;
 use crate::planner::command::Command;
 use crate::planner::Planner;
@@ -67,14 +69,9 @@ impl LocalReplicator {
         let (tx, rx) = mpsc::channel();
         let (to_applier, applier_rx) = mpsc::channel();
         let open = Arc::new(OpenBatch::new(p.writer, p.checkpointed));
-        let applier = Applier {
-            state: p.state.clone(),
-            checkpointer: p.checkpointer,
-            durable_every: p.durable_every,
-            durable_every_bytes: p.durable_every_bytes,
-            metrics: p.metrics.clone(),
-            apply_watch: p.apply_watch,
-        };
+        let pace = CheckpointPace::new(p.checkpointer, (p.durable_every, p.durable_every_bytes), LogId::default());
+        let after = AfterApply { metrics: p.metrics.clone(), apply_watch: p.apply_watch, checkpoints: Some(pace) };
+        let applier = Applier { state: p.state.clone(), after };
         let applier = spawn("applier", move || applier.run(applier_rx));
         let syncer = Syncer {
             files: p.files.clone(),

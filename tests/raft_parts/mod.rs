@@ -1,18 +1,16 @@
 //! The openraft storage parts on a fresh data directory, for the tests
 //! that drive them through openraft.
 
-use queen::apply_watch::ApplyWatch;
 use queen::clock::SystemClock;
+use queen::log_boot::{LogSite, Writing};
 use queen::metrics::Metrics;
-use queen::qlog::entry_index::EntryIndex;
-use queen::qlog::files::FileTable;
 use queen::qlog::layout::{Layout, RAFT_FORMAT};
-use queen::qlog::retired::RetiredLogs;
-use queen::qlog::writer::QlogWriter;
+use queen::recovery::Replay;
 use queen::replicate::log_store::raft_state::RaftState;
 use queen::replicate::raft::apply_guard::ApplyGuard;
 use queen::replicate::raft::log_storage::RaftLog;
 use queen::replicate::raft::state_machine::RaftMachine;
+use queen::replicate::state_machine::after_apply::AfterApply;
 use queen::storage::os::OsStorage;
 use queen::store::Store;
 use std::sync::{Arc, RwLock};
@@ -36,23 +34,22 @@ pub fn open() -> (Dir, RaftMachine) {
     let root = tmp.path().join("qlog");
     let storage = OsStorage::shared();
     let wanted = Layout { lanes: 1, shards: 0, replicator: "openraft".into() };
-    let (layout, _) = Layout::open_or_create(&*storage, &root, &wanted, RAFT_FORMAT).unwrap();
-    let files = Arc::new(FileTable::new(root.clone(), 64, storage.clone()));
-    let writer = QlogWriter::new(
-        root,
-        layout,
-        (vec![], EntryIndex::default()),
-        (1 << 20, Duration::from_secs(30), SystemClock::shared()),
-        Arc::new(RetiredLogs::default()),
-    );
+    let site = LogSite { storage: storage.clone(), root, wanted, format: RAFT_FORMAT };
+    let writing = Writing {
+        segment_bytes: 1 << 20,
+        seal_age: Duration::from_secs(30),
+        clock: SystemClock::shared(),
+        retired: Arc::default(),
+    };
+    let opened =
+        site.lay_out().unwrap().recover(&mut Store::default(), 64, (None, Replay::default()), writing).unwrap();
     let state = RaftState::open(storage, &tmp.path().join("raft")).unwrap();
-    let log = RaftLog::start(writer, files, state, Arc::new(Metrics::default()), None).unwrap();
+    let log = RaftLog::start(opened.writer, opened.files, state, Arc::new(Metrics::default()), None).unwrap();
     let machine = RaftMachine {
         store: Arc::new(RwLock::new(Store::default())),
         log: log.clone(),
-        apply_watch: Arc::new(ApplyWatch::default()),
         guard: Arc::new(ApplyGuard::open(OsStorage::shared(), &tmp.path().join("raft"), None, None).unwrap()),
-        checkpoints: None,
+        after: AfterApply { metrics: Arc::default(), apply_watch: Arc::default(), checkpoints: None },
         snapshots: None,
     };
     (Dir { _tmp: tmp, log }, machine)

@@ -11,6 +11,7 @@
 
 use super::storage::SimStorage;
 use queen::clock::Clock;
+use queen::log_boot::{LogSite, Writing};
 use queen::log_id::{LogId, SINGLE_NODE};
 use queen::message::Message;
 use queen::planner::apply::apply;
@@ -23,7 +24,7 @@ use queen::qlog::message_record::{MessageRecord, Piece};
 use queen::qlog::retired::RetiredLogs;
 use queen::qlog::writer::{EntryWrite, QlogWriter};
 use queen::reclaim::{Freed, Pass, Policy};
-use queen::recovery::{recover, Replay};
+use queen::recovery::Replay;
 use queen::replicate::log_store::raft_state::{RaftState, RaftStateError, Vote};
 use queen::replicate::log_store::{self, LogReadError};
 use queen::store::checkpoint::CheckpointFile;
@@ -89,27 +90,21 @@ impl SimNode {
     pub fn boot(storage: &SimStorage, checkpoint_dir: &Path, segment_bytes: u64) -> Result<SimNode, String> {
         let root = PathBuf::from(QLOG_ROOT);
         let wanted = Layout { lanes: 1, shards: 0, replicator: "local".into() };
-        let (layout, _) = Layout::open_or_create(storage, &root, &wanted, FORMAT).map_err(|e| e.to_string())?;
+        let site = LogSite { storage: Arc::new(storage.clone()), root, wanted, format: FORMAT };
+        let laid_out = site.lay_out().map_err(|e| e.to_string())?;
         let checkpoint = CheckpointFile::open(checkpoint_dir).map_err(|e| e.to_string())?;
         let rows = checkpoint.load().map_err(|e| e.to_string())?;
         let mut store = Store::from_rows(rows, checkpoint.path()).map_err(|e| e.to_string())?;
-        let files = Arc::new(FileTable::new(root.clone(), 64, Arc::new(storage.clone())));
         let raft = RaftState::open(Arc::new(storage.clone()), Path::new(RAFT_DIR)).map_err(|e| e.to_string())?;
         let term = raft.vote().map_err(|e| e.to_string())?.map_or(1, |v| v.term);
         let committed = raft.committed().map_err(|e| e.to_string())?.map(|(c, _)| c.index);
         let replay = Replay { committed, hold_from: None, apply: None };
-        let recovered = recover(&mut store, &root, &layout, &files, (None, replay)).map_err(|e| e.to_string())?;
-        let checkpointed = recovered.index.purged();
         let clock = Arc::new(SimClock::default());
-        let writer = QlogWriter::new(
-            root,
-            layout,
-            (recovered.logs, recovered.index),
-            (segment_bytes, SEAL_AGE, clock.clone()),
-            Arc::new(RetiredLogs::default()),
-        );
-        let mut planner = Planner::new(1, recovered.last);
-        planner.lead((term, SINGLE_NODE), recovered.last);
+        let writing = Writing { segment_bytes, seal_age: SEAL_AGE, clock: clock.clone(), retired: Arc::default() };
+        let opened = laid_out.recover(&mut store, 64, (None, replay), writing).map_err(|e| e.to_string())?;
+        let (files, writer, checkpointed) = (opened.files, opened.writer, opened.purged);
+        let mut planner = Planner::new(1, opened.last);
+        planner.lead((term, SINGLE_NODE), opened.last);
         Ok(SimNode {
             checkpoint,
             store,

@@ -13,14 +13,12 @@ use super::storage::SimStorage;
 use futures_util::StreamExt;
 use openraft::storage::{EntryResponder, RaftStateMachine};
 use openraft::{OptionalSend, Raft};
-use queen::apply_watch::ApplyWatch;
 use queen::clock::Clock;
+use queen::log_boot::{LogSite, Writing};
 use queen::planner::effect::Entry;
 use queen::qlog::files::{FileTable, Location};
 use queen::qlog::layout::{Layout, RAFT_FORMAT};
-use queen::qlog::retired::RetiredLogs;
-use queen::qlog::writer::QlogWriter;
-use queen::recovery::{recover, Replay, ReplayApply};
+use queen::recovery::ReplayApply;
 use queen::replicate::log_store::raft_state::RaftState;
 use queen::replicate::proposer::Msg;
 use queen::replicate::raft::apply_guard::ApplyGuard;
@@ -30,6 +28,7 @@ use queen::replicate::raft::read_confirm::ReadConfirmer;
 use queen::replicate::raft::replicator::config;
 use queen::replicate::raft::state_machine::RaftMachine;
 use queen::replicate::raft::types::{Queen, RaftLogId};
+use queen::replicate::state_machine::after_apply::AfterApply;
 use queen::storage::Storage;
 use queen::store::Store;
 use rand::rngs::StdRng;
@@ -155,34 +154,25 @@ pub async fn boot(
     let shared: Arc<dyn Storage> = Arc::new(fenced.clone());
     let root = PathBuf::from(QLOG_ROOT);
     let wanted = Layout { lanes: 1, shards: 0, replicator: "openraft".into() };
-    let (layout, _) = Layout::open_or_create(&*shared, &root, &wanted, RAFT_FORMAT).map_err(|e| e.to_string())?;
-    let files = Arc::new(FileTable::new(root.clone(), 64, shared.clone()));
+    let laid_out =
+        LogSite { storage: shared.clone(), root, wanted, format: RAFT_FORMAT }.lay_out().map_err(|e| e.to_string())?;
     let state = RaftState::open(shared.clone(), Path::new(RAFT_DIR)).map_err(|e| e.to_string())?;
     let guard = Arc::new(ApplyGuard::open(shared.clone(), Path::new(RAFT_DIR), None, None).map_err(|e| e.to_string())?);
     let guarded = |s: &mut Store, e: &Entry, at: &[Location]| guard.apply(s, e, at).is_ok();
-    let replay = Replay {
-        committed: Some(state.committed().map_err(|e| e.to_string())?.map_or(0, |(id, _)| id.index)),
-        hold_from: Some(state.purged().map_err(|e| e.to_string())?.map_or(1, |(id, _)| id.index + 1)),
-        apply: Some(&guarded as ReplayApply),
-    };
+    let replay = state.replay(Some(&guarded as ReplayApply)).map_err(|e| e.to_string())?;
     let clock: Arc<dyn Clock> = Arc::new(SimClock { boot: Instant::now(), epoch });
     let mut store = Store::default();
-    let recovered = recover(&mut store, &root, &layout, &files, (None, replay)).map_err(|e| e.to_string())?;
-    let writer = QlogWriter::new(
-        root,
-        layout,
-        (recovered.logs, recovered.index),
-        (SEGMENT_BYTES, SEAL_AGE, clock.clone()),
-        Arc::new(RetiredLogs::default()),
-    );
+    let writing =
+        Writing { segment_bytes: SEGMENT_BYTES, seal_age: SEAL_AGE, clock: clock.clone(), retired: Arc::default() };
+    let opened = laid_out.recover(&mut store, 64, (None, replay), writing).map_err(|e| e.to_string())?;
+    let (files, writer) = (opened.files, opened.writer);
     let log = RaftLog::stepped(writer, files.clone(), state).map_err(|e| e.to_string())?;
     let store = Arc::new(RwLock::new(store));
     let machine = RaftMachine {
         store: store.clone(),
         log: log.clone(),
-        apply_watch: Arc::new(ApplyWatch::default()),
         guard,
-        checkpoints: None,
+        after: AfterApply { metrics: Arc::default(), apply_watch: Arc::default(), checkpoints: None },
         // Snapshots over raft are not simulated yet: the nodes keep their
         // whole log.
         snapshots: None,

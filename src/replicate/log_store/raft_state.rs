@@ -14,6 +14,7 @@
 
 use crate::log_id::LogId;
 use crate::qlog::record::{frame_with, read_frame, Fields, Frame};
+use crate::recovery::{Replay, ReplayApply};
 use crate::storage::{read_verified, replace_durable, Storage};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -90,6 +91,17 @@ impl RaftState {
 
     pub fn save_purged(&self, id: LogId, leader: u64) -> Result<(), RaftStateError> {
         self.save(PURGED, |b| encode_led_id(b, id, leader))
+    }
+
+    /// How a boot replays a raft log: through the committed index, holding
+    /// every entry openraft has not purged (a follower behind is sent them),
+    /// applied by `apply`.
+    pub fn replay<'a>(&self, apply: Option<ReplayApply<'a>>) -> Result<Replay<'a>, RaftStateError> {
+        Ok(Replay {
+            committed: Some(self.committed()?.map_or(0, |(id, _)| id.index)),
+            hold_from: Some(self.purged()?.map_or(1, |(id, _)| id.index + 1)),
+            apply,
+        })
     }
 
     fn load<T>(

@@ -146,7 +146,8 @@ impl RaftReplicator {
             .build()
             .map_err(ClusterError::Runtime)?;
         let handle = runtime.handle().clone();
-        let (store, apply_watch, guard) = (machine.store.clone(), machine.apply_watch.clone(), machine.guard.clone());
+        let (store, apply_watch, guard) =
+            (machine.store.clone(), machine.after.apply_watch.clone(), machine.guard.clone());
         let peers = Peers::new(cluster.me, cluster.token.clone());
         let config = Arc::new(config().validate().map_err(|e| ClusterError::Start(e.to_string()))?);
         let raft = handle

@@ -14,11 +14,10 @@
 use super::apply_guard::ApplyGuard;
 use super::log_storage::RaftLog;
 use super::types::{raft_membership, to_qlog_entry, to_raft, Applied, Queen, RaftLogId};
-use crate::apply_watch::ApplyWatch;
 use crate::log_id::LogId;
+use crate::replicate::state_machine::after_apply::{AfterApply, AppliedBatch};
 use crate::replicate::state_machine::snapshot::{self, Manifest};
 use crate::store::checkpoint::CheckpointFile;
-use crate::store::checkpointer::Checkpointer;
 use crate::store::{Store, MEMBERSHIP_ROW};
 use futures_util::StreamExt;
 use openraft::storage::{EntryResponder, RaftSnapshotBuilder, RaftStateMachine};
@@ -27,7 +26,6 @@ use std::io;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::{Duration, Instant};
 
 type Snapshot = openraft::type_config::alias::SnapshotOf<Queen, PathBuf>;
 type SnapshotMeta = openraft::type_config::alias::SnapshotMetaOf<Queen>;
@@ -36,25 +34,14 @@ type Membership = openraft::type_config::alias::StoredMembershipOf<Queen>;
 pub struct RaftMachine {
     pub store: Arc<RwLock<Store>>,
     pub log: RaftLog,
-    /// Wakes readers after every apply.
-    pub apply_watch: Arc<ApplyWatch>,
     /// Applies, skips what QUEEN_RAFT_APPLY_SKIP names, and stops at an
     /// entry apply refuses.
     pub guard: Arc<ApplyGuard>,
     /// What snapshots are built from; none in tests that run the parts
     /// alone, which serve none.
     pub snapshots: Option<SnapshotFiles>,
-    /// Checkpoints the store every `QUEEN_RAFT_DURABLE_EVERY_MS`, as on one
-    /// node; none in tests that run the parts alone.
-    pub checkpoints: Option<Checkpoints>,
-}
-
-pub struct Checkpoints {
-    pub checkpointer: Checkpointer,
-    pub every: Duration,
-    pub last: Instant,
-    /// The applied id of the last checkpoint handed over.
-    pub done: LogId,
+    /// Counts, wakes readers and checkpoints as on one node.
+    pub after: AfterApply,
 }
 
 /// What a snapshot is built from, on a node that serves them.
@@ -134,7 +121,7 @@ impl RaftStateMachine<Queen> for RaftMachine {
     where
         Strm: futures_util::Stream<Item = Result<EntryResponder<Queen>, io::Error>> + Unpin + OptionalSend,
     {
-        let mut queues = Vec::new();
+        let (mut queues, mut count, mut bytes) = (Vec::new(), 0, 0);
         while let Some(next) = entries.next().await {
             let (raft_entry, responder) = next?;
             let (entry, _) = to_qlog_entry(&raft_entry);
@@ -150,28 +137,26 @@ impl RaftStateMachine<Queen> for RaftMachine {
                 }
             };
             queues.extend(entry.messages.iter().map(|m| m.span.queue));
+            bytes += locations.iter().map(|at| at.frame_len as u64).sum::<u64>();
             let applied = self.guard.apply(&mut self.store.write().expect("store lock"), &entry, &locations);
             if let Err(failure) = applied {
                 // openraft stops on a state machine error: this node
                 // applies nothing more until the entry is skipped.
-                self.apply_watch.batch_applied(queues);
+                self.after.apply_watch.batch_applied(queues);
                 return Err(io::Error::other(format!(
                     "apply refused committed entry {} (digest {}): {}",
                     failure.index, failure.digest, failure.error
                 )));
             }
+            count += 1;
             let voided = self.log.applied(entry.id.index);
             if let Some(responder) = responder {
                 responder.send(if voided { Applied::Voided } else { Applied::Applied });
             }
         }
-        queues.sort_unstable();
-        queues.dedup();
-        self.apply_watch.batch_applied(queues);
-        if let Some(c) = self.checkpoints.as_mut().filter(|c| c.last.elapsed() >= c.every) {
-            c.checkpointer.changed(&self.store, &mut c.done);
-            c.last = Instant::now();
-        }
+        let applied_index = self.store.read().expect("store lock").applied.index;
+        let batch = AppliedBatch { entries: count, bytes, applied_index, started: None, queues };
+        self.after.batch(&self.store, batch);
         Ok(())
     }
 
