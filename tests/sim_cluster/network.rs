@@ -220,6 +220,11 @@ impl Client {
     async fn call<T: Send + 'static>(&self, timeout: Duration, handler: Handler<T>) -> Result<T, RPCError<Queen>> {
         let (net, me, process, to) = (self.net.clone(), self.me, self.process, self.target);
         let fate = net.fate(me, process, to);
+        super::node::record(match &fate {
+            Fate::Refused => (me, to, None),
+            Fate::Lost => (me, to, Some(None)),
+            Fate::Arrives { there, back } => (me, to, Some(Some((*there, *back)))),
+        });
         if std::env::var("QUEEN_SIM_TRACE").is_ok_and(|v| v == "net") {
             let what = match &fate {
                 Fate::Refused => "refused".to_string(),

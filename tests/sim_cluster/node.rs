@@ -33,6 +33,7 @@ use queen::storage::Storage;
 use queen::store::Store;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -260,13 +261,30 @@ impl Up {
 thread_local! {
     /// The simulation's start, which trace lines count from.
     pub static EPOCH: std::cell::Cell<Option<Instant>> = const { std::cell::Cell::new(None) };
+    /// The hash of everything recorded so far in this thread's run.
+    pub static TRACE: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
-/// With `QUEEN_SIM_TRACE` set, what happens goes to stderr, at the
-/// simulation's time.
+/// The simulation's time, in microseconds since its start.
+fn now_us() -> u128 {
+    EPOCH.with(|e| e.get()).map_or(0, |e| e.elapsed().as_micros())
+}
+
+/// Folds `event`, at the simulation's time, into the run's trace hash: two
+/// runs of a seed that record the same events at the same times agree.
+pub fn record(event: impl Hash) {
+    let mut h = DefaultHasher::new();
+    (TRACE.with(|t| t.get()), now_us(), event).hash(&mut h);
+    TRACE.with(|t| t.set(h.finish()));
+}
+
+/// Records what happens in the trace hash, and with `QUEEN_SIM_TRACE` set
+/// tells it on stderr, at the simulation's time.
 pub fn trace(line: impl FnOnce() -> String) {
+    let line = line();
+    record(&line);
     if std::env::var_os("QUEEN_SIM_TRACE").is_some() {
-        let at = EPOCH.with(|e| e.get()).map_or(0, |e| e.elapsed().as_micros());
-        eprintln!("[{:>6}.{:03}] {}", at / 1000, at % 1000, line());
+        let at = now_us();
+        eprintln!("[{:>6}.{:03}] {}", at / 1000, at % 1000, line);
     }
 }

@@ -86,6 +86,9 @@ pub struct Outcome {
     pub net: NetCounts,
     /// What the run committed, for telling two runs of a seed apart.
     pub fingerprint: u64,
+    /// The hash of the run's trace: every call's fate and every client's
+    /// answer, each at its time (`node::record`).
+    pub trace: u64,
 }
 
 pub struct Run {
@@ -125,6 +128,7 @@ impl Run {
         let net = Net::new(StdRng::from_rng(&mut rng).expect("a seeded rng"));
         let directory = Directory::default();
         super::node::EPOCH.with(|e| e.set(Some(Instant::now())));
+        super::node::TRACE.with(|t| t.set(0));
         Run {
             seed,
             rng,
@@ -447,6 +451,7 @@ impl Run {
             format!("{committed:?} {:?} {}", model.acked, o.simulated_ms).hash(&mut h);
             h.finish()
         };
+        o.trace = super::node::TRACE.with(|t| t.get());
         drop(model);
         for (id, up) in std::mem::take(&mut self.ups) {
             self.net.down(id);
