@@ -234,6 +234,13 @@ impl RaftLog {
     /// to it, once durable too, are read from the qlog from now on. Answers
     /// whether the entry at `index` was voided.
     pub fn applied(&self, index: u64) -> bool {
+        let durable = *self.shared.durable.borrow();
+        // (An entry the log never held, as openraft's storage suite applies,
+        // has nothing to be durable.)
+        assert!(
+            index <= durable || self.shared.open.locations(index).is_none(),
+            "invariant broken: entry {index} was applied before it was durable in this node's log (durable through {durable})"
+        );
         let mut recent = self.shared.recent.lock().expect("recent entries lock");
         recent.applied = recent.applied.max(index);
         recent.forget_settled();

@@ -33,6 +33,11 @@ impl Applier {
 
     fn apply(&mut self, batch: Batch<LocalTicket>) {
         let entries = batch.items.iter().filter_map(|(p, _)| p.entry.as_ref());
+        assert_eq!(
+            entries.clone().count(),
+            batch.locations.len(),
+            "invariant broken: a durable batch's entries and the locations the log store gave them differ in number"
+        );
         let mut count = 0;
         let applied_index = {
             let mut store = self.state.write().expect("store lock");
