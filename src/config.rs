@@ -291,18 +291,6 @@ pub struct Settings {
     /// `open`: serve Kafka without authentication although HTTP requires JWTs (JWT_ENABLED=true); without it the Kafka listener requires SASL OAUTHBEARER with the same tokens.
     #[arg(long, env = "QUEEN_KAFKA_AUTH", value_enum)]
     pub kafka_auth: Option<OpenOnPurpose>,
-
-    /// Test only: append `<file> <length>` here after every fsync, for power-loss tests.
-    #[arg(long, env = "QUEEN_TEST_SYNC_LEDGER")]
-    pub test_sync_ledger: Option<PathBuf>,
-
-    /// Test only: the effect catalogue version this build says it reads, to rehearse the cluster version gate.
-    #[arg(long, env = "QUEEN_TEST_EFFECT_CATALOGUE", hide = true)]
-    pub test_effect_catalogue: Option<u32>,
-
-    /// Test only: in a cluster, apply refuses a KV write to this key (`NAMESPACE/KEY`), as a bug would, to rehearse QUEEN_RAFT_APPLY_SKIP.
-    #[arg(long, env = "QUEEN_TEST_APPLY_REFUSE_KV_KEY", hide = true)]
-    pub test_apply_refuse_kv_key: Option<String>,
 }
 
 /// A number of days: finite and not negative.

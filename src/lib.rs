@@ -51,4 +51,5 @@ pub mod retention_scan;
 pub mod state_view;
 pub mod storage;
 pub mod store;
+pub mod test_hooks;
 pub mod tls;

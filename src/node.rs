@@ -41,6 +41,7 @@ use crate::storage::os::OsStorage;
 use crate::store::checkpoint::{CheckpointError, CheckpointFile};
 use crate::store::checkpointer::Checkpointer;
 use crate::store::{scrub, Store};
+use crate::test_hooks::{TestHookError, TestHooks};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, RwLock};
@@ -71,6 +72,8 @@ pub enum BootError {
     Encryption(#[from] EncryptionError),
     #[error(transparent)]
     Snapshot(#[from] SnapshotError),
+    #[error(transparent)]
+    TestHook(#[from] TestHookError),
     #[error("queue {0:?} is configured with encryptionEnabled and QUEEN_ENCRYPTION_KEY is not set: its messages cannot be read")]
     EncryptedQueueWithoutKey(String),
     #[error(transparent)]
@@ -139,7 +142,8 @@ pub struct Node {
 impl Node {
     pub fn boot(settings: Settings) -> Result<Self, BootError> {
         Policy::of(&settings)?.log();
-        let cluster = founding::cluster(&settings)?;
+        let hooks = TestHooks::from_env()?;
+        let cluster = founding::cluster(&settings, hooks.effect_catalogue)?;
         let replicator_name = if cluster.is_some() { RAFT_REPLICATOR } else { LOCAL_REPLICATOR };
         let auth = Auth::from_settings(&settings)?.map(Arc::new);
         let cipher = settings.encryption_key.as_deref().map(Cipher::from_hex).transpose()?.map(Arc::new);
@@ -160,7 +164,7 @@ impl Node {
         if let Some(installed) = snapshot::install_staged(dir)? {
             tracing::info!(applied = %installed.applied, files = installed.files, bytes = installed.bytes, "installed the staged snapshot");
         }
-        let ledger = match &settings.test_sync_ledger {
+        let ledger = match &hooks.sync_ledger {
             Some(p) => Some(Arc::new(SyncLedger::open(p).map_err(|source| BootError::Io { path: p.clone(), source })?)),
             None => None,
         };
@@ -197,7 +201,7 @@ impl Node {
         // node's apply, at boot too, and is reported (`apply_guard.rs`).
         let guard = match &raft_state {
             Some(_) => {
-                let refuse = settings.test_apply_refuse_kv_key.as_deref().map(|k| k.replacen('/', "\0", 1));
+                let refuse = hooks.apply_refuse_kv_key.clone();
                 Some(Arc::new(ApplyGuard::open(
                     OsStorage::shared(),
                     &dir.join("raft"),

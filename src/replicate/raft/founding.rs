@@ -45,8 +45,9 @@ pub fn parse_peers(text: &str) -> Result<BTreeMap<u64, Member>, FoundingError> {
     Ok(peers)
 }
 
-/// The cluster this node belongs to, or `None` for a single node.
-pub fn cluster(settings: &Settings) -> Result<Option<Cluster>, FoundingError> {
+/// The cluster this node belongs to, or `None` for a single node; a test
+/// may have its build say it reads another effect catalogue version.
+pub fn cluster(settings: &Settings, catalogue: Option<u32>) -> Result<Option<Cluster>, FoundingError> {
     let (me, peers) = match (settings.raft_node_id, settings.raft_peers.as_deref()) {
         (None, None) => return Ok(None),
         (Some(me), Some(peers)) => (me, parse_peers(peers)?),
@@ -65,7 +66,7 @@ pub fn cluster(settings: &Settings) -> Result<Option<Cluster>, FoundingError> {
         write_timeout: Duration::from_millis(settings.raft_write_timeout_ms),
         data_dir: settings.data_dir.clone(),
         purge_hold: Duration::from_secs(settings.raft_purge_hold_s),
-        catalogue: settings.test_effect_catalogue.unwrap_or(EFFECT_CATALOGUE),
+        catalogue: catalogue.unwrap_or(EFFECT_CATALOGUE),
     }))
 }
 
