@@ -27,6 +27,7 @@ mod ledger;
 mod linearizable;
 mod network;
 mod node;
+mod pops;
 mod run;
 mod workload;
 
@@ -137,7 +138,7 @@ fn regression_seeds() {
 
 /// How many seeds the simulator may take to catch reads answered without
 /// a read index (the test-only switch `Plan::confirm_reads` off).
-const CATCH_UNCONFIRMED_WITHIN: u64 = 40;
+const CATCH_UNCONFIRMED_WITHIN: u64 = 60;
 
 /// The checks are worth their keep: with answers given without confirming
 /// leadership, as before the read index, some seed within a bounded number

@@ -71,6 +71,9 @@ pub struct Outcome {
     /// Records of Kafka transactions known committed, and known aborted.
     pub txn_records_committed: u64,
     pub txn_records_aborted: u64,
+    /// Messages pops delivered, and completions answered.
+    pub pops_delivered: u64,
+    pub completions: u64,
     /// KV operations in the linearizability check, and those without an answer.
     pub kv_ops: u64,
     pub kv_unanswered: u64,
@@ -439,6 +442,8 @@ impl Run {
         o.pushes_answered = model.acked.len() as u64;
         o.txn_records_committed = model.txns.committed.len() as u64;
         o.txn_records_aborted = model.txns.aborted.len() as u64;
+        o.pops_delivered = model.pops.delivered;
+        o.completions = model.pops.completions;
         o.entries_answered = self.ledger.answered_count() as u64;
         o.committed = committed.len() as u64;
         o.terms = terms as u64;

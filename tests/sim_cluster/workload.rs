@@ -1,12 +1,14 @@
 //! The clients: pushes with fresh transactionIds and retries (of answered
 //! pushes, and of pushes whose outcome is not known), KV writes and reads,
-//! Kafka transactions (`kafka_txns.rs`), each sent to a node the seed picks
+//! Kafka transactions (`kafka_txns.rs`), a consumer group's pops and acks
+//! (`pops.rs`), each sent to a node the seed picks
 //! and on to the leader that node names;
 //! and the model of what they were answered, which every answer is checked
 //! against as it comes.
 
 use super::kafka_txns::{TxnModel, TxnSent};
 use super::kv_history::{self, KvCall, KvHistory};
+use super::pops::{PopModel, PopSent};
 use queen::message::Message;
 use queen::planner::command::{Answer, Command, PushItem, PushStatus};
 use queen::replicate::proposer::Msg;
@@ -40,6 +42,7 @@ pub struct Model {
     /// Every KV call and its answer, for the linearizability check.
     pub kv: KvHistory,
     pub txns: TxnModel,
+    pub pops: PopModel,
     pub answers: u64,
     pub unknown_outcomes: u64,
     pub violations: Vec<String>,
@@ -64,6 +67,7 @@ enum Sent {
     Push(Vec<PushKey>),
     Kv(kv_history::Sent),
     Txn(TxnSent),
+    Pop(PopSent),
 }
 
 impl Clients {
@@ -90,6 +94,11 @@ impl Clients {
             let call = kv_call(&mut self.next_txn, rng, &model.kv);
             let command = call.command();
             return (command, Sent::Kv(model.kv.send(call)));
+        }
+        if (62..70).contains(&roll) {
+            let Model { pops, acked, .. } = &mut *model;
+            let (command, sent) = pops.next(rng, acked);
+            return (command, Sent::Pop(sent));
         }
         let store = (roll < 55).then(|| self.stores.lock().expect("stores lock").get(&to).cloned()).flatten();
         if let Some(store) = store {
@@ -215,6 +224,11 @@ fn settle(model: &mut Model, command: &Command, sent: Sent, answer: Result<Answe
         }
         (Sent::Kv(sent), answer) => model.kv.answered(sent, &answer),
         (Sent::Txn(sent), answer) => model.txns.settle(sent, answer, &mut model.violations),
+        (Sent::Pop(PopSent::Pop { called_at }), Ok(Answer::Popped(claims))) => {
+            model.pops.popped(called_at, claims, &mut model.violations)
+        }
+        (Sent::Pop(PopSent::Ack { completes }), Ok(Answer::Acked(outcomes))) => model.pops.acked(completes, &outcomes),
+        (Sent::Pop(_), Err(_)) => {}
         (Sent::Push(_), Err(_)) => {}
         (_, Ok(other)) => model.violations.push(format!("{command:?} was answered {other:?}")),
     }
