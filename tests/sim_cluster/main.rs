@@ -138,7 +138,7 @@ fn regression_seeds() {
 
 /// How many seeds the simulator may take to catch reads answered without
 /// a read index (the test-only switch `Plan::confirm_reads` off).
-const CATCH_UNCONFIRMED_WITHIN: u64 = 60;
+const CATCH_UNCONFIRMED_WITHIN: u64 = 80;
 
 /// The checks are worth their keep: with answers given without confirming
 /// leadership, as before the read index, some seed within a bounded number

@@ -1,48 +1,39 @@
-//! The simulated network between the nodes' openraft: every call is a
-//! request and an answer, each delayed as the seed says (so calls in flight
-//! together arrive in another order than they left), lost now and then, and
-//! carried only over links that are not cut (a partition cuts every link
-//! between its sides; a one-way cut only one direction). A lost call is
-//! found out at its timeout, as over TCP; a call to a node that is down is
-//! refused at once. Timeouts are the raft port's (`network.rs`).
+//! The simulated network under the nodes' raft ports: byte streams, as TCP
+//! gives them, through which the real links, framing and server talk. Each
+//! write crosses in order after a delay the seed draws (writes in flight
+//! together overlap, as on a wire); a link that is cut carries nothing
+//! until it heals, so what was written waits, and arrives late (as TCP's
+//! retransmissions bring it); a connection breaks now and then (the
+//! weather's loss) and whenever either end's process dies, each side then
+//! reading the end of the stream. A dial across a cut times out; a dial to
+//! a node that is down is refused at once.
 
-use super::node::SimRaft;
-use openraft::error::{NetworkError, RPCError, ReplicationClosed, StreamingError, Unreachable};
-use openraft::network::v2::RaftNetworkV2;
-use openraft::network::{RPCOption, RaftNetworkFactory};
-use openraft::raft::{
-    AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, TransferLeaderRequest, TransferLeaderResponse,
-    VoteRequest, VoteResponse,
-};
-use openraft::storage::RaftStateMachine;
-use queen::replicate::raft::state_machine::RaftMachine;
-use queen::replicate::raft::types::Queen;
-use queen::store::rows::Member;
+use queen::replicate::raft::transport::{Accepting, Dialing, Listener, Stream, Transport};
 use rand::rngs::StdRng;
 use rand::Rng;
 use std::collections::{BTreeMap, BTreeSet};
-use std::future::Future;
+use std::io;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::Duration;
-use tokio::sync::oneshot;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
 
-type SnapshotData = <RaftMachine as RaftStateMachine<Queen>>::SnapshotData;
-type RaftVote = openraft::impls::Vote<openraft::impls::leader_id_adv::LeaderId<u64, u64>>;
-type Handler<T> = Box<dyn FnOnce(SimRaft) -> Pin<Box<dyn Future<Output = Result<T, String>> + Send>> + Send>;
-
-/// As in `src/replicate/raft/network.rs`.
-const APPEND_TIMEOUT_FLOOR: Duration = Duration::from_secs(5);
-const OTHER_TIMEOUT_FLOOR: Duration = Duration::from_millis(50);
+/// How long a dial across a cut waits before it gives up (a SYN unanswered).
+const DIAL_TIMEOUT: Duration = Duration::from_secs(1);
+/// How often a write held at a cut looks again.
+const CUT_POLL: Duration = Duration::from_millis(5);
 
 /// How the network behaves for a while.
 #[derive(Debug, Clone, Copy)]
 pub struct Weather {
-    /// Calls lost, per million.
+    /// Writes that break their connection, per million.
     pub loss_ppm: u32,
     /// The longest ordinary delay of one way, in microseconds.
     pub delay_us: u64,
-    /// Ways delayed far longer (up to 100 times), per million.
+    /// Writes delayed far longer (up to 100 times), per million.
     pub slow_ppm: u32,
 }
 
@@ -55,9 +46,17 @@ impl Default for Weather {
 /// What the network did.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct NetCounts {
+    /// Writes carried across.
     pub delivered: u64,
+    /// Connections broken by the weather or by a process's death.
     pub lost: u64,
+    /// Dials refused (the node was down) or timed out (across a cut).
     pub refused: u64,
+}
+
+/// The raft address node `id` listens on.
+pub fn address(id: u64) -> String {
+    format!("node{id}")
 }
 
 #[derive(Clone)]
@@ -65,19 +64,20 @@ pub struct Net(Arc<Mutex<State>>);
 
 struct State {
     rng: StdRng,
-    /// Each node's current process: its number, and its openraft while up.
-    processes: BTreeMap<u64, (u64, Option<SimRaft>)>,
+    /// Each node's current process.
+    processes: BTreeMap<u64, Process>,
     /// Directed links that carry nothing.
     cut: BTreeSet<(u64, u64)>,
     weather: Weather,
     counts: NetCounts,
 }
 
-/// What becomes of one call.
-enum Fate {
-    Refused,
-    Lost,
-    Arrives { there: Duration, back: Duration },
+struct Process {
+    number: u64,
+    /// Where its raft port's connections arrive; none once it is down.
+    accept: Option<mpsc::UnboundedSender<(Stream, String)>>,
+    /// Turns false when it dies: every connection it has breaks.
+    alive: watch::Sender<bool>,
 }
 
 impl Net {
@@ -95,25 +95,24 @@ impl Net {
         self.0.lock().expect("network lock")
     }
 
-    /// The network client factory of node `id`'s next process.
-    pub fn factory(&self, id: u64) -> Endpoint {
+    /// Node `id`'s next process: how it dials, and its raft port.
+    pub fn process(&self, id: u64) -> (Dialer, Port) {
         let mut s = self.state();
-        let process = s.processes.get(&id).map_or(1, |(p, _)| p + 1);
-        s.processes.insert(id, (process, None));
-        Endpoint { net: self.clone(), me: id, process }
-    }
-
-    /// Node `id`'s process is up, reached through `raft`.
-    pub fn up(&self, id: u64, raft: SimRaft) {
-        if let Some((_, r)) = self.state().processes.get_mut(&id) {
-            *r = Some(raft);
+        let number = s.processes.get(&id).map_or(1, |p| p.number + 1);
+        if let Some(old) = s.processes.get(&id) {
+            old.alive.send_replace(false);
         }
+        let (accept, arrivals) = mpsc::unbounded_channel();
+        s.processes.insert(id, Process { number, accept: Some(accept), alive: watch::Sender::new(true) });
+        (Dialer { net: self.clone(), me: id, number }, Port { arrivals })
     }
 
-    /// Node `id`'s process is gone: nothing more reaches it or leaves it.
+    /// Node `id`'s process is gone: its port closes, and every connection
+    /// it had breaks.
     pub fn down(&self, id: u64) {
-        if let Some((_, r)) = self.state().processes.get_mut(&id) {
-            *r = None;
+        if let Some(p) = self.state().processes.get_mut(&id) {
+            p.accept = None;
+            p.alive.send_replace(false);
         }
     }
 
@@ -121,7 +120,7 @@ impl Net {
         self.state().weather = weather;
     }
 
-    /// Cuts the links from `from` to `to`.
+    /// Cuts the link from `from` to `to`.
     pub fn cut(&self, from: u64, to: u64) {
         self.state().cut.insert((from, to));
     }
@@ -134,181 +133,200 @@ impl Net {
         self.state().counts
     }
 
-    /// Whether `process` is node `id`'s live one.
-    fn live(s: &State, id: u64, process: u64) -> bool {
-        matches!(s.processes.get(&id), Some((p, Some(_))) if *p == process)
+    fn is_cut(&self, from: u64, to: u64) -> bool {
+        self.state().cut.contains(&(from, to))
     }
 
-    fn fate(&self, from: u64, process: u64, to: u64) -> Fate {
+    /// When a write from `from` to `to` made now arrives, no sooner than
+    /// the one before it on its way (`after`); none when it breaks the
+    /// connection.
+    fn arrival(&self, after: Instant) -> Option<Instant> {
         let s = &mut *self.state();
-        let up = matches!(s.processes.get(&to), Some((_, Some(_))));
-        if !Self::live(s, from, process) || s.cut.contains(&(from, to)) {
-            s.counts.lost += 1;
-            return Fate::Lost;
-        }
-        if !up {
-            s.counts.refused += 1;
-            return Fate::Refused;
-        }
         if s.weather.loss_ppm > 0 && s.rng.gen_range(0..1_000_000) < s.weather.loss_ppm {
             s.counts.lost += 1;
-            return Fate::Lost;
-        }
-        let way = |s: &mut State| {
-            let us = s.rng.gen_range(0..=s.weather.delay_us);
-            let slow = s.weather.slow_ppm > 0 && s.rng.gen_range(0..1_000_000) < s.weather.slow_ppm;
-            Duration::from_micros(if slow { us * s.rng.gen_range(10..100) } else { us })
-        };
-        let (there, back) = (way(s), way(s));
-        Fate::Arrives { there, back }
-    }
-
-    /// `to`'s openraft, when a call from `from` reaches it now.
-    fn reach(&self, from: u64, to: u64) -> Option<SimRaft> {
-        let s = self.state();
-        if s.cut.contains(&(from, to)) {
             return None;
         }
-        s.processes.get(&to).and_then(|(_, r)| r.clone())
+        let us = s.rng.gen_range(0..=s.weather.delay_us);
+        let slow = s.weather.slow_ppm > 0 && s.rng.gen_range(0..1_000_000) < s.weather.slow_ppm;
+        let delay = Duration::from_micros(if slow { us * s.rng.gen_range(10..100) } else { us });
+        Some((Instant::now() + delay).max(after))
     }
 
-    /// Whether an answer from `to` reaches `from`'s process `process` now.
-    fn answers(&self, from: u64, process: u64, to: u64) -> bool {
-        let mut s = self.state();
-        let reaches = Self::live(&s, from, process) && !s.cut.contains(&(to, from));
-        if reaches {
-            s.counts.delivered += 1;
-        } else {
-            s.counts.lost += 1;
-        }
-        reaches
-    }
-}
-
-/// One node process's side of the network.
-pub struct Endpoint {
-    net: Net,
-    me: u64,
-    process: u64,
-}
-
-impl RaftNetworkFactory<Queen> for Endpoint {
-    type Network = Client;
-
-    async fn new_client(&mut self, target: u64, _node: &Member) -> Client {
-        Client { net: self.net.clone(), me: self.me, process: self.process, target }
-    }
-}
-
-pub struct Client {
-    net: Net,
-    me: u64,
-    process: u64,
-    target: u64,
-}
-
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-struct Why(String);
-
-fn unreachable(why: &str) -> RPCError<Queen> {
-    RPCError::Unreachable(Unreachable::new(&Why(why.into())))
-}
-
-impl Client {
-    /// Carries one call to the target and its answer back, as its fate says.
-    async fn call<T: Send + 'static>(&self, timeout: Duration, handler: Handler<T>) -> Result<T, RPCError<Queen>> {
-        let (net, me, process, to) = (self.net.clone(), self.me, self.process, self.target);
-        let fate = net.fate(me, process, to);
-        super::node::record(match &fate {
-            Fate::Refused => (me, to, None),
-            Fate::Lost => (me, to, Some(None)),
-            Fate::Arrives { there, back } => (me, to, Some(Some((*there, *back)))),
-        });
-        if std::env::var("QUEEN_SIM_TRACE").is_ok_and(|v| v == "net") {
-            let what = match &fate {
-                Fate::Refused => "refused".to_string(),
-                Fate::Lost => "lost".to_string(),
-                Fate::Arrives { there, back } => format!("{there:?} there, {back:?} back"),
-            };
-            super::node::trace(|| format!("call {me} -> {to}: {what}"));
-        }
-        let (there, back) = match fate {
-            Fate::Refused => {
-                tokio::time::sleep(Duration::from_micros(100)).await;
-                return Err(unreachable("connection refused"));
+    /// Opens a connection from node `from`'s process `number` to `to`'s
+    /// live one.
+    async fn dial(&self, (from, number): (u64, u64), to: u64) -> io::Result<Stream> {
+        let opened = {
+            let s = &mut *self.state();
+            let cut = s.cut.contains(&(from, to)) || s.cut.contains(&(to, from));
+            let mine = s.processes.get(&from).filter(|p| p.number == number && *p.alive.borrow());
+            let Some(mine) = mine else { return Err(broken()) };
+            match s.processes.get(&to) {
+                Some(theirs) if !cut && theirs.accept.is_some() => {
+                    let (near, far) = self.pair((from, mine.alive.subscribe()), (to, theirs.alive.subscribe()));
+                    let accept = theirs.accept.as_ref().expect("checked above");
+                    accept.send((far, address(from))).ok().map(|_| near)
+                }
+                _ if cut => {
+                    s.counts.refused += 1;
+                    None
+                }
+                _ => {
+                    s.counts.refused += 1;
+                    super::node::record(("refused", from, to));
+                    return Err(io::Error::new(io::ErrorKind::ConnectionRefused, format!("node {to} is down")));
+                }
             }
-            Fate::Lost => {
-                tokio::time::sleep(timeout).await;
-                return Err(unreachable("timed out"));
-            }
-            Fate::Arrives { there, back } => (there, back),
         };
-        let (tx, rx) = oneshot::channel();
-        // The call lives on at the target when the caller gives up on it.
+        super::node::record(("dial", from, to, opened.is_some()));
+        match opened {
+            Some(stream) => Ok(stream),
+            None => {
+                tokio::time::sleep(DIAL_TIMEOUT).await;
+                Err(io::Error::new(io::ErrorKind::TimedOut, format!("no answer from node {to} across the cut")))
+            }
+        }
+    }
+
+    /// A connection between two processes: each end's writes cross to the
+    /// other through a carrier task of their own.
+    fn pair(&self, a: (u64, watch::Receiver<bool>), b: (u64, watch::Receiver<bool>)) -> (Stream, Stream) {
+        let (a_out, a_in) = self.way(a.0, b.0, [a.1.clone(), b.1.clone()]);
+        let (b_out, b_in) = self.way(b.0, a.0, [b.1, a.1]);
+        let end = |out, inn| -> Stream {
+            Box::new(End { net: self.clone(), out: Some(out), inn, held: Vec::new(), last: Instant::now() })
+        };
+        (end(a_out, b_in), end(b_out, a_in))
+    }
+
+    /// One way of a connection, from `from` to `to`: the sender its writer
+    /// writes to, and the receiver its reader reads from.
+    fn way(
+        &self,
+        from: u64,
+        to: u64,
+        lives: [watch::Receiver<bool>; 2],
+    ) -> (Outgoing, mpsc::UnboundedReceiver<Vec<u8>>) {
+        let (out, mut carried) = mpsc::unbounded_channel::<(Instant, Vec<u8>)>();
+        let (deliver, inn) = mpsc::unbounded_channel();
+        let net = self.clone();
         tokio::spawn(async move {
-            tokio::time::sleep(there).await;
-            let Some(raft) = net.reach(me, to) else { return };
-            let answer = handler(raft).await;
-            tokio::time::sleep(back).await;
-            if net.answers(me, process, to) {
-                let _ = tx.send(answer);
+            let [mut a, mut b] = lives;
+            let death = async move {
+                tokio::select! {
+                    _ = a.wait_for(|alive| !alive) => {}
+                    _ = b.wait_for(|alive| !alive) => {}
+                }
+            };
+            let carry = async {
+                while let Some((at, bytes)) = carried.recv().await {
+                    tokio::time::sleep_until(at).await;
+                    while net.is_cut(from, to) {
+                        tokio::time::sleep(CUT_POLL).await;
+                    }
+                    if deliver.send(bytes).is_err() {
+                        return;
+                    }
+                    net.state().counts.delivered += 1;
+                }
+            };
+            tokio::select! {
+                _ = death => { net.state().counts.lost += 1; }
+                _ = carry => {}
             }
         });
-        match tokio::time::timeout(timeout, rx).await {
-            Ok(Ok(Ok(answer))) => Ok(answer),
-            Ok(Ok(Err(remote))) => Err(RPCError::Network(NetworkError::new(&Why(remote)))),
-            _ => Err(unreachable("timed out")),
-        }
+        (out, inn)
     }
 }
 
-impl RaftNetworkV2<Queen> for Client {
-    type SnapshotData = SnapshotData;
+/// Where an end's writes go, each with when it arrives.
+type Outgoing = mpsc::UnboundedSender<(Instant, Vec<u8>)>;
 
-    async fn append_entries(
-        &mut self,
-        rpc: AppendEntriesRequest<Queen>,
-        option: RPCOption,
-    ) -> Result<AppendEntriesResponse<Queen>, RPCError<Queen>> {
-        let timeout = option.hard_ttl().max(APPEND_TIMEOUT_FLOOR);
-        self.call(
-            timeout,
-            Box::new(|raft| Box::pin(async move { raft.append_entries(rpc).await.map_err(|e| e.to_string()) })),
-        )
-        .await
+/// One end of a connection.
+struct End {
+    net: Net,
+    /// Toward the other end; none once shut down or broken.
+    out: Option<Outgoing>,
+    inn: mpsc::UnboundedReceiver<Vec<u8>>,
+    /// Bytes arrived and not read yet.
+    held: Vec<u8>,
+    /// When the last write sent arrives: the next arrives no sooner.
+    last: Instant,
+}
+
+fn broken() -> io::Error {
+    io::Error::new(io::ErrorKind::BrokenPipe, "the simulated connection broke")
+}
+
+impl AsyncWrite for End {
+    fn poll_write(self: Pin<&mut Self>, _: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let Some(out) = this.out.as_ref().filter(|o| !o.is_closed()) else { return Poll::Ready(Err(broken())) };
+        match this.net.arrival(this.last) {
+            Some(at) => {
+                this.last = at;
+                let sent = out.send((at, buf.to_vec()));
+                Poll::Ready(sent.map(|_| buf.len()).map_err(|_| broken()))
+            }
+            None => {
+                this.out = None;
+                Poll::Ready(Err(broken()))
+            }
+        }
     }
 
-    async fn vote(
-        &mut self,
-        rpc: VoteRequest<Queen>,
-        option: RPCOption,
-    ) -> Result<VoteResponse<Queen>, RPCError<Queen>> {
-        let timeout = option.hard_ttl().max(OTHER_TIMEOUT_FLOOR);
-        self.call(timeout, Box::new(|raft| Box::pin(async move { raft.vote(rpc).await.map_err(|e| e.to_string()) })))
-            .await
+    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
     }
 
-    async fn full_snapshot(
-        &mut self,
-        _vote: RaftVote,
-        _snapshot: openraft::type_config::alias::SnapshotOf<Queen, SnapshotData>,
-        _cancel: impl Future<Output = ReplicationClosed> + Send + 'static,
-        _option: RPCOption,
-    ) -> Result<SnapshotResponse<Queen>, StreamingError<Queen>> {
-        Err(StreamingError::Unreachable(Unreachable::new(&Why("snapshots are not sent over raft yet".into()))))
+    fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.get_mut().out = None;
+        Poll::Ready(Ok(()))
     }
+}
 
-    async fn transfer_leader(
-        &mut self,
-        req: TransferLeaderRequest<Queen>,
-        option: RPCOption,
-    ) -> Result<TransferLeaderResponse<Queen>, RPCError<Queen>> {
-        let timeout = option.hard_ttl().max(OTHER_TIMEOUT_FLOOR);
-        self.call(
-            timeout,
-            Box::new(|raft| Box::pin(async move { raft.handle_transfer_leader(req).await.map_err(|e| e.to_string()) })),
-        )
-        .await
+impl AsyncRead for End {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if this.held.is_empty() {
+            match this.inn.poll_recv(cx) {
+                Poll::Ready(Some(bytes)) => this.held = bytes,
+                // The other end is gone: the end of the stream.
+                Poll::Ready(None) => return Poll::Ready(Ok(())),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+        let n = this.held.len().min(buf.remaining());
+        buf.put_slice(&this.held[..n]);
+        this.held.drain(..n);
+        Poll::Ready(Ok(()))
+    }
+}
+
+/// How one process dials its peers.
+pub struct Dialer {
+    net: Net,
+    me: u64,
+    number: u64,
+}
+
+impl Transport for Dialer {
+    fn dial(&self, addr: &str) -> Dialing {
+        let (net, me) = (self.net.clone(), (self.me, self.number));
+        let to = addr.strip_prefix("node").and_then(|id| id.parse::<u64>().ok());
+        Box::pin(async move {
+            let to = to.ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "not a simulated address"))?;
+            net.dial(me, to).await
+        })
+    }
+}
+
+/// One process's raft port.
+pub struct Port {
+    arrivals: mpsc::UnboundedReceiver<(Stream, String)>,
+}
+
+impl Listener for Port {
+    fn accept(&mut self) -> Accepting<'_> {
+        Box::pin(async move { self.arrivals.recv().await.map(Ok) })
     }
 }

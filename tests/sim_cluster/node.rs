@@ -1,6 +1,8 @@
 //! One cluster node's process: booted through the real boot path on its
 //! simulated storage (layout, recovery through the saved committed index,
-//! every unpurged entry held), with openraft over Queen's log storage and
+//! every unpurged entry held), and run by the replicator that ships
+//! (`RaftReplicator`: its proposer, forwarding, read gate and raft port,
+//! over the simulated network), with openraft over Queen's log storage and
 //! state machine. The log's syncer and committed-id writer are stepped by
 //! tasks of this runtime (`RaftLog::stepped`), each fdatasync taking the
 //! time the seed gives it; a crash kills the process's storage at once
@@ -8,7 +10,7 @@
 
 use super::fenced::Fenced;
 use super::ledger::Ledger;
-use super::network::Net;
+use super::network::{address, Net};
 use super::storage::SimStorage;
 use futures_util::StreamExt;
 use openraft::storage::{EntryResponder, RaftStateMachine};
@@ -20,16 +22,15 @@ use queen::qlog::files::{FileTable, Location};
 use queen::qlog::layout::{Layout, RAFT_FORMAT};
 use queen::recovery::ReplayApply;
 use queen::replicate::log_store::raft_state::RaftState;
-use queen::replicate::proposer::Msg;
 use queen::replicate::raft::apply_guard::ApplyGuard;
 use queen::replicate::raft::log_storage::RaftLog;
-use queen::replicate::raft::proposer::{self, Seat};
-use queen::replicate::raft::read_confirm::ReadConfirmer;
-use queen::replicate::raft::replicator::config;
-use queen::replicate::raft::state_machine::RaftMachine;
+use queen::replicate::raft::replicator::{Cluster, Ground, RaftReplicator, ReclaimBound};
+use queen::replicate::raft::state_machine::{Machine, RaftMachine};
 use queen::replicate::raft::types::{Queen, RaftLogId};
+use queen::replicate::raft::version_gate::EFFECT_CATALOGUE;
 use queen::replicate::state_machine::after_apply::AfterApply;
 use queen::storage::Storage;
+use queen::store::rows::Member;
 use queen::store::Store;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -39,7 +40,6 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
-use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
@@ -126,13 +126,18 @@ impl RaftStateMachine<Queen> for Recorded {
     }
 }
 
+impl Machine for Recorded {
+    fn queen(&self) -> &RaftMachine {
+        &self.inner
+    }
+}
+
 /// A node's running process.
 pub struct Up {
-    pub raft: SimRaft,
+    pub replicator: Arc<RaftReplicator<Recorded>>,
     pub log: RaftLog,
     pub store: Arc<RwLock<Store>>,
     pub files: Arc<FileTable>,
-    pub asks: mpsc::UnboundedSender<Msg>,
     fenced: Fenced,
     /// Set when a write or fdatasync failed: the process has stopped, as
     /// the syncer's FATAL line stops a real one.
@@ -140,11 +145,16 @@ pub struct Up {
     tasks: Vec<JoinHandle<()>>,
 }
 
-/// Boots node `id` on `storage` and starts its openraft; `rng` draws its
-/// fdatasync times, and its planner's wall clock runs from `epoch`;
-/// `confirm_reads` off answers reads without a read index (the old bug).
+/// How long a client's command may take before it answers `Timeout`
+/// (`QUEEN_RAFT_WRITE_TIMEOUT_MS`).
+pub const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Boots node `id` of `ids` on `storage` and starts its replicator, whose
+/// raft port is on the simulated network; `rng` draws its fdatasync times,
+/// and its planner's wall clock runs from `epoch`; `confirm_reads` off
+/// answers reads without a read index (the old bug).
 pub async fn boot(
-    id: u64,
+    (id, ids): (u64, &[u64]),
     storage: &SimStorage,
     (net, ledger): (Net, Ledger),
     mut rng: StdRng,
@@ -179,10 +189,31 @@ pub async fn boot(
         snapshots: None,
     };
     let recorded = Recorded { inner: machine, node: id, ledger: ledger.clone() };
-    let factory = net.factory(id);
-    let config = Arc::new(config().validate().map_err(|e| e.to_string())?);
-    let raft = Raft::new(id, config, factory, log.clone(), recorded).await.map_err(|e| e.to_string())?;
-    net.up(id, raft.clone());
+    let (dialer, port) = net.process(id);
+    let answered = ledger.clone();
+    let ground = Ground {
+        transport: Arc::new(dialer),
+        listener: Box::new(port),
+        on_answered: Some(Arc::new(move |log_id| answered.answered(log_id))),
+        confirm_reads,
+        staged_exit: Arc::new(|| panic!("a snapshot was staged, and the simulator sends none")),
+    };
+    let cluster = Cluster {
+        me: id,
+        peers: ids.iter().map(|id| (*id, Member { raft: address(*id), ..Member::default() })).collect(),
+        token: "simulated".into(),
+        listen: ([127, 0, 0, 1], 0).into(),
+        join: false,
+        write_timeout: WRITE_TIMEOUT,
+        data_dir: PathBuf::from("/node"),
+        purge_hold: Duration::from_secs(24 * 3600),
+        catalogue: EFFECT_CATALOGUE,
+    };
+    let reclaim = ReclaimBound { checkpointed: Arc::default(), below: Arc::default() };
+    let replicator = RaftReplicator::launch(cluster, log.clone(), recorded, reclaim, clock, ground)
+        .await
+        .map_err(|e| e.to_string())?;
+    let raft = replicator.raft().clone();
 
     let stopped = Arc::new(AtomicBool::new(false));
     let syncer = {
@@ -211,19 +242,9 @@ pub async fn boot(
             }
         })
     };
-    let answered = ledger.clone();
-    let seat = Seat {
-        raft: raft.clone(),
-        me: id,
-        store: store.clone(),
-        derailed: Arc::default(),
-        reads: confirm_reads.then(|| ReadConfirmer::new(raft.clone(), tokio::runtime::Handle::current())),
-        clock,
-        on_answered: Some(Arc::new(move |log_id| answered.answered(log_id))),
-    };
-    let (asks, proposer) = proposer::spawn(seat);
-    let leaders = tokio::spawn(watch_leadership(raft.clone(), id, ledger));
-    Ok(Up { raft, log, store, files, asks, fenced, stopped, tasks: vec![syncer, committed, proposer, leaders] })
+    let leaders = tokio::spawn(watch_leadership(raft, id, ledger));
+    let replicator = Arc::new(replicator);
+    Ok(Up { replicator, log, store, files, fenced, stopped, tasks: vec![syncer, committed, leaders] })
 }
 
 /// Enters every leadership this node takes in the ledger.
@@ -244,6 +265,10 @@ async fn watch_leadership(raft: SimRaft, id: u64, ledger: Ledger) {
 }
 
 impl Up {
+    pub fn raft(&self) -> &SimRaft {
+        self.replicator.raft()
+    }
+
     /// The process dies: its storage refuses everything from this instant,
     /// its tasks end, and its openraft is shut down.
     pub fn kill(self) {
@@ -252,8 +277,10 @@ impl Up {
         for t in &self.tasks {
             t.abort();
         }
+        self.replicator.abort();
+        let raft = self.replicator.raft().clone();
         tokio::spawn(async move {
-            let _ = self.raft.shutdown().await;
+            let _ = raft.shutdown().await;
         });
     }
 }

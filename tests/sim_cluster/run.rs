@@ -16,7 +16,6 @@ use super::storage::{Crash, Faults, SimStorage};
 use super::workload::{Clients, Directory};
 use openraft::async_runtime::watch::WatchReceiver;
 use openraft::ServerState;
-use queen::store::rows::Member;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -158,10 +157,6 @@ impl Run {
         for id in self.ids.clone() {
             self.start(id).await;
         }
-        let members: BTreeMap<u64, Member> = self.ids.iter().map(|id| (*id, Member::default())).collect();
-        if let Err(e) = self.ups[&1].raft.initialize(members).await {
-            self.violation(&format!("node 1 could not found the cluster: {e}"));
-        }
         for step in 0..self.plan.steps {
             let pause = self.rng.gen_range(1..40);
             tokio::time::sleep(Duration::from_millis(pause)).await;
@@ -244,11 +239,12 @@ impl Run {
     async fn start(&mut self, id: u64) {
         let rng = StdRng::from_rng(&mut self.rng).expect("a seeded rng");
         let (net, ledger) = (self.net.clone(), self.ledger.clone());
-        let booted = boot(id, &self.storages[&id], (net, ledger), rng, self.epoch, self.plan.confirm_reads).await;
+        let node = (id, self.ids.as_slice());
+        let booted = boot(node, &self.storages[&id], (net, ledger), rng, self.epoch, self.plan.confirm_reads).await;
         match booted {
             Ok(up) => {
                 trace(|| format!("node {id} boots: applied through {}", up.store.read().unwrap().applied));
-                self.directory.lock().expect("directory lock").insert(id, up.asks.clone());
+                self.directory.lock().expect("directory lock").insert(id, up.replicator.clone());
                 self.clients.stores.lock().expect("stores lock").insert(id, up.store.clone());
                 self.ups.insert(id, up);
             }
@@ -309,8 +305,8 @@ impl Run {
     fn leader(&self) -> Option<u64> {
         self.ups
             .iter()
-            .filter(|(_, up)| up.raft.metrics().borrow_watched().state == ServerState::Leader)
-            .map(|(id, up)| (up.raft.metrics().borrow_watched().current_term, *id))
+            .filter(|(_, up)| up.raft().metrics().borrow_watched().state == ServerState::Leader)
+            .map(|(id, up)| (up.raft().metrics().borrow_watched().current_term, *id))
             .max()
             .map(|(_, id)| id)
     }
@@ -321,7 +317,7 @@ impl Run {
         let to = *others.choose(&mut self.rng).unwrap();
         trace(|| format!("node {leader} hands its leadership to {to}"));
         self.outcome.transfers += 1;
-        let _ = self.ups[&leader].raft.trigger().transfer_leader(to).await;
+        let _ = self.ups[&leader].raft().trigger().transfer_leader(to).await;
     }
 
     /// The checks that hold at every step: no task panicked, the ledger's
@@ -372,9 +368,9 @@ impl Run {
             tokio::time::sleep(Duration::from_millis(50)).await;
             self.check_running(false);
             let settled = self.leader().is_some_and(|leader| {
-                let last = self.ups[&leader].raft.metrics().borrow_watched().last_log_index;
+                let last = self.ups[&leader].raft().metrics().borrow_watched().last_log_index;
                 self.ups.values().all(|up| {
-                    let m = up.raft.metrics().borrow_watched().clone();
+                    let m = up.raft().metrics().borrow_watched().clone();
                     m.last_applied.map(|a| a.index) == last && m.last_log_index == last
                 })
             });
@@ -387,7 +383,7 @@ impl Run {
                     .ups
                     .iter()
                     .map(|(id, up)| {
-                        let m = up.raft.metrics().borrow_watched().clone();
+                        let m = up.raft().metrics().borrow_watched().clone();
                         format!(
                             "node {id} {:?} term {} log {:?} applied {:?}",
                             m.state, m.current_term, m.last_log_index, m.last_applied

@@ -8,27 +8,22 @@
 
 use super::kafka_txns::{TxnModel, TxnSent};
 use super::kv_history::{self, KvCall, KvHistory};
+use super::node::{Recorded, WRITE_TIMEOUT};
 use super::pops::{PopModel, PopSent};
 use queen::message::Message;
 use queen::planner::command::{Answer, Command, PushItem, PushStatus};
-use queen::replicate::proposer::Msg;
-use queen::replicate::ProposeError;
+use queen::replicate::raft::replicator::RaftReplicator;
+use queen::replicate::{ProposeError, Replicator};
 use queen::store::Store;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::Rng;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::Duration;
-use tokio::sync::{mpsc, oneshot};
 
 pub const QUEUES: &[&str] = &["a", "b"];
 pub const PARTITIONS: &[&str] = &["p0", "p1"];
 const KV_KEYS: &[&str] = &["k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7"];
-/// How long a client waits for an answer (`QUEEN_RAFT_WRITE_TIMEOUT_MS`).
-const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
-/// How many nodes a command is sent to at most, following `NotLeader`.
-const HOPS: usize = 3;
 
 /// (queue, partition, transactionId).
 pub type PushKey = (String, String, String);
@@ -39,6 +34,8 @@ pub struct Model {
     pub acked: BTreeMap<PushKey, (u64, Vec<u8>)>,
     /// Pushes whose outcome is not known (timed out): retried later.
     unknown: BTreeSet<PushKey>,
+    /// Pushes some answer said were queued (not duplicates).
+    queued: BTreeSet<PushKey>,
     /// Every KV call and its answer, for the linearizability check.
     pub kv: KvHistory,
     pub txns: TxnModel,
@@ -48,8 +45,8 @@ pub struct Model {
     pub violations: Vec<String>,
 }
 
-/// Where each node's proposer is reached while its process is up.
-pub type Directory = Arc<Mutex<BTreeMap<u64, mpsc::UnboundedSender<Msg>>>>;
+/// Each node's replicator while its process is up.
+pub type Directory = Arc<Mutex<BTreeMap<u64, Arc<RaftReplicator<Recorded>>>>>;
 
 /// Each running node's store, where its Kafka front end looks up the
 /// partitions a transaction adds.
@@ -168,30 +165,14 @@ pub fn message(queue: &str, partition: &str, txn: &str) -> Message {
     Message::new(txn.to_string(), format!("{queue}/{partition}/{txn}").into_bytes())
 }
 
-/// Sends `command` to node `to`, and on to the leader it names.
-async fn ask(directory: &Directory, mut to: u64, command: Command) -> Result<Answer, ProposeError> {
-    let mut outcome = Err(ProposeError::NotLeader { leader: None });
-    for _ in 0..HOPS {
-        let (reply, answer) = oneshot::channel();
-        let sent = directory
-            .lock()
-            .expect("directory lock")
-            .get(&to)
-            .is_some_and(|tx| tx.send(Msg::Propose(command.clone(), reply)).is_ok());
-        if !sent {
-            return Err(ProposeError::NotLeader { leader: None });
-        }
-        outcome = match tokio::time::timeout(WRITE_TIMEOUT, answer).await {
-            Ok(Ok(answer)) => answer,
-            Ok(Err(_)) => Err(ProposeError::ShuttingDown),
-            Err(_) => Err(ProposeError::Timeout),
-        };
-        match outcome {
-            Err(ProposeError::NotLeader { leader: Some(leader) }) if leader != to => to = leader,
-            _ => return outcome,
-        }
-    }
-    outcome
+/// Sends `command` to node `to`'s replicator, which forwards it to the
+/// leader it knows of (and answers `Timeout` itself past the write timeout;
+/// the client's own wait is a backstop).
+async fn ask(directory: &Directory, to: u64, command: Command) -> Result<Answer, ProposeError> {
+    let replicator = directory.lock().expect("directory lock").get(&to).cloned();
+    let Some(replicator) = replicator else { return Err(ProposeError::NotLeader { leader: None }) };
+    let answer = tokio::time::timeout(WRITE_TIMEOUT * 2, replicator.propose(command)).await;
+    answer.unwrap_or(Err(ProposeError::Timeout))
 }
 
 /// Records what `answer` promises, and checks it against what earlier
@@ -206,8 +187,12 @@ fn settle(model: &mut Model, command: &Command, sent: Sent, answer: Result<Answe
         (Sent::Push(keys), Ok(Answer::Pushed(outcomes))) => {
             for (key, out) in keys.into_iter().zip(outcomes) {
                 model.unknown.remove(&key);
+                // Answers cross: the first push's `Queued` may come after a
+                // retry's `Duplicate`, but a key is queued once, at one offset.
+                let first_queued = out.status == PushStatus::Queued && model.queued.insert(key.clone());
                 match model.acked.get(&key) {
-                    Some((offset, _)) if *offset == out.offset && out.status == PushStatus::Duplicate => {}
+                    Some((offset, _))
+                        if *offset == out.offset && (out.status == PushStatus::Duplicate || first_queued) => {}
                     Some((offset, _)) => model.violations.push(format!(
                         "a retry of {key:?}, answered at offset {offset} before, was answered {:?} at offset {}",
                         out.status, out.offset

@@ -3,12 +3,12 @@
 //! the cluster token, and multiplexed, each request answered by its id.
 
 use super::rpc::{read_frame, write_frame, Hello, Request, Response, Welcome};
-use std::collections::HashMap;
+use super::transport::{Stream, Transport};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::net::tcp::OwnedWriteHalf;
-use tokio::net::TcpStream;
+use tokio::io::WriteHalf;
 use tokio::sync::oneshot;
 
 #[derive(Debug, Clone, thiserror::Error)]
@@ -37,10 +37,12 @@ impl LinkError {
     }
 }
 
-type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Response>>>>;
+/// Calls awaiting their answers, by id (ordered, so that a broken
+/// connection fails them in one order: a simulated run replays exactly).
+type Pending = Arc<Mutex<BTreeMap<u64, oneshot::Sender<Response>>>>;
 
 struct Conn {
-    writer: tokio::sync::Mutex<OwnedWriteHalf>,
+    writer: tokio::sync::Mutex<WriteHalf<Stream>>,
     pending: Pending,
     /// Set by the reader once the connection broke.
     broken: Arc<std::sync::atomic::AtomicBool>,
@@ -50,13 +52,14 @@ pub struct Link {
     addr: String,
     token: String,
     from: u64,
+    transport: Arc<dyn Transport>,
     conn: tokio::sync::Mutex<Option<Arc<Conn>>>,
     next_id: AtomicU64,
 }
 
 impl Link {
-    pub fn new(addr: String, token: String, from: u64) -> Self {
-        Self { addr, token, from, conn: tokio::sync::Mutex::new(None), next_id: AtomicU64::new(1) }
+    pub fn new(addr: String, token: String, from: u64, transport: Arc<dyn Transport>) -> Self {
+        Self { addr, token, from, transport, conn: tokio::sync::Mutex::new(None), next_id: AtomicU64::new(1) }
     }
 
     fn unreachable(&self, why: impl ToString) -> LinkError {
@@ -76,8 +79,7 @@ impl Link {
     }
 
     async fn open(&self) -> Result<Arc<Conn>, LinkError> {
-        let mut stream = TcpStream::connect(&self.addr).await.map_err(|e| self.unreachable(e))?;
-        let _ = stream.set_nodelay(true);
+        let mut stream = self.transport.dial(&self.addr).await.map_err(|e| self.unreachable(e))?;
         write_frame(&mut stream, &Hello { token: self.token.clone(), from: self.from })
             .await
             .map_err(|e| self.unreachable(e))?;
@@ -85,7 +87,7 @@ impl Link {
         if let Some(why) = welcome {
             return Err(LinkError::Refused { addr: self.addr.clone(), why });
         }
-        let (mut reader, writer) = stream.into_split();
+        let (mut reader, writer) = tokio::io::split(stream);
         let pending: Pending = Arc::default();
         let broken = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let conn = Arc::new(Conn {

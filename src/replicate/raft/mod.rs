@@ -18,5 +18,6 @@ pub mod runtime;
 mod server;
 pub mod snapshot_transfer;
 pub mod state_machine;
+pub mod transport;
 pub mod types;
 pub mod version_gate;

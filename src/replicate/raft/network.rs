@@ -4,6 +4,7 @@
 use super::link::{Link, LinkError};
 use super::rpc::{Request, Response};
 use super::snapshot_transfer;
+use super::transport::Transport;
 use super::types::Queen;
 use crate::store::rows::Member;
 use openraft::error::{NetworkError, RPCError, ReplicationClosed, StreamingError, Unreachable};
@@ -28,6 +29,7 @@ type Links = HashMap<(u64, String), Arc<Link>>;
 pub struct Peers {
     links: Arc<Mutex<Links>>,
     token: String,
+    transport: Arc<dyn Transport>,
     /// This node's id, which it introduces itself with.
     me: u64,
     /// When a refused token was last logged, so a cut-off node says so once
@@ -36,8 +38,8 @@ pub struct Peers {
 }
 
 impl Peers {
-    pub fn new(me: u64, token: String) -> Self {
-        Self { links: Arc::default(), token, me, refused_logged: Arc::default() }
+    pub fn new(me: u64, token: String, transport: Arc<dyn Transport>) -> Self {
+        Self { links: Arc::default(), token, transport, me, refused_logged: Arc::default() }
     }
 
     /// The link to `target` at `raft`.
@@ -45,7 +47,9 @@ impl Peers {
         let mut links = self.links.lock().expect("peer links lock");
         links
             .entry((target, raft.to_string()))
-            .or_insert_with(|| Arc::new(Link::new(raft.to_string(), self.token.clone(), self.me)))
+            .or_insert_with(|| {
+                Arc::new(Link::new(raft.to_string(), self.token.clone(), self.me, self.transport.clone()))
+            })
             .clone()
     }
 }

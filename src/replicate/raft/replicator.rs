@@ -14,12 +14,13 @@ use super::apply_guard::ApplyGuard;
 use super::log_storage::RaftLog;
 use super::membership::{self, ChangeRefusal, MembershipChange, MembershipView};
 use super::network::Peers;
-use super::proposer::{self, Seat};
+use super::proposer::{self, OnAnswered, Seat};
 use super::read_confirm::ReadConfirmer;
 use super::rpc::{Request, Response};
-use super::server::{Changed, Forwarded, ForwardedAt, Leader, Server};
+use super::server::{exit_to_install, Changed, Forwarded, ForwardedAt, Leader, Server, StagedExit};
 use super::snapshot_transfer::Inbox;
-use super::state_machine::RaftMachine;
+use super::state_machine::Machine;
+use super::transport::{Listener, Tcp, Transport};
 use super::types::Queen;
 use super::version_gate;
 use crate::apply_watch::ApplyWatch;
@@ -38,7 +39,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
-use tokio::task::JoinHandle;
+use tokio::task::{JoinHandle, JoinSet};
 
 /// What a cluster node is started with.
 pub struct Cluster {
@@ -71,8 +72,8 @@ pub enum ClusterError {
     Runtime(std::io::Error),
 }
 
-struct Inner {
-    raft: Raft<Queen, RaftMachine>,
+struct Inner<SM: Machine> {
+    raft: Raft<Queen, SM>,
     me: u64,
     peers: Peers,
     store: Arc<RwLock<Store>>,
@@ -94,14 +95,32 @@ struct Inner {
     /// under load had voided entries it had in flight).
     derailed: Arc<AtomicBool>,
     /// Confirms this node's leadership for reads (`read_confirm.rs`).
-    reads: Arc<ReadConfirmer<RaftMachine>>,
+    reads: Arc<ReadConfirmer<SM>>,
 }
 
-pub struct RaftReplicator {
-    inner: Arc<Inner>,
+/// A cluster node's replicator, over Queen's state machine (`RaftMachine`)
+/// in a process, or the cluster simulator's wrapper of it.
+pub struct RaftReplicator<SM: Machine = super::state_machine::RaftMachine> {
+    inner: Arc<Inner<SM>>,
     log: RaftLog,
     proposer: Mutex<Option<JoinHandle<()>>>,
+    /// The tasks it runs beside openraft (the raft port's server, the purge
+    /// hold, ...), which end with it.
+    tasks: Mutex<JoinSet<()>>,
+    /// The runtime it runs on, when it made its own (a process's).
     runtime: Mutex<Option<tokio::runtime::Runtime>>,
+}
+
+/// What a node's raft runs on: in a process, TCP, its own exit and no
+/// hooks; in the cluster simulator, its network and its ledger's hook.
+pub struct Ground {
+    pub transport: Arc<dyn Transport>,
+    pub listener: Box<dyn Listener>,
+    pub on_answered: Option<OnAnswered>,
+    /// Answers without an entry wait for a read index (`read_confirm.rs`);
+    /// off only in the simulator's deliberately broken variant.
+    pub confirm_reads: bool,
+    pub staged_exit: StagedExit,
 }
 
 /// openraft's settings for a cluster node (the cluster simulator runs
@@ -128,14 +147,14 @@ pub fn config() -> Config {
     }
 }
 
-impl RaftReplicator {
-    /// Starts openraft over `machine` and `log`, the raft port, and the
-    /// proposer; founds the cluster when this is its lowest-numbered voter
-    /// and its log is empty.
+impl<SM: Machine> RaftReplicator<SM> {
+    /// Starts openraft over `machine` and `log` on a runtime of its own,
+    /// with the raft port on TCP; founds the cluster when this is its
+    /// lowest-numbered voter and its log is empty.
     pub fn start(
         cluster: Cluster,
         log: RaftLog,
-        machine: RaftMachine,
+        machine: SM,
         reclaim: ReclaimBound,
         clock: Arc<dyn Clock>,
     ) -> Result<Self, ClusterError> {
@@ -145,17 +164,41 @@ impl RaftReplicator {
             .enable_all()
             .build()
             .map_err(ClusterError::Runtime)?;
-        let handle = runtime.handle().clone();
-        let (store, apply_watch, guard) =
-            (machine.store.clone(), machine.after.apply_watch.clone(), machine.guard.clone());
-        let peers = Peers::new(cluster.me, cluster.token.clone());
+        let listen = cluster.listen;
+        let listener = runtime
+            .block_on(tokio::net::TcpListener::bind(listen))
+            .map_err(|source| ClusterError::Bind { addr: listen, source })?;
+        let ground = Ground {
+            transport: Arc::new(Tcp),
+            listener: Box::new(listener),
+            on_answered: None,
+            confirm_reads: true,
+            staged_exit: exit_to_install(),
+        };
+        let replicator = runtime.block_on(Self::launch(cluster, log, machine, reclaim, clock, ground))?;
+        *replicator.runtime.lock().expect("replicator lock") = Some(runtime);
+        Ok(replicator)
+    }
+
+    /// Starts openraft, the raft port's server over `ground` and the
+    /// proposer on the runtime this is called on; founds the cluster as
+    /// `start` says.
+    pub async fn launch(
+        cluster: Cluster,
+        log: RaftLog,
+        machine: SM,
+        reclaim: ReclaimBound,
+        clock: Arc<dyn Clock>,
+        ground: Ground,
+    ) -> Result<Self, ClusterError> {
+        let handle = tokio::runtime::Handle::current();
+        let queen = machine.queen();
+        let (store, apply_watch, guard) = (queen.store.clone(), queen.after.apply_watch.clone(), queen.guard.clone());
+        let peers = Peers::new(cluster.me, cluster.token.clone(), ground.transport);
         let config = Arc::new(config().validate().map_err(|e| ClusterError::Start(e.to_string()))?);
-        let raft = handle
-            .block_on(Raft::new(cluster.me, config, peers.clone(), log.clone(), machine))
+        let raft = Raft::new(cluster.me, config, peers.clone(), log.clone(), machine)
+            .await
             .map_err(|e| ClusterError::Start(e.to_string()))?;
-        let listener = handle
-            .block_on(tokio::net::TcpListener::bind(cluster.listen))
-            .map_err(|source| ClusterError::Bind { addr: cluster.listen, source })?;
         let derailed = Arc::new(AtomicBool::new(false));
         let reads = ReadConfirmer::new(raft.clone(), handle.clone());
         let seat = Seat {
@@ -163,14 +206,11 @@ impl RaftReplicator {
             me: cluster.me,
             store: store.clone(),
             derailed: derailed.clone(),
-            reads: Some(reads.clone()),
+            reads: ground.confirm_reads.then(|| reads.clone()),
             clock,
-            on_answered: None,
+            on_answered: ground.on_answered,
         };
-        let (tx, proposer) = {
-            let _entered = handle.enter();
-            proposer::spawn(seat)
-        };
+        let (tx, proposer) = proposer::spawn(seat);
         let inner = Arc::new(Inner {
             raft: raft.clone(),
             me: cluster.me,
@@ -179,51 +219,85 @@ impl RaftReplicator {
             apply_watch,
             tx: Mutex::new(Some(tx)),
             write_timeout: cluster.write_timeout,
-            handle: handle.clone(),
+            handle,
             last_leader_view: Mutex::new(Instant::now()),
             founders: cluster.peers.clone(),
             guard,
             catalogue: cluster.catalogue,
-            derailed: derailed.clone(),
+            derailed,
             reads: reads.clone(),
         });
-        let inbox = Inbox { data_dir: cluster.data_dir.clone() };
-        let staged = Default::default();
-        let catalogue = cluster.catalogue;
-        let leader = inner.clone();
         let server = Arc::new(Server {
             raft: raft.clone(),
             token: cluster.token,
-            leader,
-            inbox,
-            staged,
-            catalogue,
-            reads: reads.clone(),
+            leader: inner.clone(),
+            inbox: Inbox { data_dir: cluster.data_dir.clone() },
+            staged: Default::default(),
+            staged_exit: ground.staged_exit,
+            catalogue: cluster.catalogue,
+            reads,
         });
-        handle.spawn(server.serve(listener));
-        handle.spawn(hold_purges(raft.clone(), cluster.purge_hold, reclaim));
-        handle.spawn(stop_when_the_log_fails(raft.clone(), log.clone()));
-        handle.spawn(raise_catalogue(inner.clone()));
+        let mut tasks = JoinSet::new();
+        tasks.spawn(server.serve(ground.listener));
+        tasks.spawn(hold_purges(raft.clone(), cluster.purge_hold, reclaim));
+        tasks.spawn(stop_when_the_log_fails(raft.clone(), log.clone()));
+        tasks.spawn(raise_catalogue(inner.clone()));
         let founder = cluster.peers.keys().next() == Some(&cluster.me);
         if founder && !cluster.join {
-            let initialized = handle.block_on(raft.is_initialized()).map_err(|e| ClusterError::Start(e.to_string()))?;
+            let initialized = raft.is_initialized().await.map_err(|e| ClusterError::Start(e.to_string()))?;
             if !initialized {
-                handle
-                    .block_on(raft.initialize(cluster.peers.clone()))
-                    .map_err(|e| ClusterError::Start(e.to_string()))?;
+                raft.initialize(cluster.peers.clone()).await.map_err(|e| ClusterError::Start(e.to_string()))?;
                 tracing::info!(voters = ?cluster.peers.keys().collect::<Vec<_>>(), "founded the cluster");
             }
         } else if cluster.join {
             tracing::info!("this fresh node joins an existing cluster: it waits to be added");
         }
-        Ok(Self { inner, log, proposer: Mutex::new(Some(proposer)), runtime: Mutex::new(Some(runtime)) })
+        Ok(Self {
+            inner,
+            log,
+            proposer: Mutex::new(Some(proposer)),
+            tasks: Mutex::new(tasks),
+            runtime: Mutex::new(None),
+        })
+    }
+
+    /// openraft, for what the replicator does not answer itself (the
+    /// node's status, the simulator's faults and checks).
+    pub fn raft(&self) -> &Raft<Queen, SM> {
+        &self.inner.raft
+    }
+
+    /// Hands leadership over when this node leads, then stops the proposer
+    /// (finishing what it has in flight) and openraft.
+    pub async fn shut_down(&self) {
+        self.inner.hand_over_leadership().await;
+        if let Some(tx) = self.inner.tx.lock().expect("replicator lock").take() {
+            let _ = tx.send(Msg::Stop);
+        }
+        let proposer = self.proposer.lock().expect("replicator lock").take();
+        if let Some(proposer) = proposer {
+            let _ = proposer.await;
+        }
+        self.tasks.lock().expect("replicator lock").abort_all();
+        let _ = self.inner.raft.shutdown().await;
+    }
+
+    /// Ends every task this replicator runs at once, as the death of its
+    /// process does (the cluster simulator's kill); openraft's own are
+    /// ended by its `shutdown`.
+    pub fn abort(&self) {
+        self.inner.tx.lock().expect("replicator lock").take();
+        if let Some(proposer) = self.proposer.lock().expect("replicator lock").take() {
+            proposer.abort();
+        }
+        self.tasks.lock().expect("replicator lock").abort_all();
     }
 }
 
 /// Stops openraft once this node's log cannot be written (a full volume):
 /// the node must not vote or take appends it cannot make durable, and the
 /// others go on without it. Its process stays up, saying why in /health.
-async fn stop_when_the_log_fails(raft: Raft<Queen, RaftMachine>, log: RaftLog) {
+async fn stop_when_the_log_fails<SM: Machine>(raft: Raft<Queen, SM>, log: RaftLog) {
     while log.failure().is_none() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
@@ -234,7 +308,7 @@ async fn stop_when_the_log_fails(raft: Raft<Queen, RaftMachine>, log: RaftLog) {
 /// newer one (`version_gate.rs`): the leader asks each member what its
 /// build reads, every few seconds, and writes the lowest answer when it is
 /// above the cluster's. A member that does not answer holds it back.
-async fn raise_catalogue(inner: Arc<Inner>) {
+async fn raise_catalogue<SM: Machine>(inner: Arc<Inner<SM>>) {
     loop {
         tokio::time::sleep(Duration::from_secs(2)).await;
         let members: Vec<(u64, Member)> = {
@@ -285,7 +359,7 @@ pub struct ReclaimBound {
 /// openraft for a snapshot (the checkpoint's meta, `state_machine.rs`)
 /// before each purge, since it purges nothing a snapshot does not cover.
 /// Keeps reclaim's bound up to date as the purge point moves.
-async fn hold_purges(raft: Raft<Queen, RaftMachine>, hold: Duration, reclaim: ReclaimBound) {
+async fn hold_purges<SM: Machine>(raft: Raft<Queen, SM>, hold: Duration, reclaim: ReclaimBound) {
     let every = (hold / 4).clamp(Duration::from_millis(100), Duration::from_secs(5));
     let mut samples: std::collections::VecDeque<(Instant, u64)> = Default::default();
     loop {
@@ -314,7 +388,7 @@ async fn hold_purges(raft: Raft<Queen, RaftMachine>, hold: Duration, reclaim: Re
     }
 }
 
-impl Inner {
+impl<SM: Machine> Inner<SM> {
     /// The leader this node knows of, and where it is reached: from the
     /// membership, or, before this node has received the membership, from
     /// the peers it was started with.
@@ -430,7 +504,7 @@ fn left_of(deadline: Instant) -> Duration {
 /// How long a stopping leader waits for another voter to take over.
 const TRANSFER_TIMEOUT: Duration = Duration::from_secs(3);
 
-impl Inner {
+impl<SM: Machine> Inner<SM> {
     /// A stopping leader hands its leadership to the voter that holds the
     /// most of its log, and waits (up to `TRANSFER_TIMEOUT`) until that one
     /// leads, so a planned restart costs one transfer and no election.
@@ -462,7 +536,7 @@ impl Inner {
     }
 }
 
-impl Leader for Inner {
+impl<SM: Machine> Leader for Inner<SM> {
     fn forwarded(&self, command: Command) -> ForwardedAt {
         let answer = self.propose_here(command);
         let store = self.store.clone();
@@ -503,7 +577,7 @@ impl Leader for Inner {
     }
 }
 
-impl Replicator for RaftReplicator {
+impl<SM: Machine> Replicator for RaftReplicator<SM> {
     /// On the leader the command goes to the sequencer at once; a follower
     /// forwards it, and that round trip is its own task's.
     fn propose_now(&self, command: Command) -> Result<Proposal<'static>, Box<Command>> {
@@ -568,18 +642,9 @@ impl Replicator for RaftReplicator {
     }
 
     fn stop(&self) {
-        if let Some(runtime) = self.runtime.lock().expect("replicator lock").as_ref() {
-            runtime.block_on(self.inner.hand_over_leadership());
-        }
-        if let Some(tx) = self.inner.tx.lock().expect("replicator lock").take() {
-            let _ = tx.send(Msg::Stop);
-        }
-        if let Some(runtime) = self.runtime.lock().expect("replicator lock").take() {
-            if let Some(proposer) = self.proposer.lock().expect("replicator lock").take() {
-                let _ = runtime.block_on(proposer);
-            }
-            let raft = self.inner.raft.clone();
-            let _ = runtime.block_on(raft.shutdown());
+        let runtime = self.runtime.lock().expect("replicator lock").take();
+        if let Some(runtime) = runtime {
+            runtime.block_on(self.shut_down());
             runtime.shutdown_timeout(Duration::from_secs(5));
         }
         self.log.stop();

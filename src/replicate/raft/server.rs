@@ -7,7 +7,8 @@ use super::membership::{ChangeRefusal, MembershipChange, MembershipView};
 use super::read_confirm::ReadConfirmer;
 use super::rpc::{read_frame, same_token, write_frame, Hello, RaftVote, Request, Response, Welcome};
 use super::snapshot_transfer::{Inbox, RaftPoint, SNAPSHOT_EXIT_CODE};
-use super::state_machine::RaftMachine;
+use super::state_machine::Machine;
+use super::transport::{Listener, Stream};
 use super::types::{Queen, RaftLogId};
 use crate::planner::command::{Answer, Command};
 use crate::replicate::ProposeError;
@@ -20,7 +21,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
-use tokio::net::{TcpListener, TcpStream};
 
 /// How long a new connection may take to introduce itself.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
@@ -39,8 +39,13 @@ pub trait Leader: Send + Sync + 'static {
 
 pub type Changed = Pin<Box<dyn Future<Output = Result<MembershipView, ChangeRefusal>> + Send>>;
 
-pub struct Server {
-    pub raft: Raft<Queen, RaftMachine>,
+/// What a node does once a snapshot is staged and its answer sent: a
+/// process exits with code 75 (`SNAPSHOT_EXIT_CODE`), for its next boot to
+/// install the snapshot.
+pub type StagedExit = Arc<dyn Fn() + Send + Sync>;
+
+pub struct Server<SM: Machine> {
+    pub raft: Raft<Queen, SM>,
     pub token: String,
     pub leader: Arc<dyn Leader>,
     /// Where a snapshot sent to this node arrives.
@@ -48,16 +53,23 @@ pub struct Server {
     /// Set once a snapshot is staged: this process's log is the one the
     /// snapshot replaces, so it answers nothing more and exits.
     pub staged: AtomicBool,
+    pub staged_exit: StagedExit,
     /// The effect catalogue version this build reads.
     pub catalogue: u32,
     /// Confirms this node's leadership for a follower's read index.
-    pub reads: Arc<ReadConfirmer<RaftMachine>>,
+    pub reads: Arc<ReadConfirmer<SM>>,
 }
 
-impl Server {
-    pub async fn serve(self: Arc<Self>, listener: TcpListener) {
-        loop {
-            match listener.accept().await {
+/// A process's own exit once a snapshot is staged.
+pub fn exit_to_install() -> StagedExit {
+    Arc::new(|| std::process::exit(SNAPSHOT_EXIT_CODE))
+}
+
+impl<SM: Machine> Server<SM> {
+    /// Answers the connections `listener` accepts, until it closes.
+    pub async fn serve(self: Arc<Self>, mut listener: Box<dyn Listener>) {
+        while let Some(accepted) = listener.accept().await {
+            match accepted {
                 Ok((stream, peer)) => {
                     let server = self.clone();
                     tokio::spawn(async move {
@@ -74,8 +86,7 @@ impl Server {
         }
     }
 
-    async fn connection(self: Arc<Self>, mut stream: TcpStream) -> Result<(), super::rpc::FrameError> {
-        let _ = stream.set_nodelay(true);
+    async fn connection(self: Arc<Self>, mut stream: Stream) -> Result<(), super::rpc::FrameError> {
         let hello: Hello = match tokio::time::timeout(HELLO_TIMEOUT, read_frame(&mut stream)).await {
             Ok(hello) => hello?,
             Err(_) => return Ok(()),
@@ -90,7 +101,7 @@ impl Server {
             return write_frame(&mut stream, &refusal).await;
         }
         write_frame(&mut stream, &None::<String>).await?;
-        let (mut reader, writer) = stream.into_split();
+        let (mut reader, writer) = tokio::io::split(stream);
         let writer = Arc::new(tokio::sync::Mutex::new(writer));
         loop {
             let (id, request): (u64, Request) = read_frame(&mut reader).await?;
@@ -103,7 +114,7 @@ impl Server {
                     // The snapshot's sender has its answer: the next boot
                     // installs the snapshot (`snapshot_transfer.rs`).
                     let _ = writer.flush().await;
-                    std::process::exit(SNAPSHOT_EXIT_CODE);
+                    (server.staged_exit)();
                 }
             });
         }

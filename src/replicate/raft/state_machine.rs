@@ -44,6 +44,19 @@ pub struct RaftMachine {
     pub after: AfterApply,
 }
 
+/// A state machine a cluster node's replicator runs: Queen's, or one that
+/// wraps it (the cluster simulator's records every entry it applies).
+pub trait Machine: RaftStateMachine<Queen, SnapshotData = PathBuf> {
+    /// Queen's own, whose store, apply watch and guard the replicator reads.
+    fn queen(&self) -> &RaftMachine;
+}
+
+impl Machine for RaftMachine {
+    fn queen(&self) -> &RaftMachine {
+        self
+    }
+}
+
 /// What a snapshot is built from, on a node that serves them.
 #[derive(Clone)]
 pub struct SnapshotFiles {
