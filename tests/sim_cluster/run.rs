@@ -1,26 +1,34 @@
 //! One simulated cluster run from one seed: N nodes booted on simulated
 //! storage, founded by node 1, and then, step by step as the seed draws
 //! them, clients' commands, crashes (a kill, a power cut, a torn power
-//! cut) and restarts, storage faults, partitions and one-way cuts that
-//! heal, network weather (loss, delays, slow ways) and leadership
-//! transfers. At the end the network heals, every node restarts, the
-//! cluster settles, and every node is checked (`checks.rs`); the ledger's
-//! and the clients' checks run at every step.
+//! cut) and restarts, graceful stops (a leader hands its leadership over
+//! first, as on SIGTERM), storage faults, partitions and one-way cuts that
+//! heal, network weather (loss, delays, slow ways), leadership transfers and
+//! membership changes through the membership API (a voter removed, added
+//! back as a learner, promoted). At the end the network heals, every node
+//! restarts and is a voter again, the cluster settles, and every node is
+//! checked (`checks.rs`); the ledger's and the clients' checks run at every
+//! step.
 
 use super::checks;
 use super::ledger::Ledger;
 use super::network::Net;
-use super::network::{NetCounts, Weather};
+use super::network::{address, NetCounts, Weather};
 use super::node::{boot, trace, Up};
 use super::storage::{Crash, Faults, SimStorage};
 use super::workload::{Clients, Directory};
 use openraft::async_runtime::watch::WatchReceiver;
 use openraft::ServerState;
+use queen::replicate::raft::membership::MembershipChange;
+use queen::replicate::Replicator;
+use queen::store::rows::Member;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -82,6 +90,12 @@ pub struct Outcome {
     pub stops_on_faults: u64,
     pub partitions: u64,
     pub transfers: u64,
+    /// Graceful stops, and those of a leader whose leadership moved.
+    pub stops: u64,
+    pub handed_over: u64,
+    /// Membership changes asked, and those made.
+    pub membership_asked: u64,
+    pub membership_made: Arc<AtomicU64>,
     pub terms: u64,
     pub terms_with_two_leaders: u64,
     pub simulated_ms: u64,
@@ -196,6 +210,11 @@ impl Run {
             if let Some(id) = up.choose(&mut self.rng) {
                 self.crash(*id);
             }
+        } else if roll < crash * 3 / 2 {
+            let up: Vec<u64> = self.ups.keys().copied().collect();
+            if let Some(id) = up.choose(&mut self.rng) {
+                self.stop(*id).await;
+            }
         } else if roll < crash * 3 {
             let down: Vec<u64> = self.ids.iter().copied().filter(|id| !self.ups.contains_key(id)).collect();
             if let Some(id) = down.choose(&mut self.rng) {
@@ -219,6 +238,8 @@ impl Run {
             }
         } else if roll < crash * 3 + partition * 3 + faults + 10 {
             self.transfer().await;
+        } else if roll < crash * 3 + partition * 3 + faults + 14 {
+            self.change_membership();
         } else if roll < crash * 3 + partition * 3 + faults + 30 {
             let weather = Weather {
                 loss_ppm: *[0, 0, 10_000, 50_000].choose(&mut self.rng).unwrap(),
@@ -265,6 +286,82 @@ impl Run {
         if self.faulty.is_some_and(|(f, _)| f == id) {
             self.faulty = None;
         }
+    }
+
+    /// Stops node `id` as SIGTERM does: a leader hands its leadership to
+    /// the voter holding most of its log, the proposer finishes, openraft
+    /// stops, and what was staged is written; then the process is gone.
+    async fn stop(&mut self, id: u64) {
+        let Some(up) = self.ups.remove(&id) else { return };
+        let led = up.raft().metrics().borrow_watched().current_leader == Some(id);
+        trace(|| format!("node {id} stops{}", if led { ", handing its leadership over" } else { "" }));
+        self.outcome.stops += 1;
+        self.directory.lock().expect("directory lock").remove(&id);
+        self.clients.stores.lock().expect("stores lock").remove(&id);
+        up.replicator.shut_down().await;
+        let moved = self.ups.values().find_map(|other| other.raft().metrics().borrow_watched().current_leader);
+        if led && moved.is_some_and(|leader| leader != id) {
+            self.outcome.handed_over += 1;
+        }
+        while up.log.sync_staged().unwrap_or(false) {}
+        self.net.down(id);
+        up.kill();
+        if self.faulty.is_some_and(|(f, _)| f == id) {
+            self.faulty = None;
+        }
+    }
+
+    /// Asks a node the seed picks for a membership change, through the
+    /// membership API's path (forwarded to the leader, checked, then made
+    /// by openraft): all voters lose one; a node that is no member comes
+    /// back as a learner; learners are promoted.
+    fn change_membership(&mut self) {
+        let Some(leader) = self.leader() else { return };
+        let change = self.membership_step(leader, true);
+        let up: Vec<u64> = self.ups.keys().copied().collect();
+        let (Some(change), Some(via)) = (change, up.choose(&mut self.rng).copied()) else { return };
+        self.outcome.membership_asked += 1;
+        self.ask_membership(via, change);
+    }
+
+    /// The next membership change from what leader `leader` holds: a voter
+    /// removed (when `remove` and every node is one), a learner added, or
+    /// the learners promoted.
+    fn membership_step(&mut self, leader: u64, remove: bool) -> Option<MembershipChange> {
+        let (voters, learners) = {
+            let m = self.ups[&leader].raft().metrics().borrow_watched().clone();
+            let membership = m.membership_config.membership();
+            let voters: Vec<u64> = membership.voter_ids().collect();
+            (voters, membership.learner_ids().collect::<Vec<u64>>())
+        };
+        let absent: Vec<u64> =
+            self.ids.iter().copied().filter(|id| !voters.contains(id) && !learners.contains(id)).collect();
+        if !learners.is_empty() {
+            Some(MembershipChange::Promote { ids: learners })
+        } else if let Some(id) = absent.choose(&mut self.rng) {
+            Some(MembershipChange::AddLearner { id: *id, member: Member { raft: address(*id), ..Member::default() } })
+        } else if remove && voters.len() == self.ids.len() {
+            voters.choose(&mut self.rng).map(|id| MembershipChange::Remove { id: *id })
+        } else {
+            None
+        }
+    }
+
+    /// Sends `change` through node `via`'s replicator, answered in a task
+    /// of its own.
+    fn ask_membership(&self, via: u64, change: MembershipChange) {
+        let replicator = self.ups[&via].replicator.clone();
+        let made = self.outcome.membership_made.clone();
+        tokio::spawn(async move {
+            let answer = match replicator.change_membership(change.clone()) {
+                Some(answer) => answer.await,
+                None => return,
+            };
+            if answer.is_ok() {
+                made.fetch_add(1, Ordering::Relaxed);
+            }
+            trace(|| format!("membership change {change:?} through node {via}: {answer:?}"));
+        });
     }
 
     /// Cuts the network: the leader (or a node) off from the rest, two
@@ -364,15 +461,26 @@ impl Run {
     /// and the clients have their answers.
     async fn settle(&mut self) {
         let deadline = Instant::now() + SETTLE_WITHIN;
+        let mut next_change = Instant::now();
         loop {
             tokio::time::sleep(Duration::from_millis(50)).await;
             self.check_running(false);
+            // Every node is made a voter again, a step at a time.
+            if let Some(leader) = self.leader().filter(|_| Instant::now() >= next_change) {
+                if let Some(change) = self.membership_step(leader, false) {
+                    self.ask_membership(leader, change);
+                }
+                next_change = Instant::now() + Duration::from_millis(500);
+            }
             let settled = self.leader().is_some_and(|leader| {
-                let last = self.ups[&leader].raft().metrics().borrow_watched().last_log_index;
-                self.ups.values().all(|up| {
-                    let m = up.raft().metrics().borrow_watched().clone();
-                    m.last_applied.map(|a| a.index) == last && m.last_log_index == last
-                })
+                let m = self.ups[&leader].raft().metrics().borrow_watched().clone();
+                let voters = m.membership_config.membership().voter_ids().count();
+                let last = m.last_log_index;
+                voters == self.ids.len()
+                    && self.ups.values().all(|up| {
+                        let m = up.raft().metrics().borrow_watched().clone();
+                        m.last_applied.map(|a| a.index) == last && m.last_log_index == last
+                    })
             });
             let answered = self.clients.model.lock().expect("model lock").answers == self.outcome.commands;
             if settled && answered {
