@@ -118,6 +118,26 @@ fn regressions() -> Vec<(u64, Plan, &'static str)> {
              (the proposer now fuses the stream)",
         ),
         (
+            7,
+            Plan::default(),
+            "a leader alone was stopped as on SIGTERM: openraft answered its transfer_leader trigger only once its \
+             core handled it, minutes later, and the stop waited (the trigger is now bounded by the hand-over's 3 s); \
+             and the replicator's deadlines on std's clock spun through simulated minutes (now on tokio's)",
+        ),
+        (
+            171,
+            Plan::default(),
+            "a node whose storage was failing was stopped gracefully and booted again into the same faults (the \
+             simulator's: a stop now ends them, as a crash does)",
+        ),
+        (
+            184,
+            Plan::default(),
+            "a follower saved a committed id naming entries it had appended and not yet fdatasynced; a torn power \
+             cut took them, and its next boot refused: openraft read the committed entries the log no longer held \
+             (the committed id is now read no further than the log reaches)",
+        ),
+        (
             0,
             Plan::partitions(),
             "a leader cut off from its majority answered a conditional write refused, expecting the version a \

@@ -306,8 +306,11 @@ impl Run {
         while up.log.sync_staged().unwrap_or(false) {}
         self.net.down(id);
         up.kill();
+        // Its storage's faults end with it, as a crash's do (seed 171
+        // booted it again into them).
         if self.faulty.is_some_and(|(f, _)| f == id) {
             self.faulty = None;
+            self.storages[&id].arm(Faults::default());
         }
     }
 
