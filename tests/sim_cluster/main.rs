@@ -138,6 +138,13 @@ fn regressions() -> Vec<(u64, Plan, &'static str)> {
              (the committed id is now read no further than the log reaches)",
         ),
         (
+            377,
+            Plan::partitions(),
+            "the checker's: node 3 led term 6 after node 5 had, on votes granted before node 5's and held across a \
+             cut; the ledger called it a vote for a lower leader id granted after a higher one (the order in which a \
+             term's leaders take it is no longer checked: the entries are)",
+        ),
+        (
             0,
             Plan::partitions(),
             "a leader cut off from its majority answered a conditional write refused, expecting the version a \

@@ -1,6 +1,7 @@
 //! One cluster node's process: booted through the real boot path on its
-//! simulated storage (layout, recovery through the saved committed index,
-//! every unpurged entry held), and run by the replicator that ships
+//! simulated storage (the store from its LMDB checkpoint, then the layout,
+//! and recovery through the saved committed index, every unpurged entry
+//! held), and run by the replicator that ships
 //! (`RaftReplicator`: its proposer, forwarding, read gate and raft port,
 //! over the simulated network), with openraft over Queen's log storage and
 //! state machine. The log's syncer and committed-id writer are stepped by
@@ -28,8 +29,10 @@ use queen::replicate::raft::replicator::{Cluster, Ground, RaftReplicator, Reclai
 use queen::replicate::raft::state_machine::{Machine, RaftMachine};
 use queen::replicate::raft::types::{Queen, RaftLogId};
 use queen::replicate::raft::version_gate::EFFECT_CATALOGUE;
-use queen::replicate::state_machine::after_apply::AfterApply;
+use queen::replicate::state_machine::after_apply::{AfterApply, CheckpointPace};
 use queen::storage::Storage;
+use queen::store::checkpoint::CheckpointFile;
+use queen::store::checkpointer::Checkpointer;
 use queen::store::rows::Member;
 use queen::store::Store;
 use rand::rngs::StdRng;
@@ -37,7 +40,7 @@ use rand::{Rng, SeedableRng};
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 use tokio::task::JoinHandle;
@@ -51,6 +54,9 @@ const QLOG_ROOT: &str = "/node/qlog";
 const RAFT_DIR: &str = "/node/raft";
 const SEGMENT_BYTES: u64 = 16 * 1024;
 const SEAL_AGE: Duration = Duration::from_secs(30);
+/// When a checkpoint is written: by time, or sooner by bytes applied
+/// (`QUEEN_RAFT_DURABLE_EVERY_MS`, `_BYTES`; small, so that a run writes many).
+const CHECKPOINT_EVERY: (Duration, u64) = (Duration::from_millis(300), 64 * 1024);
 /// How often the committed id is written, as `committed.rs`'s thread does.
 const COMMITTED_EVERY: Duration = Duration::from_millis(100);
 
@@ -155,7 +161,7 @@ pub const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 /// answers reads without a read index (the old bug).
 pub async fn boot(
     (id, ids): (u64, &[u64]),
-    storage: &SimStorage,
+    (storage, checkpoint): (&SimStorage, &Arc<CheckpointFile>),
     (net, ledger): (Net, Ledger),
     mut rng: StdRng,
     epoch: Instant,
@@ -172,18 +178,31 @@ pub async fn boot(
     let guarded = |s: &mut Store, e: &Entry, at: &[Location]| guard.apply(s, e, at).is_ok();
     let replay = state.replay(Some(&guarded as ReplayApply)).map_err(|e| e.to_string())?;
     let clock: Arc<dyn Clock> = Arc::new(SimClock { boot: Instant::now(), epoch });
-    let mut store = Store::default();
+    // The store as the last checkpoint left it; the log replays the rest.
+    let mut store = Store::from_rows(checkpoint.load().map_err(|e| e.to_string())?, checkpoint.path())
+        .map_err(|e| e.to_string())?;
+    let checkpointed = Arc::new(AtomicU64::new(store.applied.index));
+    trace(|| format!("node {id}: its store from its checkpoint, applied through {}", store.applied));
     let writing =
         Writing { segment_bytes: SEGMENT_BYTES, seal_age: SEAL_AGE, clock: clock.clone(), retired: Arc::default() };
     let opened = laid_out.recover(&mut store, 64, (None, replay), writing).map_err(|e| e.to_string())?;
     let (files, writer) = (opened.files, opened.writer);
     let log = RaftLog::stepped(writer, files.clone(), state).map_err(|e| e.to_string())?;
+    let applied = store.applied;
     let store = Arc::new(RwLock::new(store));
     let machine = RaftMachine {
         store: store.clone(),
         log: log.clone(),
         guard,
-        after: AfterApply { metrics: Arc::default(), apply_watch: Arc::default(), checkpoints: None },
+        after: AfterApply {
+            metrics: Arc::default(),
+            apply_watch: Arc::default(),
+            checkpoints: Some(CheckpointPace::new(
+                Checkpointer::inline(checkpoint.clone(), checkpointed.clone()),
+                CHECKPOINT_EVERY,
+                applied,
+            )),
+        },
         // Snapshots over raft are not simulated yet: the nodes keep their
         // whole log.
         snapshots: None,
@@ -209,7 +228,7 @@ pub async fn boot(
         purge_hold: Duration::from_secs(24 * 3600),
         catalogue: EFFECT_CATALOGUE,
     };
-    let reclaim = ReclaimBound { checkpointed: Arc::default(), below: Arc::default() };
+    let reclaim = ReclaimBound { checkpointed, below: Arc::default() };
     let replicator = RaftReplicator::launch(cluster, log.clone(), recorded, reclaim, clock, ground)
         .await
         .map_err(|e| e.to_string())?;

@@ -21,6 +21,7 @@ use openraft::async_runtime::watch::WatchReceiver;
 use openraft::ServerState;
 use queen::replicate::raft::membership::MembershipChange;
 use queen::replicate::Replicator;
+use queen::store::checkpoint::CheckpointFile;
 use queen::store::rows::Member;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
@@ -113,6 +114,11 @@ pub struct Run {
     plan: Plan,
     ids: Vec<u64>,
     storages: BTreeMap<u64, SimStorage>,
+    /// Each node's store checkpoint: LMDB, on a real temporary directory
+    /// (outside the storage seam; its commits are whole or absent, and a
+    /// node checkpoints only what its log holds durably, so a crash leaves
+    /// a checkpoint its log can replay after).
+    checkpoints: BTreeMap<u64, Arc<CheckpointFile>>,
     ups: BTreeMap<u64, Up>,
     net: Net,
     ledger: Ledger,
@@ -126,6 +132,8 @@ pub struct Run {
     cut_at: Option<Instant>,
     epoch: Instant,
     outcome: Outcome,
+    /// Where the checkpoints live, removed after the run.
+    _lmdb: tempfile::TempDir,
 }
 
 const CRASHES: [Crash; 3] = [Crash::Kill, Crash::PowerCut, Crash::TornPowerCut];
@@ -141,6 +149,14 @@ impl Run {
         let ids: Vec<u64> = (1..=n).collect();
         let storages =
             ids.iter().map(|id| (*id, SimStorage::new(seed.wrapping_mul(31) + id, &[Path::new("/node")]))).collect();
+        let lmdb = tempfile::tempdir().expect("a temporary directory");
+        let checkpoints = ids
+            .iter()
+            .map(|id| {
+                let dir = lmdb.path().join(format!("node{id}"));
+                (*id, Arc::new(CheckpointFile::open(&dir).expect("a store checkpoint")))
+            })
+            .collect();
         let net = Net::new(StdRng::from_rng(&mut rng).expect("a seeded rng"));
         let directory = Directory::default();
         super::node::EPOCH.with(|e| e.set(Some(Instant::now())));
@@ -151,6 +167,8 @@ impl Run {
             plan,
             ids,
             storages,
+            checkpoints,
+            _lmdb: lmdb,
             ups: BTreeMap::new(),
             net,
             ledger: Ledger::default(),
@@ -261,7 +279,8 @@ impl Run {
         let rng = StdRng::from_rng(&mut self.rng).expect("a seeded rng");
         let (net, ledger) = (self.net.clone(), self.ledger.clone());
         let node = (id, self.ids.as_slice());
-        let booted = boot(node, &self.storages[&id], (net, ledger), rng, self.epoch, self.plan.confirm_reads).await;
+        let disk = (&self.storages[&id], &self.checkpoints[&id]);
+        let booted = boot(node, disk, (net, ledger), rng, self.epoch, self.plan.confirm_reads).await;
         match booted {
             Ok(up) => {
                 trace(|| format!("node {id} boots: applied through {}", up.store.read().unwrap().applied));

@@ -11,6 +11,9 @@ use crate::store::checkpointer::Checkpointer;
 use crate::store::Store;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
+// The pace's clock: tokio's, which a simulated run steps (outside a
+// runtime, and in a process, it is std's).
+type PaceInstant = tokio::time::Instant;
 
 pub struct AfterApply {
     pub metrics: Arc<Metrics>,
@@ -25,7 +28,7 @@ pub struct CheckpointPace {
     checkpointer: Checkpointer,
     every: Duration,
     every_bytes: u64,
-    last: Instant,
+    last: PaceInstant,
     bytes_since: u64,
     /// The applied id of the last checkpoint handed over.
     done: LogId,
@@ -49,7 +52,7 @@ impl CheckpointPace {
     /// Paces from now; `done` is the applied id of the checkpoint the node
     /// booted from.
     pub fn new(checkpointer: Checkpointer, (every, every_bytes): (Duration, u64), done: LogId) -> Self {
-        Self { checkpointer, every, every_bytes, last: Instant::now(), bytes_since: 0, done }
+        Self { checkpointer, every, every_bytes, last: PaceInstant::now(), bytes_since: 0, done }
     }
 
     /// How long until a checkpoint is due by time.
@@ -63,7 +66,7 @@ impl CheckpointPace {
         if !now && self.last.elapsed() < self.every && self.bytes_since < self.every_bytes {
             return false;
         }
-        self.last = Instant::now();
+        self.last = PaceInstant::now();
         self.bytes_since = 0;
         self.checkpointer.changed(store, &mut self.done)
     }
