@@ -2,9 +2,9 @@
 //! node through [`broker::QueenBroker`], which turns each Kafka operation
 //! into the planner commands the HTTP API uses.
 
-pub mod broker;
-pub mod records;
-pub mod time_index;
+pub(crate) mod broker;
+pub(crate) mod records;
+pub(crate) mod time_index;
 
 use crate::auth_policy::named_mechanisms;
 use crate::config::{OpenOnPurpose, Settings};

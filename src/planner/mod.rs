@@ -3,27 +3,27 @@
 //! becomes one entry of deterministic effects.
 
 pub mod apply;
-pub mod cleanup;
+pub(crate) mod cleanup;
 pub mod command;
-pub mod consume;
-pub mod cursor;
+pub(crate) mod consume;
+pub(crate) mod cursor;
 pub mod effect;
-pub mod groups;
-pub mod items;
+pub(crate) mod groups;
+pub(crate) mod items;
 pub mod kafka_txn;
 pub mod kv;
-pub mod locks;
-pub mod overlay;
-pub mod push;
-pub mod queues;
-pub mod retention;
-pub mod streams;
+pub(crate) mod locks;
+pub(crate) mod overlay;
+pub(crate) mod push;
+pub(crate) mod queues;
+pub(crate) mod retention;
+pub(crate) mod streams;
 #[cfg(test)]
 mod testing;
 pub mod timers;
-pub mod topics;
-pub mod transaction;
-pub mod txn;
+pub(crate) mod topics;
+pub(crate) mod transaction;
+pub(crate) mod txn;
 
 use crate::log_id::{LogId, SINGLE_NODE};
 use crate::store::Store;

@@ -6,12 +6,12 @@
 //! the state machine (`state_machine/`: applies, checkpoints, snapshots).
 //! `local` composes them on a single node, where durable is committed.
 
-pub mod batch;
-pub mod local;
+pub(crate) mod batch;
+pub(crate) mod local;
 pub mod log_store;
-pub mod proposer;
+pub(crate) mod proposer;
 pub mod raft;
-pub mod stage;
+pub(crate) mod stage;
 pub mod state_machine;
 pub mod typed;
 

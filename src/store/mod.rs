@@ -4,11 +4,11 @@
 
 pub mod checkpoint;
 pub mod checkpointer;
-pub mod dedup;
-pub mod keyspace;
+pub(crate) mod dedup;
+pub(crate) mod keyspace;
 pub mod locator;
 pub mod rows;
-pub mod scrub;
+pub(crate) mod scrub;
 
 use crate::log_id::LogId;
 use crate::queue_options::QueueOptions;

@@ -7,7 +7,7 @@
 //! Only a leader plans; a follower's commands answer `NotLeader`.
 
 pub(crate) mod inbox;
-pub mod plan_clock;
+pub(crate) mod plan_clock;
 pub(crate) mod sequencer;
 
 pub use inbox::Msg;

@@ -4,19 +4,19 @@
 
 pub mod apply_guard;
 mod committed;
-pub mod force_recover;
-pub mod founding;
+pub(crate) mod force_recover;
+pub(crate) mod founding;
 mod link;
 pub mod log_storage;
 pub mod membership;
-pub mod network;
-pub mod proposer;
-pub mod read_confirm;
+pub(crate) mod network;
+pub(crate) mod proposer;
+pub(crate) mod read_confirm;
 pub mod replicator;
 mod rpc;
 pub mod runtime;
 mod server;
-pub mod snapshot_transfer;
+pub(crate) mod snapshot_transfer;
 pub mod state_machine;
 pub mod transport;
 pub mod types;
