@@ -297,13 +297,26 @@ impl Run {
         let crash = *CRASHES.choose(&mut self.rng).unwrap();
         trace(|| format!("node {id}: {crash:?}"));
         self.outcome.crashes += 1;
-        self.net.down(id);
+        self.unlist(id);
+        self.gone(id, up);
+        self.storages[&id].crash(crash);
+    }
+
+    /// Node `id` takes no more client commands.
+    fn unlist(&self, id: u64) {
         self.directory.lock().expect("directory lock").remove(&id);
         self.clients.stores.lock().expect("stores lock").remove(&id);
+    }
+
+    /// Node `id`'s process is gone: the network forgets it, its tasks end,
+    /// and its storage's faults end with it (seed 171 booted a stopped node
+    /// again into them).
+    fn gone(&mut self, id: u64, up: Up) {
+        self.net.down(id);
         up.kill();
-        self.storages[&id].crash(crash);
         if self.faulty.is_some_and(|(f, _)| f == id) {
             self.faulty = None;
+            self.storages[&id].arm(Faults::default());
         }
     }
 
@@ -315,22 +328,14 @@ impl Run {
         let led = up.raft().metrics().borrow_watched().current_leader == Some(id);
         trace(|| format!("node {id} stops{}", if led { ", handing its leadership over" } else { "" }));
         self.outcome.stops += 1;
-        self.directory.lock().expect("directory lock").remove(&id);
-        self.clients.stores.lock().expect("stores lock").remove(&id);
+        self.unlist(id);
         up.replicator.shut_down().await;
         let moved = self.ups.values().find_map(|other| other.raft().metrics().borrow_watched().current_leader);
         if led && moved.is_some_and(|leader| leader != id) {
             self.outcome.handed_over += 1;
         }
         while up.log.sync_staged().unwrap_or(false) {}
-        self.net.down(id);
-        up.kill();
-        // Its storage's faults end with it, as a crash's do (seed 171
-        // booted it again into them).
-        if self.faulty.is_some_and(|(f, _)| f == id) {
-            self.faulty = None;
-            self.storages[&id].arm(Faults::default());
-        }
+        self.gone(id, up);
     }
 
     /// Asks a node the seed picks for a membership change, through the
@@ -585,8 +590,7 @@ impl Run {
         o.trace = super::node::TRACE.with(|t| t.get());
         drop(model);
         for (id, up) in std::mem::take(&mut self.ups) {
-            self.net.down(id);
-            up.kill();
+            self.gone(id, up);
         }
         self.outcome
     }

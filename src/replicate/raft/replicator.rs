@@ -38,10 +38,10 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
-// tokio's clock, which a simulated run pauses and steps; a process sees no
-// difference.
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::{JoinHandle, JoinSet};
+// tokio's clock, which a simulated run pauses and steps; a process sees no
+// difference.
 use tokio::time::Instant;
 
 /// What a cluster node is started with.
