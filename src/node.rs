@@ -29,12 +29,11 @@ use crate::replicate::raft::force_recover::{force_recover, ForceRecoverError};
 use crate::replicate::raft::founding::{self, FoundingError};
 use crate::replicate::raft::log_storage::RaftLog;
 use crate::replicate::raft::replicator::{ClusterError, RaftReplicator, ReclaimBound};
-use crate::replicate::raft::snapshot_transfer::{staged_point, ReceiveError};
+use crate::replicate::raft::snapshot_transfer::{install_staged, ReceiveError};
 use crate::replicate::raft::state_machine::{RaftMachine, SnapshotFiles};
-use crate::replicate::raft::types::to_qlog;
 use crate::replicate::raft::version_gate::{self, TooOld};
 use crate::replicate::state_machine::after_apply::{AfterApply, CheckpointPace};
-use crate::replicate::state_machine::snapshot::{self, Manifest, SnapshotError};
+use crate::replicate::state_machine::snapshot::{self, Site, SnapshotError};
 use crate::replicate::Replicator;
 use crate::state_view::StateView;
 use crate::storage::os::OsStorage;
@@ -42,7 +41,7 @@ use crate::store::checkpoint::{CheckpointError, CheckpointFile};
 use crate::store::checkpointer::Checkpointer;
 use crate::store::{scrub, Store};
 use crate::test_hooks::{TestHookError, TestHooks};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
@@ -152,16 +151,15 @@ impl Node {
         std::fs::create_dir_all(dir).map_err(|source| BootError::Io { path: dir.clone(), source })?;
         let dir_lock = DataDirLock::acquire(dir)?;
         // A snapshot staged for this boot replaces the store and the qlog
-        // before either is opened.
-        // One sent over raft holds the log through a point: the log takes
-        // up after it, as committed and purged.
-        if let (Some(point), Some(_)) = (staged_point(dir)?, &cluster) {
-            let (id, leader) = to_qlog(&point.last);
-            let state = RaftState::open(OsStorage::shared(), &dir.join("raft"))?;
-            state.save_purged(id, leader)?;
-            state.save_committed(id, leader)?;
-        }
-        if let Some(installed) = snapshot::install_staged(dir)? {
+        // before either is opened; one sent over raft holds the log
+        // through a point, after which the log takes up.
+        let store_dir = dir.join("store");
+        let site = Site { storage: &OsStorage, data_dir: dir, store_dir: &store_dir };
+        let installed = match &cluster {
+            Some(_) => install_staged(site, &RaftState::open(OsStorage::shared(), &dir.join("raft"))?)?,
+            None => snapshot::install_staged(site)?,
+        };
+        if let Some(installed) = installed {
             tracing::info!(applied = %installed.applied, files = installed.files, bytes = installed.bytes, "installed the staged snapshot");
         }
         let ledger = match &hooks.sync_ledger {
@@ -178,7 +176,7 @@ impl Node {
         let site = LogSite { storage: OsStorage::shared(), root: qlog_root.clone(), wanted, format: target };
         let laid_out = site.lay_out()?;
 
-        let checkpoint = Arc::new(CheckpointFile::open(&dir.join("store"))?);
+        let checkpoint = Arc::new(CheckpointFile::open(&store_dir)?);
         let mut store = Store::from_rows(checkpoint.load()?, checkpoint.path())?;
         let checkpointed = Arc::new(AtomicU64::new(store.applied.index));
         tracing::info!(applied = %store.applied, queues = store.queues.len(), "store reopened at its checkpoint");
@@ -279,9 +277,12 @@ impl Node {
                     log: log.clone(),
                     guard: guard.expect("a cluster's apply is guarded"),
                     snapshots: Some(SnapshotFiles {
+                        storage: OsStorage::shared(),
                         data_dir: dir.clone(),
+                        store_dir: store_dir.clone(),
                         checkpoint: checkpoint.clone(),
                         reclaim: reclaim.clone(),
+                        clock: clock.clone(),
                         built: Arc::default(),
                     }),
                     after: AfterApply {
@@ -351,16 +352,5 @@ impl Node {
     /// encryptionEnabled.
     pub fn sealer(&self) -> Sealer<'_> {
         Sealer::new(&self.view, self.cipher.as_deref())
-    }
-
-    /// Builds a snapshot of this node's state into `into`, a new directory
-    /// (`state_machine/snapshot.rs`); blocks for the copy.
-    pub fn build_snapshot(&self, into: &Path) -> Result<Manifest, SnapshotError> {
-        let source = snapshot::Source {
-            data_dir: &self.settings.data_dir,
-            checkpoint: &self.checkpoint,
-            reclaim: &self.reclaim,
-        };
-        snapshot::build(&source, into)
     }
 }

@@ -10,8 +10,9 @@ use queen::message::Message;
 use queen::node::Node;
 use queen::planner::command::PushItem;
 use queen::planner::kv::{Expiry, KvKind, KvOp};
-use queen::replicate::state_machine::snapshot::{self, STAGED};
+use queen::replicate::state_machine::snapshot::{self, Site, Source, STAGED};
 use queen::replicate::typed::Typed;
+use queen::storage::os::OsStorage;
 use serde_json::json;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -71,14 +72,21 @@ async fn a_snapshot_taken_under_writes_boots_another_node_with_every_answered_wr
     let built = {
         let node = node.clone();
         let into = into.clone();
-        tokio::task::spawn_blocking(move || node.build_snapshot(&into)).await.unwrap().unwrap()
+        tokio::task::spawn_blocking(move || {
+            let data_dir = &node.settings.data_dir;
+            let site = Site { storage: &OsStorage, data_dir, store_dir: &data_dir.join("store") };
+            snapshot::build(&Source { site, checkpoint: &node.checkpoint, reclaim: &node.reclaim }, &into)
+        })
+        .await
+        .unwrap()
+        .unwrap()
     };
     writing.store(false, Ordering::Relaxed);
     let written = writer.await.unwrap();
     assert!(written > 60, "writes went on during the build");
     assert!(built.files >= 2, "{built:?}");
     assert!(built.applied.index >= 61, "the copied checkpoint holds the writes before it: {built:?}");
-    assert_eq!(snapshot::manifest(&into).unwrap(), Some(built.clone()));
+    assert_eq!(snapshot::manifest(&OsStorage, &into).unwrap(), Some(built.clone()));
     node.replicator.stop();
 
     let target = common::Node::start(&target_dir, &[("QUEEN_RAFT_SEGMENT_BYTES", "4096")]).await;

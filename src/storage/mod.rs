@@ -5,8 +5,8 @@
 //! the way redb's crash-simulating backend and FoundationDB's simulator test
 //! theirs.
 //!
-//! The LMDB checkpoint is not behind the seam: heed owns its file. The
-//! simulation models a checkpoint as committed or not at each crash.
+//! The LMDB checkpoint is not behind the seam: heed owns its file. A
+//! snapshot carries a copy of it among files that are (`import`, `export`).
 
 pub mod os;
 
@@ -70,6 +70,7 @@ pub trait Storage: Send + Sync + Debug {
     fn write_durable(&self, path: &Path, bytes: &[u8]) -> std::io::Result<()>;
     fn len(&self, path: &Path) -> std::io::Result<u64>;
     fn exists(&self, path: &Path) -> bool;
+    /// Renames a file, or a directory with everything under it.
     fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()>;
     fn remove_file(&self, path: &Path) -> std::io::Result<()>;
     /// Removes an empty directory.
@@ -81,6 +82,52 @@ pub trait Storage: Send + Sync + Debug {
     fn sync_dir(&self, dir: &Path) -> std::io::Result<()>;
     /// Holds back one descriptor (or nothing, where there are none to run out of).
     fn reserve(&self, dir: &Path) -> Option<Reserve>;
+    /// Copies `from` to the new file `to` and syncs its bytes (not its
+    /// directory entry); answers the bytes copied.
+    fn copy_durable(&self, from: &Path, to: &Path) -> std::io::Result<u64>;
+    /// Takes in `outside`, a file written outside the seam (heed's copy of
+    /// the store checkpoint, for a snapshot), as `path`, its bytes synced;
+    /// `outside` is gone after.
+    fn import(&self, outside: &Path, path: &Path) -> std::io::Result<()>;
+    /// Puts `path` out of the seam at `outside` (a snapshot's checkpoint,
+    /// for heed to open), replacing what is there, synced with its
+    /// directory entry; `path` is gone after.
+    fn export(&self, path: &Path, outside: &Path) -> std::io::Result<()>;
+}
+
+/// Removes the directory `dir` and everything under it, answering success
+/// when it was not there.
+pub fn remove_tree(storage: &dyn Storage, dir: &Path) -> std::io::Result<()> {
+    let entries = match storage.list(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        entries => entries?,
+    };
+    for entry in entries {
+        let path = entry.path(dir);
+        if entry.is_dir {
+            remove_tree(storage, &path)?;
+        } else {
+            remove_if_there(storage, &path)?;
+        }
+    }
+    storage.remove_dir(dir)
+}
+
+/// Every file under `dir`, relative to it, in no order.
+pub fn files_under(storage: &dyn Storage, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    let mut todo = vec![PathBuf::new()];
+    while let Some(rel) = todo.pop() {
+        for entry in storage.list(&dir.join(&rel))? {
+            let path = rel.join(&entry.name);
+            if entry.is_dir {
+                todo.push(path);
+            } else {
+                out.push(path);
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Removes `path`, answering success when it was not there.

@@ -146,4 +146,23 @@ impl Storage for OsStorage {
     fn reserve(&self, dir: &Path) -> Option<Reserve> {
         File::open(dir).ok().map(|f| Box::new(f) as Reserve)
     }
+
+    /// The kernel copies (`copy_file_range` where it can): a segment is up
+    /// to 64 MiB.
+    fn copy_durable(&self, from: &Path, to: &Path) -> std::io::Result<u64> {
+        let bytes = std::fs::copy(from, to)?;
+        File::open(to)?.sync_all()?;
+        Ok(bytes)
+    }
+
+    /// A rename: the file is already where the seam's files are.
+    fn import(&self, outside: &Path, path: &Path) -> std::io::Result<()> {
+        File::open(outside)?.sync_all()?;
+        std::fs::rename(outside, path)
+    }
+
+    fn export(&self, path: &Path, outside: &Path) -> std::io::Result<()> {
+        std::fs::rename(path, outside)?;
+        self.sync_dir(outside.parent().unwrap_or(Path::new(".")))
+    }
 }

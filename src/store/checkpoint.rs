@@ -4,6 +4,8 @@
 //! written in the same transaction as the rows.
 
 use super::keyspace::RowChange;
+use super::rows::MembershipRow;
+use super::MEMBERSHIP_ROW;
 use crate::log_id::LogId;
 use heed::types::Bytes;
 use heed::{CompactionOption, Database, Env, EnvOpenOptions};
@@ -28,6 +30,15 @@ pub const KEYSPACES: [&str; 14] = [
     "kafka_hidden",
     "meta",
 ];
+
+/// Where a checkpoint stands (`CheckpointFile::standing`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Standing {
+    pub applied: LogId,
+    pub leader: u64,
+    /// The membership row (`MEMBERSHIP_ROW`), on a cluster node.
+    pub membership: Option<MembershipRow>,
+}
 
 /// LMDB reserves address space, not disk; this is the most the store may hold.
 const MAP_SIZE: usize = 1 << 40;
@@ -116,25 +127,39 @@ impl CheckpointFile {
         file.sync_all().map_err(|e| self.lmdb()(heed::Error::Io(e)))
     }
 
-    /// The applied log id and its leader that the last committed checkpoint
-    /// records.
-    pub fn applied(&self) -> Result<(LogId, u64), CheckpointError> {
+    /// Where the last committed checkpoint stands: the applied log id and
+    /// its leader, and the cluster's membership then, read in one
+    /// transaction.
+    pub fn standing(&self) -> Result<Standing, CheckpointError> {
         let rtxn = self.env.read_txn().map_err(self.lmdb())?;
-        let meta = self.dbs.iter().find(|(n, _)| *n == "meta").expect("the meta keyspace").1;
-        let value = |key: &str| -> Result<u64, CheckpointError> {
-            let Some(stored) = meta.get(&rtxn, key.as_bytes()).map_err(self.lmdb())? else { return Ok(0) };
-            let bytes = unseal("meta", key.as_bytes(), stored).ok_or_else(|| CheckpointError::ValueChecksum {
+        let db = |name: &str| self.dbs.iter().find(|(n, _)| *n == name).expect("a keyspace of the store").1;
+        let value = |keyspace: &'static str, key: &str| -> Result<Option<Vec<u8>>, CheckpointError> {
+            let Some(stored) = db(keyspace).get(&rtxn, key.as_bytes()).map_err(self.lmdb())? else { return Ok(None) };
+            let bytes = unseal(keyspace, key.as_bytes(), stored).ok_or_else(|| CheckpointError::ValueChecksum {
                 path: self.path.clone(),
-                keyspace: "meta",
+                keyspace,
                 key: key.to_string(),
             })?;
-            crate::codec::from_bytes(bytes).map_err(|e| CheckpointError::Undecodable {
-                path: self.path.clone(),
-                keyspace: "meta",
-                reason: e.to_string(),
-            })
+            Ok(Some(bytes.to_vec()))
         };
-        Ok((LogId::new(value("applied_term")?, value("applied_index")?), value("applied_leader")?))
+        let decode = |keyspace: &'static str, e: &dyn std::fmt::Display| CheckpointError::Undecodable {
+            path: self.path.clone(),
+            keyspace,
+            reason: e.to_string(),
+        };
+        let number = |key: &str| -> Result<u64, CheckpointError> {
+            let Some(bytes) = value("meta", key)? else { return Ok(0) };
+            crate::codec::from_bytes(&bytes).map_err(|e| decode("meta", &e))
+        };
+        let membership = match value("membership", MEMBERSHIP_ROW)? {
+            Some(bytes) => Some(crate::codec::from_bytes(&bytes).map_err(|e| decode("membership", &e))?),
+            None => None,
+        };
+        Ok(Standing {
+            applied: LogId::new(number("applied_term")?, number("applied_index")?),
+            leader: number("applied_leader")?,
+            membership,
+        })
     }
 
     fn lmdb(&self) -> impl Fn(heed::Error) -> CheckpointError + '_ {

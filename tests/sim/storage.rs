@@ -426,12 +426,34 @@ impl Storage for SimStorage {
         fs.roots.contains(path) || fs.live.contains_key(path)
     }
 
+    /// A directory takes everything under it along, the durable entries of
+    /// the directories in it too (those are the directories' own).
     fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
         let mut fs = self.fs();
-        let ino = fs.file(from)?;
         fs.parent_exists(to)?;
-        fs.live.remove(from);
-        fs.live.insert(to.to_path_buf(), Node::File(ino));
+        match fs.live.get(from).copied() {
+            Some(Node::File(ino)) => {
+                fs.live.remove(from);
+                fs.live.insert(to.to_path_buf(), Node::File(ino));
+            }
+            Some(Node::Dir) => {
+                if fs.live.contains_key(to) {
+                    return Err(Error::new(ErrorKind::AlreadyExists, to.display().to_string()));
+                }
+                let moved = |p: &Path| to.join(p.strip_prefix(from).expect("under the renamed directory"));
+                let under: Vec<PathBuf> = fs.live.keys().filter(|p| p.starts_with(from)).cloned().collect();
+                for path in under {
+                    let node = fs.live.remove(&path).expect("listed");
+                    fs.live.insert(moved(&path), node);
+                }
+                let durable: Vec<PathBuf> = fs.durable.keys().filter(|p| p.starts_with(from)).cloned().collect();
+                for dir in durable {
+                    let entries = fs.durable.remove(&dir).expect("listed");
+                    fs.durable.insert(moved(&dir), entries);
+                }
+            }
+            None => return Err(not_found(from)),
+        }
         Ok(())
     }
 
@@ -501,5 +523,25 @@ impl Storage for SimStorage {
     fn reserve(&self, _dir: &Path) -> Option<Reserve> {
         // Simulated files take no descriptors.
         Some(Box::new(()))
+    }
+
+    fn copy_durable(&self, from: &Path, to: &Path) -> std::io::Result<u64> {
+        let bytes = self.read(from)?;
+        self.write_durable(to, &bytes)?;
+        Ok(bytes.len() as u64)
+    }
+
+    /// The outside file is a real one (heed's): its bytes come in whole.
+    fn import(&self, outside: &Path, path: &Path) -> std::io::Result<()> {
+        self.write_durable(path, &std::fs::read(outside)?)?;
+        std::fs::remove_file(outside)
+    }
+
+    fn export(&self, path: &Path, outside: &Path) -> std::io::Result<()> {
+        let bytes = self.read(path)?;
+        let mut file = std::fs::File::create(outside)?;
+        std::io::Write::write_all(&mut file, &bytes)?;
+        file.sync_all()?;
+        self.remove_file(path)
     }
 }

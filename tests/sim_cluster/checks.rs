@@ -1,5 +1,5 @@
-//! The checks of a settled cluster, node by node: every committed entry is
-//! in its log at its index, its store applied through the same index as
+//! The checks of a settled cluster, node by node: every committed entry
+//! after its purge point is in its log at its index, its store applied through the same index as
 //! every other node's and equal to theirs, every answered push reads back at
 //! its offset, outside any Kafka transaction's hidden offsets, every
 //! partition's offsets run without a gap (a Kafka transaction's marker
@@ -11,6 +11,7 @@ use super::digest::digest;
 use super::kv_history::KV_NS;
 use super::node::Up;
 use super::workload::Model;
+use openraft::async_runtime::watch::WatchReceiver;
 use openraft::RaftLogReader;
 use queen::message::Message;
 use queen::planner::kv::row_key;
@@ -37,25 +38,31 @@ fn read(store: &Store, files: &FileTable, q: u64, p: u64, offset: u64) -> Result
     Ok((message.transaction_id.clone(), message.value_bytes().to_vec()))
 }
 
+/// What a node's log holds: from the first index it keeps (after its purge
+/// point), the log id at each index.
+pub type Held = (u64, BTreeMap<u64, RaftLogId>);
+
 /// The log ids node `up`'s log holds through `last`.
-pub async fn held(up: &Up, last: Option<u64>) -> Result<BTreeMap<u64, RaftLogId>, String> {
-    let Some(last) = last else { return Ok(BTreeMap::new()) };
-    let held = up.log.clone().try_get_log_entries(0..=last).await.map_err(|e| e.to_string())?;
-    Ok(held.iter().map(|e| (e.log_id.index, e.log_id)).collect())
+pub async fn held(up: &Up, last: Option<u64>) -> Result<Held, String> {
+    let purged = up.raft().metrics().borrow_watched().purged;
+    let from = purged.map_or(0, |p| p.index + 1);
+    let Some(last) = last.filter(|l| *l >= from) else { return Ok((from, BTreeMap::new())) };
+    let held = up.log.clone().try_get_log_entries(from..=last).await.map_err(|e| e.to_string())?;
+    Ok((from, held.iter().map(|e| (e.log_id.index, e.log_id)).collect()))
 }
 
 /// Checks node `id`, whose log holds `held`; answers what broke.
 pub fn node(
     id: u64,
     up: &Up,
-    held: Result<BTreeMap<u64, RaftLogId>, String>,
+    held: Result<Held, String>,
     committed: &BTreeMap<u64, RaftLogId>,
     model: &Model,
 ) -> Vec<String> {
     let mut broke = Vec::new();
     match held {
-        Ok(held) => {
-            for (index, id_there) in committed {
+        Ok((from, held)) => {
+            for (index, id_there) in committed.range(from..) {
                 if held.get(index) != Some(id_there) {
                     broke.push(format!(
                         "node {id}: committed entry {id_there} is lost: its log holds {:?} at index {index}",

@@ -124,4 +124,16 @@ impl Storage for Fenced {
     fn reserve(&self, dir: &Path) -> Option<Reserve> {
         self.alive().reserve(dir)
     }
+
+    fn copy_durable(&self, from: &Path, to: &Path) -> Result<u64> {
+        self.alive().copy_durable(from, to)
+    }
+
+    fn import(&self, outside: &Path, path: &Path) -> Result<()> {
+        self.alive().import(outside, path)
+    }
+
+    fn export(&self, path: &Path, outside: &Path) -> Result<()> {
+        self.alive().export(path, outside)
+    }
 }

@@ -4,7 +4,8 @@
 //! held), and run by the replicator that ships
 //! (`RaftReplicator`: its proposer, forwarding, read gate and raft port,
 //! over the simulated network), with openraft over Queen's log storage and
-//! state machine. The log's syncer and committed-id writer are stepped by
+//! state machine, which builds snapshots on the simulated disk and sends
+//! them to a node away past the purge hold. The log's syncer and committed-id writer are stepped by
 //! tasks of this runtime (`RaftLog::stepped`), each fdatasync taking the
 //! time the seed gives it; a crash kills the process's storage at once
 //! (`Fenced`) and then shuts its openraft down.
@@ -26,10 +27,12 @@ use queen::replicate::log_store::raft_state::RaftState;
 use queen::replicate::raft::apply_guard::ApplyGuard;
 use queen::replicate::raft::log_storage::RaftLog;
 use queen::replicate::raft::replicator::{Cluster, Ground, RaftReplicator, ReclaimBound};
-use queen::replicate::raft::state_machine::{Machine, RaftMachine};
+use queen::replicate::raft::snapshot_transfer::install_staged;
+use queen::replicate::raft::state_machine::{Machine, RaftMachine, SnapshotFiles};
 use queen::replicate::raft::types::{Queen, RaftLogId};
 use queen::replicate::raft::version_gate::EFFECT_CATALOGUE;
 use queen::replicate::state_machine::after_apply::{AfterApply, CheckpointPace};
+use queen::replicate::state_machine::snapshot::Site;
 use queen::storage::Storage;
 use queen::store::checkpoint::CheckpointFile;
 use queen::store::checkpointer::Checkpointer;
@@ -41,7 +44,7 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, RwLock, Weak};
 use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -50,6 +53,7 @@ pub type SimRaft = Raft<Queen, Recorded>;
 type SnapshotData = <RaftMachine as RaftStateMachine<Queen>>::SnapshotData;
 type SnapshotBuilder = <RaftMachine as RaftStateMachine<Queen>>::SnapshotBuilder;
 
+const DATA_DIR: &str = "/node";
 const QLOG_ROOT: &str = "/node/qlog";
 const RAFT_DIR: &str = "/node/raft";
 const SEGMENT_BYTES: u64 = 16 * 1024;
@@ -57,6 +61,10 @@ const SEAL_AGE: Duration = Duration::from_secs(30);
 /// When a checkpoint is written: by time, or sooner by bytes applied
 /// (`QUEEN_RAFT_DURABLE_EVERY_MS`, `_BYTES`; small, so that a run writes many).
 const CHECKPOINT_EVERY: (Duration, u64) = (Duration::from_millis(300), 64 * 1024);
+/// How long the leader keeps log entries a follower away may need: one
+/// away longer is sent a snapshot (`QUEEN_RAFT_PURGE_HOLD_S`; short, so
+/// that a run sends many).
+const PURGE_HOLD: Duration = Duration::from_secs(1);
 /// How often the committed id is written, as `committed.rs`'s thread does.
 const COMMITTED_EVERY: Duration = Duration::from_millis(100);
 
@@ -113,6 +121,10 @@ impl RaftStateMachine<Queen> for Recorded {
         self.inner.apply(entries).await
     }
 
+    async fn try_create_snapshot_builder(&mut self, force: bool) -> Option<SnapshotBuilder> {
+        self.inner.try_create_snapshot_builder(force).await
+    }
+
     async fn get_snapshot_builder(&mut self) -> SnapshotBuilder {
         self.inner.get_snapshot_builder().await
     }
@@ -148,6 +160,11 @@ pub struct Up {
     /// Set when a write or fdatasync failed: the process has stopped, as
     /// the syncer's FATAL line stops a real one.
     pub stopped: Arc<AtomicBool>,
+    /// Set when the process exited to install a snapshot it staged.
+    pub exited: Arc<AtomicBool>,
+    /// Its store checkpoint, which heed holds open until every part of the
+    /// process that uses it has ended: the next boot opens it again.
+    pub checkpoint: Weak<CheckpointFile>,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -155,13 +172,15 @@ pub struct Up {
 /// (`QUEEN_RAFT_WRITE_TIMEOUT_MS`).
 pub const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Boots node `id` of `ids` on `storage` and starts its replicator, whose
-/// raft port is on the simulated network; `rng` draws its fdatasync times,
-/// and its planner's wall clock runs from `epoch`; `confirm_reads` off
-/// answers reads without a read index (the old bug).
+/// Boots node `id` of `ids` on its disk (`storage`, and the real
+/// directory of its store checkpoint) and starts its replicator, whose raft
+/// port is on the simulated network; `rng` draws its fdatasync times, and
+/// its planner's wall clock runs from `epoch`; `confirm_reads` off answers
+/// reads without a read index (the old bug). A snapshot staged by the last
+/// process is installed first, as a process's boot does.
 pub async fn boot(
     (id, ids): (u64, &[u64]),
-    (storage, checkpoint): (&SimStorage, &Arc<CheckpointFile>),
+    (storage, store_dir): (&SimStorage, &Path),
     (net, ledger): (Net, Ledger),
     mut rng: StdRng,
     epoch: Instant,
@@ -169,16 +188,22 @@ pub async fn boot(
 ) -> Result<Up, String> {
     let fenced = Fenced::new(storage.clone());
     let shared: Arc<dyn Storage> = Arc::new(fenced.clone());
+    let data_dir = Path::new(DATA_DIR);
+    let state = RaftState::open(shared.clone(), Path::new(RAFT_DIR)).map_err(|e| e.to_string())?;
+    let site = Site { storage: &*shared, data_dir, store_dir };
+    if let Some(installed) = install_staged(site, &state).map_err(|e| e.to_string())? {
+        trace(|| format!("node {id}: installed the staged snapshot, applied through {}", installed.applied));
+    }
     let root = PathBuf::from(QLOG_ROOT);
     let wanted = Layout { lanes: 1, shards: 0, replicator: "openraft".into() };
     let laid_out =
         LogSite { storage: shared.clone(), root, wanted, format: RAFT_FORMAT }.lay_out().map_err(|e| e.to_string())?;
-    let state = RaftState::open(shared.clone(), Path::new(RAFT_DIR)).map_err(|e| e.to_string())?;
     let guard = Arc::new(ApplyGuard::open(shared.clone(), Path::new(RAFT_DIR), None, None).map_err(|e| e.to_string())?);
     let guarded = |s: &mut Store, e: &Entry, at: &[Location]| guard.apply(s, e, at).is_ok();
     let replay = state.replay(Some(&guarded as ReplayApply)).map_err(|e| e.to_string())?;
     let clock: Arc<dyn Clock> = Arc::new(SimClock { boot: Instant::now(), epoch });
     // The store as the last checkpoint left it; the log replays the rest.
+    let checkpoint = Arc::new(CheckpointFile::open(store_dir).map_err(|e| e.to_string())?);
     let mut store = Store::from_rows(checkpoint.load().map_err(|e| e.to_string())?, checkpoint.path())
         .map_err(|e| e.to_string())?;
     let checkpointed = Arc::new(AtomicU64::new(store.applied.index));
@@ -203,19 +228,36 @@ pub async fn boot(
                 applied,
             )),
         },
-        // Snapshots over raft are not simulated yet: the nodes keep their
-        // whole log.
-        snapshots: None,
+        snapshots: Some(SnapshotFiles {
+            storage: shared.clone(),
+            data_dir: data_dir.to_path_buf(),
+            store_dir: store_dir.to_path_buf(),
+            checkpoint: checkpoint.clone(),
+            reclaim: Arc::default(),
+            clock: clock.clone(),
+            built: Arc::default(),
+        }),
     };
     let recorded = Recorded { inner: machine, node: id, ledger: ledger.clone() };
     let (dialer, port) = net.process(id);
     let answered = ledger.clone();
+    // The process exits to install the snapshot it staged: nothing it does
+    // after reaches its disk, and the run boots it again.
+    let exited = Arc::new(AtomicBool::new(false));
+    let staged_exit = {
+        let (fenced, exited) = (fenced.clone(), exited.clone());
+        Arc::new(move || {
+            fenced.kill();
+            exited.store(true, Ordering::Release);
+        })
+    };
     let ground = Ground {
         transport: Arc::new(dialer),
+        storage: shared.clone(),
         listener: Box::new(port),
         on_answered: Some(Arc::new(move |log_id| answered.answered(log_id))),
         confirm_reads,
-        staged_exit: Arc::new(|| panic!("a snapshot was staged, and the simulator sends none")),
+        staged_exit,
     };
     let cluster = Cluster {
         me: id,
@@ -224,8 +266,8 @@ pub async fn boot(
         listen: ([127, 0, 0, 1], 0).into(),
         join: false,
         write_timeout: WRITE_TIMEOUT,
-        data_dir: PathBuf::from("/node"),
-        purge_hold: Duration::from_secs(24 * 3600),
+        data_dir: data_dir.to_path_buf(),
+        purge_hold: PURGE_HOLD,
         catalogue: EFFECT_CATALOGUE,
     };
     let reclaim = ReclaimBound { checkpointed, below: Arc::default() };
@@ -263,7 +305,9 @@ pub async fn boot(
     };
     let leaders = tokio::spawn(watch_leadership(raft, id, ledger));
     let replicator = Arc::new(replicator);
-    Ok(Up { replicator, log, store, files, fenced, stopped, tasks: vec![syncer, committed, leaders] })
+    let checkpoint = Arc::downgrade(&checkpoint);
+    let tasks = vec![syncer, committed, leaders];
+    Ok(Up { replicator, log, store, files, fenced, stopped, exited, checkpoint, tasks })
 }
 
 /// Enters every leadership this node takes in the ledger.

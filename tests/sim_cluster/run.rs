@@ -5,7 +5,8 @@
 //! first, as on SIGTERM), storage faults, partitions and one-way cuts that
 //! heal, network weather (loss, delays, slow ways), leadership transfers and
 //! membership changes through the membership API (a voter removed, added
-//! back as a learner, promoted). At the end the network heals, every node
+//! back as a learner, promoted). A node away past the purge hold is sent a
+//! snapshot, exits to install it, and is booted again at once. At the end the network heals, every node
 //! restarts and is a voter again, the cluster settles, and every node is
 //! checked (`checks.rs`); the ledger's and the clients' checks run at every
 //! step.
@@ -27,9 +28,9 @@ use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -89,6 +90,8 @@ pub struct Outcome {
     pub committed: u64,
     pub crashes: u64,
     pub stops_on_faults: u64,
+    /// Snapshots a node received, staged and installed at its next boot.
+    pub snapshots_installed: u64,
     pub partitions: u64,
     pub transfers: u64,
     /// Graceful stops, and those of a leader whose leadership moved.
@@ -114,11 +117,14 @@ pub struct Run {
     plan: Plan,
     ids: Vec<u64>,
     storages: BTreeMap<u64, SimStorage>,
-    /// Each node's store checkpoint: LMDB, on a real temporary directory
-    /// (outside the storage seam; its commits are whole or absent, and a
-    /// node checkpoints only what its log holds durably, so a crash leaves
-    /// a checkpoint its log can replay after).
-    checkpoints: BTreeMap<u64, Arc<CheckpointFile>>,
+    /// Each node's store checkpoint directory: LMDB, on a real temporary
+    /// directory (outside the storage seam; its commits are whole or
+    /// absent, and a node checkpoints only what its log holds durably, so a
+    /// crash leaves a checkpoint its log can replay after).
+    store_dirs: BTreeMap<u64, PathBuf>,
+    /// The checkpoint of each node's last process, until that process has
+    /// wholly ended (heed opens a file once per process).
+    closing: BTreeMap<u64, Weak<CheckpointFile>>,
     ups: BTreeMap<u64, Up>,
     net: Net,
     ledger: Ledger,
@@ -141,6 +147,8 @@ const CRASHES: [Crash; 3] = [Crash::Kill, Crash::PowerCut, Crash::TornPowerCut];
 const PARTITION_HOLDS: Duration = Duration::from_millis(2500);
 /// How long the cluster may take to settle once everything heals.
 const SETTLE_WITHIN: Duration = Duration::from_secs(60);
+/// How long a process's tasks may take to end once it is gone.
+const CLOSES_WITHIN: Duration = Duration::from_secs(10);
 
 impl Run {
     pub fn new(seed: u64, plan: Plan) -> Self {
@@ -150,13 +158,7 @@ impl Run {
         let storages =
             ids.iter().map(|id| (*id, SimStorage::new(seed.wrapping_mul(31) + id, &[Path::new("/node")]))).collect();
         let lmdb = tempfile::tempdir().expect("a temporary directory");
-        let checkpoints = ids
-            .iter()
-            .map(|id| {
-                let dir = lmdb.path().join(format!("node{id}"));
-                (*id, Arc::new(CheckpointFile::open(&dir).expect("a store checkpoint")))
-            })
-            .collect();
+        let store_dirs = ids.iter().map(|id| (*id, lmdb.path().join(format!("node{id}")))).collect();
         let net = Net::new(StdRng::from_rng(&mut rng).expect("a seeded rng"));
         let directory = Directory::default();
         super::node::EPOCH.with(|e| e.set(Some(Instant::now())));
@@ -167,7 +169,8 @@ impl Run {
             plan,
             ids,
             storages,
-            checkpoints,
+            store_dirs,
+            closing: BTreeMap::new(),
             _lmdb: lmdb,
             ups: BTreeMap::new(),
             net,
@@ -221,6 +224,7 @@ impl Run {
                 self.crash(id);
             }
         }
+        self.restart_exited().await;
         let roll = self.rng.gen_range(0..1000);
         let (crash, partition, faults) = (self.plan.crash_ppt, self.plan.partition_ppt, self.plan.faults_ppt);
         if roll < crash {
@@ -276,10 +280,19 @@ impl Run {
     }
 
     async fn start(&mut self, id: u64) {
+        if let Some(last) = self.closing.remove(&id) {
+            let since = Instant::now();
+            while last.strong_count() > 0 {
+                if since.elapsed() > CLOSES_WITHIN {
+                    self.violation(&format!("node {id}'s last process still holds its checkpoint"));
+                }
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        }
         let rng = StdRng::from_rng(&mut self.rng).expect("a seeded rng");
         let (net, ledger) = (self.net.clone(), self.ledger.clone());
         let node = (id, self.ids.as_slice());
-        let disk = (&self.storages[&id], &self.checkpoints[&id]);
+        let disk = (&self.storages[&id], self.store_dirs[&id].as_path());
         let booted = boot(node, disk, (net, ledger), rng, self.epoch, self.plan.confirm_reads).await;
         match booted {
             Ok(up) => {
@@ -302,6 +315,22 @@ impl Run {
         self.storages[&id].crash(crash);
     }
 
+    /// Boots again every node whose process exited to install the snapshot
+    /// it staged, as its supervisor does on exit code 75.
+    async fn restart_exited(&mut self) {
+        for id in self.ids.clone() {
+            if !self.ups.get(&id).is_some_and(|up| up.exited.load(Ordering::Acquire)) {
+                continue;
+            }
+            let up = self.ups.remove(&id).expect("up");
+            trace(|| format!("node {id} exits with code 75 to install the snapshot it staged"));
+            self.outcome.snapshots_installed += 1;
+            self.unlist(id);
+            self.gone(id, up);
+            self.start(id).await;
+        }
+    }
+
     /// Node `id` takes no more client commands.
     fn unlist(&self, id: u64) {
         self.directory.lock().expect("directory lock").remove(&id);
@@ -313,6 +342,7 @@ impl Run {
     /// again into them).
     fn gone(&mut self, id: u64, up: Up) {
         self.net.down(id);
+        self.closing.insert(id, up.checkpoint.clone());
         up.kill();
         if self.faulty.is_some_and(|(f, _)| f == id) {
             self.faulty = None;
@@ -491,6 +521,7 @@ impl Run {
         let mut next_change = Instant::now();
         loop {
             tokio::time::sleep(Duration::from_millis(50)).await;
+            self.restart_exited().await;
             self.check_running(false);
             // Every node is made a voter again, a step at a time.
             if let Some(leader) = self.leader().filter(|_| Instant::now() >= next_change) {
@@ -520,8 +551,8 @@ impl Run {
                     .map(|(id, up)| {
                         let m = up.raft().metrics().borrow_watched().clone();
                         format!(
-                            "node {id} {:?} term {} log {:?} applied {:?}",
-                            m.state, m.current_term, m.last_log_index, m.last_applied
+                            "node {id} {:?} term {} log {:?} applied {:?} {:?}",
+                            m.state, m.current_term, m.last_log_index, m.last_applied, m.running_state
                         )
                     })
                     .collect();

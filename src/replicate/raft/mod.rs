@@ -16,7 +16,7 @@ pub mod replicator;
 mod rpc;
 pub mod runtime;
 mod server;
-pub(crate) mod snapshot_transfer;
+pub mod snapshot_transfer;
 pub mod state_machine;
 pub mod transport;
 pub mod types;

@@ -6,6 +6,7 @@ use super::rpc::{Request, Response};
 use super::snapshot_transfer;
 use super::transport::Transport;
 use super::types::Queen;
+use crate::storage::Storage;
 use crate::store::rows::Member;
 use openraft::error::{NetworkError, RPCError, ReplicationClosed, StreamingError, Unreachable};
 use openraft::network::v2::RaftNetworkV2;
@@ -30,6 +31,8 @@ pub struct Peers {
     links: Arc<Mutex<Links>>,
     token: String,
     transport: Arc<dyn Transport>,
+    /// Where the snapshots it sends are read from.
+    storage: Arc<dyn Storage>,
     /// This node's id, which it introduces itself with.
     me: u64,
     /// When a refused token was last logged, so a cut-off node says so once
@@ -38,8 +41,8 @@ pub struct Peers {
 }
 
 impl Peers {
-    pub fn new(me: u64, token: String, transport: Arc<dyn Transport>) -> Self {
-        Self { links: Arc::default(), token, transport, me, refused_logged: Arc::default() }
+    pub fn new(me: u64, token: String, transport: Arc<dyn Transport>, storage: Arc<dyn Storage>) -> Self {
+        Self { links: Arc::default(), token, transport, storage, me, refused_logged: Arc::default() }
     }
 
     /// The link to `target` at `raft`.
@@ -143,7 +146,8 @@ impl RaftNetworkV2<Queen> for PeerClient {
         let dir = snapshot.snapshot;
         // The copy's directory is named for it (`state_machine.rs`).
         let transfer = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let chunks = snapshot_transfer::chunks(&dir, &transfer).map_err(|e| unreachable(e.to_string()))?;
+        let chunks = snapshot_transfer::chunks(self.peers.storage.clone(), &dir, &transfer)
+            .map_err(|e| unreachable(e.to_string()))?;
         for chunk in chunks {
             let chunk = chunk.map_err(|e| unreachable(format!("{}: {e}", dir.display())))?;
             let answer = self.call(chunk, &option).await.map_err(|e| unreachable(e.to_string()))?;

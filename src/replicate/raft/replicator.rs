@@ -28,6 +28,8 @@ use crate::clock::Clock;
 use crate::planner::command::Command;
 use crate::replicate::proposer::Msg;
 use crate::replicate::{Admin, Proposal, ProposeError, RaftStatus, ReadGate, Replicator};
+use crate::storage::os::OsStorage;
+use crate::storage::Storage;
 use crate::store::rows::Member;
 use crate::store::Store;
 use openraft::async_runtime::watch::WatchReceiver;
@@ -114,10 +116,13 @@ pub struct RaftReplicator<SM: Machine = super::state_machine::RaftMachine> {
     runtime: Mutex<Option<tokio::runtime::Runtime>>,
 }
 
-/// What a node's raft runs on: in a process, TCP, its own exit and no
-/// hooks; in the cluster simulator, its network and its ledger's hook.
+/// What a node's raft runs on: in a process, TCP, the operating system's
+/// files, its own exit and no hooks; in the cluster simulator, its network,
+/// its simulated disk and its ledger's hook.
 pub struct Ground {
     pub transport: Arc<dyn Transport>,
+    /// Where snapshots are read to be sent and written as they arrive.
+    pub storage: Arc<dyn Storage>,
     pub listener: Box<dyn Listener>,
     pub on_answered: Option<OnAnswered>,
     /// Answers without an entry wait for a read index (`read_confirm.rs`);
@@ -173,6 +178,7 @@ impl<SM: Machine> RaftReplicator<SM> {
             .map_err(|source| ClusterError::Bind { addr: listen, source })?;
         let ground = Ground {
             transport: Arc::new(Tcp),
+            storage: OsStorage::shared(),
             listener: Box::new(listener),
             on_answered: None,
             confirm_reads: true,
@@ -197,7 +203,7 @@ impl<SM: Machine> RaftReplicator<SM> {
         let handle = tokio::runtime::Handle::current();
         let queen = machine.queen();
         let (store, apply_watch, guard) = (queen.store.clone(), queen.after.apply_watch.clone(), queen.guard.clone());
-        let peers = Peers::new(cluster.me, cluster.token.clone(), ground.transport);
+        let peers = Peers::new(cluster.me, cluster.token.clone(), ground.transport, ground.storage.clone());
         let config = Arc::new(config().validate().map_err(|e| ClusterError::Start(e.to_string()))?);
         let raft = Raft::new(cluster.me, config, peers.clone(), log.clone(), machine)
             .await
@@ -234,7 +240,7 @@ impl<SM: Machine> RaftReplicator<SM> {
             raft: raft.clone(),
             token: cluster.token,
             leader: inner.clone(),
-            inbox: Inbox { data_dir: cluster.data_dir.clone() },
+            inbox: Inbox { storage: ground.storage, data_dir: cluster.data_dir.clone() },
             staged: Default::default(),
             staged_exit: ground.staged_exit,
             catalogue: cluster.catalogue,
@@ -566,8 +572,14 @@ impl<SM: Machine> Leader for Inner<SM> {
         let handle = self.handle.clone();
         let derailed = self.derailed.clone();
         Box::pin(async move {
-            let view = membership::view(&raft.metrics().borrow_watched(), None);
-            if view.leader != Some(me) {
+            let (view, state) = {
+                let m = raft.metrics().borrow_watched().clone();
+                (membership::view(&m, None), m.state)
+            };
+            // A leader that removed itself from the voters leads on (as a
+            // learner) until its successor takes over; openraft must not be
+            // asked for a change then (the cluster simulator's seed 9).
+            if view.leader != Some(me) || state != ServerState::Leader || !view.voters.contains(&me) {
                 return Err(ChangeRefusal::new("no_leader", "this node no longer leads: ask again"));
             }
             let members = membership::check(&change, &view)?;

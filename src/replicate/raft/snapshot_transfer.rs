@@ -10,14 +10,13 @@
 //! while it serves.
 
 use super::rpc::{Request, Response};
-use super::types::RaftLogId;
-use crate::replicate::state_machine::snapshot::STAGED;
-use crate::storage::os::OsStorage;
-use crate::storage::{replace_durable, Storage};
+use super::types::{to_qlog, RaftLogId};
+use crate::replicate::log_store::raft_state::{RaftState, RaftStateError};
+use crate::replicate::state_machine::snapshot::{self, Manifest, Site, SnapshotError, STAGED};
+use crate::storage::{files_under, remove_tree, replace_durable, Storage};
 use serde::{Deserialize, Serialize};
-use std::fs;
-use std::os::unix::fs::FileExt;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
 /// The exit code of a node that staged a snapshot to install at its next
 /// boot (recovery.md: "exits with code 75").
@@ -39,43 +38,33 @@ pub struct RaftPoint {
 
 /// Every file under `dir`, relative to it, MANIFEST last: a receiver that
 /// has MANIFEST has the rest.
-fn files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
-    let mut out = Vec::new();
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(d) = todo.pop() {
-        for e in fs::read_dir(&d)? {
-            let e = e?;
-            if e.file_type()?.is_dir() {
-                todo.push(e.path());
-            } else {
-                out.push(e.path().strip_prefix(dir).expect("under dir").to_path_buf());
-            }
-        }
-    }
+fn files(storage: &dyn Storage, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut out = files_under(storage, dir)?;
     out.sort_by_key(|p| (p == Path::new(MANIFEST), p.clone()));
     Ok(out)
 }
 
 /// The requests that send the snapshot in `dir` as transfer `transfer`, in
 /// order; the caller sends each and waits for its answer before the next.
-pub fn chunks(dir: &Path, transfer: &str) -> std::io::Result<impl Iterator<Item = std::io::Result<Request>>> {
+pub fn chunks(
+    storage: Arc<dyn Storage>,
+    dir: &Path,
+    transfer: &str,
+) -> std::io::Result<impl Iterator<Item = std::io::Result<Request>>> {
     let transfer = transfer.to_string();
     let dir = dir.to_path_buf();
-    Ok(files(&dir)?.into_iter().flat_map(move |rel| {
+    Ok(files(&*storage, &dir)?.into_iter().flat_map(move |rel| {
         let path = dir.join(&rel);
-        let transfer = transfer.clone();
-        let len = fs::metadata(&path).map(|m| m.len());
-        let offsets: Vec<std::io::Result<u64>> = match len {
+        let (storage, transfer) = (storage.clone(), transfer.clone());
+        let offsets: Vec<std::io::Result<u64>> = match storage.len(&path) {
             Ok(0) => vec![Ok(0)],
             Ok(len) => (0..len).step_by(CHUNK).map(Ok).collect(),
             Err(e) => vec![Err(e)],
         };
         offsets.into_iter().map(move |offset| {
             let offset = offset?;
-            let file = fs::File::open(&path)?;
-            let len = file.metadata()?.len();
-            let mut data = vec![0; (len - offset).min(CHUNK as u64) as usize];
-            file.read_exact_at(&mut data, offset)?;
+            let len = storage.len(&path)?;
+            let data = storage.open(&path, false)?.read_vec_at((len - offset).min(CHUNK as u64) as usize, offset)?;
             let rel = rel.to_string_lossy().into_owned();
             Ok(Request::SnapshotChunk { transfer: transfer.clone(), path: rel, offset, data })
         })
@@ -92,6 +81,10 @@ pub enum ReceiveError {
     Io { path: PathBuf, source: std::io::Error },
     #[error("the snapshot of transfer {0} arrived without its MANIFEST")]
     Incomplete(String),
+    #[error(transparent)]
+    Install(#[from] SnapshotError),
+    #[error(transparent)]
+    RaftState(#[from] RaftStateError),
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ReceiveError {
@@ -101,6 +94,7 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ReceiveError {
 
 /// The receiving side, over a node's data directory.
 pub struct Inbox {
+    pub storage: Arc<dyn Storage>,
     pub data_dir: PathBuf,
 }
 
@@ -121,9 +115,11 @@ impl Inbox {
         let file = self.transfer_dir(transfer)?.join(rel);
         let parent = file.parent().expect("a file in a directory");
         if offset == 0 {
-            fs::create_dir_all(parent).map_err(io(parent))?;
+            self.storage.create_dir_all(parent).map_err(io(parent))?;
+            // A chunk sent again after a cut starts the file over.
+            crate::storage::remove_if_there(&*self.storage, &file).map_err(io(&file))?;
         }
-        let f = fs::OpenOptions::new().create(true).write(true).truncate(offset == 0).open(&file).map_err(io(&file))?;
+        let f = self.storage.open(&file, offset == 0).map_err(io(&file))?;
         f.write_all_at(data, offset).map_err(io(&file))
     }
 
@@ -131,48 +127,65 @@ impl Inbox {
     /// it in place of any snapshot staged before. Answers the staged
     /// directory.
     pub fn done(&self, transfer: &str, point: RaftPoint) -> Result<PathBuf, ReceiveError> {
+        let storage = &*self.storage;
         let dir = self.transfer_dir(transfer)?;
-        if !dir.join(MANIFEST).exists() {
+        if !storage.exists(&dir.join(MANIFEST)) {
             return Err(ReceiveError::Incomplete(transfer.to_string()));
         }
         let mut dirs = vec![dir.clone()];
-        for rel in files(&dir).map_err(io(&dir))? {
+        for rel in files(storage, &dir).map_err(io(&dir))? {
             let path = dir.join(&rel);
-            fs::File::open(&path).and_then(|f| f.sync_all()).map_err(io(&path))?;
+            storage.open(&path, false).and_then(|f| f.datasync()).map_err(io(&path))?;
             if let Some(parent) = path.parent().filter(|p| !dirs.iter().any(|d| d == p)) {
                 dirs.push(parent.to_path_buf());
             }
         }
+        // Deepest first: a directory's entry is synced in its parent after
+        // what it holds.
+        dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
         for d in &dirs {
-            OsStorage.sync_dir(d).map_err(io(d))?;
+            storage.sync_dir(d).map_err(io(d))?;
         }
         let point_path = dir.join(RAFT_POINT);
         let bytes = serde_json::to_vec(&point).expect("a raft point serializes");
-        replace_durable(&OsStorage, &point_path, &bytes).map_err(io(&point_path))?;
+        replace_durable(storage, &point_path, &bytes).map_err(io(&point_path))?;
         let staged = self.data_dir.join(STAGED);
-        if staged.exists() {
-            fs::remove_dir_all(&staged).map_err(io(&staged))?;
-        }
-        fs::rename(&dir, &staged).map_err(io(&staged))?;
+        remove_tree(storage, &staged).map_err(io(&staged))?;
+        storage.rename(&dir, &staged).map_err(io(&staged))?;
         let parent = staged.parent().expect("under snapshots/");
-        OsStorage.sync_dir(parent).map_err(io(parent))?;
+        storage.sync_dir(parent).map_err(io(parent))?;
         // Transfers cut short before this one are of no use now.
-        let _ = fs::remove_dir_all(self.data_dir.join(INCOMING));
+        let incoming = self.data_dir.join(INCOMING);
+        let _ = remove_tree(storage, &incoming);
         Ok(staged)
     }
 }
 
-/// The raft position of the snapshot staged in `data_dir`, if one is
-/// staged and came over raft.
-pub fn staged_point(data_dir: &Path) -> Result<Option<RaftPoint>, ReceiveError> {
-    let path = data_dir.join(STAGED).join(RAFT_POINT);
-    match fs::read(&path) {
+/// The raft position of the snapshot staged at `site`, if one is staged
+/// and came over raft.
+fn staged_point(site: Site<'_>) -> Result<Option<RaftPoint>, ReceiveError> {
+    let path = site.data_dir.join(STAGED).join(RAFT_POINT);
+    match site.storage.read(&path) {
         Ok(bytes) => serde_json::from_slice(&bytes)
             .map(Some)
             .map_err(|e| ReceiveError::Io { path, source: std::io::Error::other(e) }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(ReceiveError::Io { path, source: e }),
     }
+}
+
+/// A cluster node's boot takes in the snapshot staged at `site`, before it
+/// opens anything: the raft state under `raft_dir` notes the log as
+/// committed and purged through the snapshot's point (the log takes up
+/// after it), then the snapshot replaces the store and the qlog. Answers
+/// the installed manifest.
+pub fn install_staged(site: Site<'_>, raft: &RaftState) -> Result<Option<Manifest>, ReceiveError> {
+    if let Some(point) = staged_point(site)? {
+        let (id, leader) = to_qlog(&point.last);
+        raft.save_purged(id, leader)?;
+        raft.save_committed(id, leader)?;
+    }
+    Ok(snapshot::install_staged(site)?)
 }
 
 /// Whether `response` is the receiver's acknowledgement of a chunk.
@@ -186,17 +199,20 @@ pub fn chunk_taken(response: Response) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::storage::os::OsStorage;
+    use std::fs;
 
     #[test]
     fn a_snapshot_directory_arrives_whole_and_staged_and_a_path_out_of_it_is_refused() {
         let tmp = tempfile::tempdir().unwrap();
         let src = tmp.path().join("out");
+        let storage = OsStorage::shared();
         fs::create_dir_all(src.join("qlog/q1")).unwrap();
         fs::write(src.join("qlog/q1/r00000001.qlog"), vec![7u8; CHUNK + 10]).unwrap();
         fs::write(src.join("qlog/LANES"), b"").unwrap();
         fs::write(src.join(MANIFEST), b"{}").unwrap();
-        let inbox = Inbox { data_dir: tmp.path().join("node") };
-        let requests: Vec<Request> = chunks(&src, "t-1").unwrap().map(Result::unwrap).collect();
+        let inbox = Inbox { storage: storage.clone(), data_dir: tmp.path().join("node") };
+        let requests: Vec<Request> = chunks(storage, &src, "t-1").unwrap().map(Result::unwrap).collect();
         assert_eq!(requests.len(), 4, "two chunks of the big file, one of each other file");
         let mut last = String::new();
         for r in requests {
@@ -208,7 +224,8 @@ mod tests {
         let point = RaftPoint { last: super::super::types::to_raft(crate::log_id::LogId::new(2, 9), 1).unwrap() };
         let staged = inbox.done("t-1", point).unwrap();
         assert_eq!(fs::read(staged.join("qlog/q1/r00000001.qlog")).unwrap(), vec![7u8; CHUNK + 10]);
-        assert_eq!(staged_point(&inbox.data_dir).unwrap(), Some(point));
+        let site = Site { storage: &OsStorage, data_dir: &inbox.data_dir, store_dir: &tmp.path().join("store") };
+        assert_eq!(staged_point(site).unwrap(), Some(point));
         assert!(matches!(inbox.chunk("t-2", "../x", 0, b""), Err(ReceiveError::BadPath(_))));
         assert!(matches!(inbox.chunk("../t", "x", 0, b""), Err(ReceiveError::BadTransfer(_))));
     }

@@ -14,10 +14,13 @@
 use super::apply_guard::ApplyGuard;
 use super::log_storage::RaftLog;
 use super::types::{raft_membership, to_qlog_entry, to_raft, Applied, Queen, RaftLogId};
+use crate::clock::Clock;
 use crate::log_id::LogId;
 use crate::replicate::state_machine::after_apply::{AfterApply, AppliedBatch};
-use crate::replicate::state_machine::snapshot::{self, Manifest};
+use crate::replicate::state_machine::snapshot::{self, Manifest, Site};
+use crate::storage::{remove_tree, Storage};
 use crate::store::checkpoint::CheckpointFile;
+use crate::store::rows::MembershipRow;
 use crate::store::{Store, MEMBERSHIP_ROW};
 use futures_util::StreamExt;
 use openraft::storage::{EntryResponder, RaftSnapshotBuilder, RaftStateMachine};
@@ -60,10 +63,16 @@ impl Machine for RaftMachine {
 /// What a snapshot is built from, on a node that serves them.
 #[derive(Clone)]
 pub struct SnapshotFiles {
+    pub storage: Arc<dyn Storage>,
     pub data_dir: PathBuf,
+    /// The store checkpoint's directory, outside the seam (`snapshot::Site`).
+    pub store_dir: PathBuf,
     pub checkpoint: Arc<CheckpointFile>,
     /// Held by reclaim, and by a copy for its whole length.
     pub reclaim: Arc<Mutex<()>>,
+    /// Names each copy by the wall clock: a receiver keeps a transfer's
+    /// files by its name.
+    pub clock: Arc<dyn Clock>,
     /// Whether openraft built a snapshot since this boot: until then it has
     /// none to send (and a boot must not copy the whole log to learn so).
     pub built: Arc<AtomicBool>,
@@ -73,13 +82,12 @@ pub struct SnapshotFiles {
 const OUT: &str = "snapshots/out";
 
 impl SnapshotFiles {
-    /// The meta of a snapshot through the checkpoint at `at` (led by
-    /// `leader`); none while the membership changed after it (the
-    /// checkpoint then holds an older one, which the store no longer does).
-    fn meta(&self, store: &Store, at: LogId, leader: u64) -> Option<SnapshotMeta> {
+    /// The meta of a snapshot through a checkpoint applied through `at`
+    /// (led by `leader`) and holding `membership`: the membership as of
+    /// `at`, which the live store may have moved past.
+    fn meta(at: LogId, leader: u64, membership: Option<&MembershipRow>) -> Option<SnapshotMeta> {
         let last_log_id = to_raft(at, leader)?;
-        let membership = match store.membership.get(&MEMBERSHIP_ROW.to_string()) {
-            Some(row) if row.log_id.index > at.index => return None,
+        let membership = match membership {
             Some(row) => Membership::new(to_raft(row.log_id, row.leader), raft_membership(&row.membership)),
             None => Membership::default(),
         };
@@ -88,16 +96,17 @@ impl SnapshotFiles {
 
     /// Copies the node's state into a new directory under `snapshots/out`.
     fn copy(&self) -> io::Result<(PathBuf, Manifest)> {
+        let storage = &*self.storage;
         let out = self.data_dir.join(OUT);
-        std::fs::create_dir_all(&out)?;
-        let mut old: Vec<PathBuf> = std::fs::read_dir(&out)?.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        storage.create_dir_all(&out)?;
+        let mut old: Vec<String> = storage.list(&out)?.into_iter().map(|e| e.name).collect();
         old.sort();
-        for dir in old.iter().rev().skip(1) {
-            let _ = std::fs::remove_dir_all(dir);
+        for name in old.iter().rev().skip(1) {
+            let _ = remove_tree(storage, &out.join(name));
         }
-        let into = out.join(format!("{:020}", chrono::Utc::now().timestamp_nanos_opt().unwrap_or_default()));
-        let source =
-            snapshot::Source { data_dir: &self.data_dir, checkpoint: &self.checkpoint, reclaim: &self.reclaim };
+        let into = out.join(format!("{:020}", self.clock.wall_us().max(0)));
+        let site = Site { storage, data_dir: &self.data_dir, store_dir: &self.store_dir };
+        let source = snapshot::Source { site, checkpoint: &self.checkpoint, reclaim: &self.reclaim };
         let manifest = snapshot::build(&source, &into).map_err(|e| io::Error::other(e.to_string()))?;
         Ok((into, manifest))
     }
@@ -175,14 +184,14 @@ impl RaftStateMachine<Queen> for RaftMachine {
 
     async fn try_create_snapshot_builder(&mut self, _force: bool) -> Option<Self::SnapshotBuilder> {
         let files = self.snapshots.as_ref()?;
-        let (at, leader) = match files.checkpoint.applied() {
-            Ok(applied) => applied,
+        let standing = match files.checkpoint.standing() {
+            Ok(standing) => standing,
             Err(e) => {
-                tracing::warn!(error = %e, "the checkpoint's applied id could not be read: no snapshot now");
+                tracing::warn!(error = %e, "the checkpoint could not be read: no snapshot now");
                 return None;
             }
         };
-        let meta = files.meta(&self.store.read().expect("store lock"), at, leader)?;
+        let meta = SnapshotFiles::meta(standing.applied, standing.leader, standing.membership.as_ref())?;
         files.built.store(true, Ordering::Release);
         Some(SnapshotBuilder { snapshot: Some(Snapshot { meta, snapshot: PathBuf::new() }) })
     }
@@ -200,13 +209,16 @@ impl RaftStateMachine<Queen> for RaftMachine {
 
     async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot>, io::Error> {
         let Some(files) = self.snapshots.clone().filter(|f| f.built.load(Ordering::Acquire)) else { return Ok(None) };
-        // A copy of the whole log: off the runtime's cooperative path.
-        let (dir, manifest) = tokio::task::block_in_place(|| files.copy())?;
-        let store = self.store.read().expect("store lock");
-        let Some(meta) = files.meta(&store, manifest.applied, manifest.applied_leader) else {
-            tracing::info!("the membership changed after the last checkpoint: a snapshot is sent after the next one");
-            return Ok(None);
-        };
+        // A copy of the whole log: off the runtime's cooperative path, where
+        // it has other threads (the simulator's one thread copies inline).
+        let (dir, manifest) = match tokio::runtime::Handle::current().runtime_flavor() {
+            tokio::runtime::RuntimeFlavor::CurrentThread => files.copy(),
+            _ => tokio::task::block_in_place(|| files.copy()),
+        }?;
+        let meta = SnapshotFiles::meta(manifest.applied, manifest.applied_leader, manifest.membership.as_ref())
+            .ok_or_else(|| {
+                io::Error::other(format!("a checkpoint applied through {} is no raft position", manifest.applied))
+            })?;
         tracing::info!(through = %manifest.applied, files = manifest.files, bytes = manifest.bytes, "copied a snapshot to send");
         Ok(Some(Snapshot { meta, snapshot: dir }))
     }

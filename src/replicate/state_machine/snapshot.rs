@@ -17,15 +17,16 @@
 //! directory lays it out, and `MANIFEST` (JSON: the checkpoint's applied
 //! log id and leader, the files and bytes), written and synced last, so a
 //! directory without it is an incomplete snapshot and is never installed.
-//! The files are plain files outside the storage seam, as the checkpoint
-//! is: heed owns the one, and the others are copied whole.
+//! Every file goes through the storage seam, so the cluster simulator
+//! builds, sends and installs snapshots on its simulated disks; the store's
+//! copy is heed's, made outside the seam in a scratch directory and taken
+//! in (`Storage::import`), and put out where heed opens it at install.
 
 use crate::log_id::LogId;
-use crate::storage::os::OsStorage;
-use crate::storage::{replace_durable, Storage};
-use crate::store::checkpoint::{CheckpointError, CheckpointFile};
+use crate::storage::{remove_tree, replace_durable, Storage};
+use crate::store::checkpoint::{CheckpointError, CheckpointFile, Standing};
+use crate::store::rows::MembershipRow;
 use serde::{Deserialize, Serialize};
-use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -34,6 +35,8 @@ pub const STAGED: &str = "snapshots/staged";
 const MANIFEST: &str = "MANIFEST";
 /// What a snapshot copies of the qlog directory besides its logs' files.
 const LAYOUT_FILES: [&str; 4] = ["LANES", "SHARDS", "REPLICATOR", "FORMAT"];
+/// The store checkpoint's file in its directory.
+const STORE_FILE: &str = "data.mdb";
 
 #[derive(Debug, thiserror::Error)]
 pub enum SnapshotError {
@@ -50,15 +53,30 @@ pub struct Manifest {
     /// The last entry the snapshot's store holds.
     pub applied: LogId,
     pub applied_leader: u64,
+    /// The cluster's membership at `applied`, on a cluster node: what a
+    /// snapshot's meta names.
+    #[serde(default)]
+    pub membership: Option<MembershipRow>,
     /// qlog files copied, and their bytes.
     pub files: u64,
     pub bytes: u64,
 }
 
-/// What a build copies from: a running node's data directory, its
-/// checkpoint, and the lock its reclaim passes hold.
-pub struct Source<'a> {
+/// Where a node's state lives: its data directory, on `storage`, and the
+/// directory of its store checkpoint, heed's, outside the seam (the data
+/// directory's `store/` in a process, a real directory beside the simulated
+/// disk in the cluster simulator).
+#[derive(Clone, Copy)]
+pub struct Site<'a> {
+    pub storage: &'a dyn Storage,
     pub data_dir: &'a Path,
+    pub store_dir: &'a Path,
+}
+
+/// What a build copies from: a running node's site, its checkpoint, and
+/// the lock its reclaim passes hold.
+pub struct Source<'a> {
+    pub site: Site<'a>,
     pub checkpoint: &'a CheckpointFile,
     pub reclaim: &'a Mutex<()>,
 }
@@ -68,70 +86,80 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> SnapshotError {
     move |source| SnapshotError::Io { path, source }
 }
 
-fn sync_dir(dir: &Path) -> Result<(), SnapshotError> {
-    OsStorage.sync_dir(dir).map_err(io(dir))
-}
-
-/// Copies `from` to `to` (streamed: a segment is up to 64 MiB) and syncs
-/// it; answers the bytes copied.
-fn copy_durable(from: &Path, to: &Path) -> Result<u64, SnapshotError> {
-    let bytes = fs::copy(from, to).map_err(io(from))?;
-    File::open(to).and_then(|f| f.sync_all()).map_err(io(to))?;
-    Ok(bytes)
+/// heed's compacted copy of the last committed checkpoint, in a scratch
+/// directory beside the checkpoint's (outside the seam, on its volume),
+/// taken in as `to`; answers where it stands.
+fn copy_store(source: &Source<'_>, to: &Path) -> Result<Standing, SnapshotError> {
+    let scratch = source.site.store_dir.with_extension("snapshot-copy");
+    // A copy an earlier build left, cut short.
+    let _ = std::fs::remove_dir_all(&scratch);
+    std::fs::create_dir_all(&scratch).map_err(io(&scratch))?;
+    let copied = scratch.join(STORE_FILE);
+    source.checkpoint.copy_to(&copied)?;
+    // Read from the copy: the live checkpoint may have moved on since.
+    let standing = CheckpointFile::open(&scratch)?.standing()?;
+    source.site.storage.import(&copied, to).map_err(io(to))?;
+    let _ = std::fs::remove_dir_all(&scratch);
+    Ok(standing)
 }
 
 /// Builds a snapshot of `source` into the new directory `into`.
 pub fn build(source: &Source<'_>, into: &Path) -> Result<Manifest, SnapshotError> {
+    let storage = source.site.storage;
     // Held for the whole copy: see the module's comment.
     let _reclaim = source.reclaim.lock().expect("reclaim lock");
     // A new directory: a build never mixes into an older one's files.
-    fs::create_dir(into).map_err(io(into))?;
+    if storage.exists(into) {
+        return Err(SnapshotError::Io { path: into.into(), source: std::io::ErrorKind::AlreadyExists.into() });
+    }
     let store = into.join("store");
-    fs::create_dir(&store).map_err(io(&store))?;
-    let copied = store.join("data.mdb");
-    source.checkpoint.copy_to(&copied)?;
-    let (applied, applied_leader) = CheckpointFile::open(&store)?.applied()?;
-    // The copy's own lock file is of no use to the node that installs it.
-    let _ = fs::remove_file(store.join("lock.mdb"));
+    storage.create_dir_all(&store).map_err(io(&store))?;
+    let standing = copy_store(source, &store.join(STORE_FILE))?;
 
-    let (from_qlog, to_qlog) = (source.data_dir.join("qlog"), into.join("qlog"));
-    fs::create_dir_all(&to_qlog).map_err(io(&to_qlog))?;
+    let (from_qlog, to_qlog) = (source.site.data_dir.join("qlog"), into.join("qlog"));
+    storage.create_dir_all(&to_qlog).map_err(io(&to_qlog))?;
     for name in LAYOUT_FILES {
         let from = from_qlog.join(name);
-        if from.exists() {
-            copy_durable(&from, &to_qlog.join(name))?;
+        if storage.exists(&from) {
+            storage.copy_durable(&from, &to_qlog.join(name)).map_err(io(&from))?;
         }
     }
     let (mut files, mut bytes) = (0, 0);
-    for log in fs::read_dir(&from_qlog).map_err(io(&from_qlog))? {
-        let log = log.map_err(io(&from_qlog))?;
-        if !log.file_type().map_err(io(&log.path()))?.is_dir() {
+    for log in storage.list(&from_qlog).map_err(io(&from_qlog))? {
+        if !log.is_dir {
             continue;
         }
-        let to_log = to_qlog.join(log.file_name());
-        fs::create_dir_all(&to_log).map_err(io(&to_log))?;
-        for file in fs::read_dir(log.path()).map_err(io(&log.path()))? {
-            let file = file.map_err(io(&log.path()))?;
-            if file.path().extension().is_some_and(|e| e == "qlog") {
-                bytes += copy_durable(&file.path(), &to_log.join(file.file_name()))?;
+        let (from_log, to_log) = (log.path(&from_qlog), log.path(&to_qlog));
+        storage.create_dir_all(&to_log).map_err(io(&to_log))?;
+        for file in storage.list(&from_log).map_err(io(&from_log))? {
+            if Path::new(&file.name).extension().is_some_and(|e| e == "qlog") {
+                let from = file.path(&from_log);
+                bytes += storage.copy_durable(&from, &file.path(&to_log)).map_err(io(&from))?;
                 files += 1;
             }
         }
-        sync_dir(&to_log)?;
+        storage.sync_dir(&to_log).map_err(io(&to_log))?;
     }
-    sync_dir(&to_qlog)?;
-    sync_dir(&store)?;
-    let manifest = Manifest { applied, applied_leader, files, bytes };
+    for dir in [&to_qlog, &store, into] {
+        storage.sync_dir(dir).map_err(io(dir))?;
+    }
+    let manifest = Manifest {
+        applied: standing.applied,
+        applied_leader: standing.leader,
+        membership: standing.membership,
+        files,
+        bytes,
+    };
     let path = into.join(MANIFEST);
     let text = serde_json::to_vec_pretty(&manifest).expect("a manifest serializes");
-    replace_durable(&OsStorage, &path, &text).map_err(io(&path))?;
+    replace_durable(storage, &path, &text).map_err(io(&path))?;
     Ok(manifest)
 }
 
 /// The manifest of the complete snapshot in `dir`, if it holds one.
-pub fn manifest(dir: &Path) -> Result<Option<Manifest>, SnapshotError> {
+pub fn manifest(storage: &dyn Storage, dir: &Path) -> Result<Option<Manifest>, SnapshotError> {
     let path = dir.join(MANIFEST);
-    match fs::read(&path) {
+    match storage.read(&path) {
         Ok(bytes) => {
             serde_json::from_slice(&bytes).map(Some).map_err(|e| SnapshotError::Manifest { path, why: e.to_string() })
         }
@@ -140,28 +168,29 @@ pub fn manifest(dir: &Path) -> Result<Option<Manifest>, SnapshotError> {
     }
 }
 
-/// Installs the snapshot staged in `data_dir` (`STAGED`), if a complete one
-/// is there: before the boot opens the store. Each part (the store, then
-/// the qlog) replaces the data directory's in two steps, remove and rename,
-/// and a part already moved is not moved again, so a boot that crashes
-/// halfway finishes the swap the next time. Answers the installed manifest.
-pub fn install_staged(data_dir: &Path) -> Result<Option<Manifest>, SnapshotError> {
-    let staged = data_dir.join(STAGED);
-    let Some(manifest) = manifest(&staged)? else { return Ok(None) };
-    for part in ["store", "qlog"] {
-        let (from, to) = (staged.join(part), data_dir.join(part));
-        if !from.exists() {
-            continue;
-        }
-        if to.exists() {
-            fs::remove_dir_all(&to).map_err(io(&to))?;
-        }
-        fs::rename(&from, &to).map_err(io(&to))?;
-        sync_dir(data_dir)?;
+/// Installs the snapshot staged at `site` (`STAGED`), if a complete one is
+/// there: before the boot opens the store. The store's file is put out
+/// over the checkpoint's; the qlog replaces the data directory's in two
+/// steps, remove and rename; a part already moved is not moved again, so a
+/// boot that crashes halfway finishes the swap the next time. Answers the
+/// installed manifest.
+pub fn install_staged(site: Site<'_>) -> Result<Option<Manifest>, SnapshotError> {
+    let (storage, dir) = (site.storage, site.data_dir);
+    let staged = dir.join(STAGED);
+    let Some(manifest) = manifest(storage, &staged)? else { return Ok(None) };
+    let store = staged.join("store").join(STORE_FILE);
+    if storage.exists(&store) {
+        std::fs::create_dir_all(site.store_dir).map_err(io(site.store_dir))?;
+        storage.export(&store, &site.store_dir.join(STORE_FILE)).map_err(io(&store))?;
     }
-    fs::remove_dir_all(&staged).map_err(io(&staged))?;
-    if let Some(parent) = staged.parent() {
-        sync_dir(parent)?;
+    let (from, to) = (staged.join("qlog"), dir.join("qlog"));
+    if storage.exists(&from) {
+        remove_tree(storage, &to).map_err(io(&to))?;
+        storage.rename(&from, &to).map_err(io(&to))?;
+        storage.sync_dir(dir).map_err(io(dir))?;
     }
+    remove_tree(storage, &staged).map_err(io(&staged))?;
+    let parent = staged.parent().expect("under snapshots/");
+    storage.sync_dir(parent).map_err(io(parent))?;
     Ok(Some(manifest))
 }
