@@ -120,8 +120,8 @@ async fn one_voter_commits_planned_entries_through_the_qlog_and_voids_a_stale_pl
     // next index, which is not the one planned.
     let stale = {
         let store = store.read().unwrap();
-        planner.caught_up_with(&store);
-        planner.reserve_id();
+        // The planner leads after an entry the log never got.
+        planner.lead((term, 1), LogId::new(term, store.applied.index + 1));
         planner.plan(&store, Command::Push(vec![push("q", "d")]), 2_000_000).entry.unwrap()
     };
     let proposed = Proposed { planned: stale.id, body: stale.body.clone(), messages: stale.messages.clone() };

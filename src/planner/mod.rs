@@ -74,15 +74,6 @@ impl Planner {
         LogId::new(self.term, self.next_index)
     }
 
-    /// Takes the next log id for an entry the log appends without the
-    /// planner (a leader's blank entry at the start of its term, a
-    /// membership change): the next entry planned follows it.
-    pub fn reserve_id(&mut self) -> LogId {
-        let id = self.next_id();
-        self.next_index += 1;
-        id
-    }
-
     /// The node this planner leads as.
     pub fn node(&self) -> u64 {
         self.node

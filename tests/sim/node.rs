@@ -129,23 +129,26 @@ impl SimNode {
         self.term += 1;
         let vote = Vote { term: self.term, node: SINGLE_NODE, committed: true };
         self.raft.save_vote(vote).map_err(raft_stopped)?;
-        self.planner.lead((self.term, SINGLE_NODE), self.last_log_id());
         let mut effects = vec![vec![]];
         if let Some(membership) = membership {
             effects.push(vec![Effect::Membership(membership)]);
         }
-        let entries: Vec<Entry> = effects
-            .into_iter()
-            .map(|effects| Entry {
-                id: self.planner.reserve_id(),
-                leader: self.planner.node(),
+        // Written without the planner, as openraft writes a term's first
+        // entries; the planner then leads after them.
+        let after = self.last_log_id().index;
+        let entries: Vec<Entry> = (1..)
+            .zip(effects)
+            .map(|(n, effects)| Entry {
+                id: LogId::new(self.term, after + n),
+                leader: SINGLE_NODE,
                 body: EntryBody { timestamp_us: now_us, effects },
                 messages: vec![],
             })
             .collect();
+        let last = entries.last().expect("a blank entry at least").id;
+        self.planner.lead((self.term, SINGLE_NODE), last);
         self.stage_and_sync(&entries, now_us).1.map_err(Stopped)?;
         self.writer.batches_synced(self.batch);
-        let last = entries.last().expect("a blank entry at least").id;
         self.save_committed(last)?;
         self.apply_through(last.index);
         self.planner.caught_up_with(&self.store);

@@ -135,7 +135,9 @@ fn regressions() -> Vec<(u64, Plan, &'static str)> {
             Plan::default(),
             "a follower saved a committed id naming entries it had appended and not yet fdatasynced; a torn power \
              cut took them, and its next boot refused: openraft read the committed entries the log no longer held \
-             (the committed id is now read no further than the log reaches)",
+             (the committed id is now read no further than the log reaches); with snapshots on, two peers behind \
+             asked their leader for a snapshot within one tick of its clock, the second copy found the first's \
+             directory and failed, and openraft stopped on it (the first copy now serves both)",
         ),
         (
             377,

@@ -44,7 +44,7 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, RwLock, Weak};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -162,9 +162,6 @@ pub struct Up {
     pub stopped: Arc<AtomicBool>,
     /// Set when the process exited to install a snapshot it staged.
     pub exited: Arc<AtomicBool>,
-    /// Its store checkpoint, which heed holds open until every part of the
-    /// process that uses it has ended: the next boot opens it again.
-    pub checkpoint: Weak<CheckpointFile>,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -305,9 +302,8 @@ pub async fn boot(
     };
     let leaders = tokio::spawn(watch_leadership(raft, id, ledger));
     let replicator = Arc::new(replicator);
-    let checkpoint = Arc::downgrade(&checkpoint);
     let tasks = vec![syncer, committed, leaders];
-    Ok(Up { replicator, log, store, files, fenced, stopped, exited, checkpoint, tasks })
+    Ok(Up { replicator, log, store, files, fenced, stopped, exited, tasks })
 }
 
 /// Enters every leadership this node takes in the ledger.

@@ -22,7 +22,6 @@ use openraft::async_runtime::watch::WatchReceiver;
 use openraft::ServerState;
 use queen::replicate::raft::membership::MembershipChange;
 use queen::replicate::Replicator;
-use queen::store::checkpoint::CheckpointFile;
 use queen::store::rows::Member;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
@@ -30,7 +29,7 @@ use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -120,11 +119,13 @@ pub struct Run {
     /// Each node's store checkpoint directory: LMDB, on a real temporary
     /// directory (outside the storage seam; its commits are whole or
     /// absent, and a node checkpoints only what its log holds durably, so a
-    /// crash leaves a checkpoint its log can replay after).
+    /// crash leaves a checkpoint its log can replay after). Each boot takes
+    /// a copy of the last one's in a directory of its own: heed opens a
+    /// file once per process, and what is left of a killed node's tasks
+    /// (its apply waits on an fdatasync that never comes) holds it open.
     store_dirs: BTreeMap<u64, PathBuf>,
-    /// The checkpoint of each node's last process, until that process has
-    /// wholly ended (heed opens a file once per process).
-    closing: BTreeMap<u64, Weak<CheckpointFile>>,
+    /// Boots so far, which name those directories.
+    boots: u64,
     ups: BTreeMap<u64, Up>,
     net: Net,
     ledger: Ledger,
@@ -139,7 +140,7 @@ pub struct Run {
     epoch: Instant,
     outcome: Outcome,
     /// Where the checkpoints live, removed after the run.
-    _lmdb: tempfile::TempDir,
+    lmdb: tempfile::TempDir,
 }
 
 const CRASHES: [Crash; 3] = [Crash::Kill, Crash::PowerCut, Crash::TornPowerCut];
@@ -147,8 +148,6 @@ const CRASHES: [Crash; 3] = [Crash::Kill, Crash::PowerCut, Crash::TornPowerCut];
 const PARTITION_HOLDS: Duration = Duration::from_millis(2500);
 /// How long the cluster may take to settle once everything heals.
 const SETTLE_WITHIN: Duration = Duration::from_secs(60);
-/// How long a process's tasks may take to end once it is gone.
-const CLOSES_WITHIN: Duration = Duration::from_secs(10);
 
 impl Run {
     pub fn new(seed: u64, plan: Plan) -> Self {
@@ -158,7 +157,6 @@ impl Run {
         let storages =
             ids.iter().map(|id| (*id, SimStorage::new(seed.wrapping_mul(31) + id, &[Path::new("/node")]))).collect();
         let lmdb = tempfile::tempdir().expect("a temporary directory");
-        let store_dirs = ids.iter().map(|id| (*id, lmdb.path().join(format!("node{id}")))).collect();
         let net = Net::new(StdRng::from_rng(&mut rng).expect("a seeded rng"));
         let directory = Directory::default();
         super::node::EPOCH.with(|e| e.set(Some(Instant::now())));
@@ -169,9 +167,9 @@ impl Run {
             plan,
             ids,
             storages,
-            store_dirs,
-            closing: BTreeMap::new(),
-            _lmdb: lmdb,
+            store_dirs: BTreeMap::new(),
+            boots: 0,
+            lmdb,
             ups: BTreeMap::new(),
             net,
             ledger: Ledger::default(),
@@ -280,19 +278,19 @@ impl Run {
     }
 
     async fn start(&mut self, id: u64) {
-        if let Some(last) = self.closing.remove(&id) {
-            let since = Instant::now();
-            while last.strong_count() > 0 {
-                if since.elapsed() > CLOSES_WITHIN {
-                    self.violation(&format!("node {id}'s last process still holds its checkpoint"));
-                }
-                tokio::time::sleep(Duration::from_millis(1)).await;
+        let dir = self.lmdb.path().join(format!("boot{}", self.boots));
+        self.boots += 1;
+        std::fs::create_dir_all(&dir).expect("a checkpoint directory");
+        if let Some(last) = self.store_dirs.insert(id, dir.clone()) {
+            let file = last.join("data.mdb");
+            if file.exists() {
+                std::fs::copy(&file, dir.join("data.mdb")).expect("a copy of the checkpoint");
             }
         }
         let rng = StdRng::from_rng(&mut self.rng).expect("a seeded rng");
         let (net, ledger) = (self.net.clone(), self.ledger.clone());
         let node = (id, self.ids.as_slice());
-        let disk = (&self.storages[&id], self.store_dirs[&id].as_path());
+        let disk = (&self.storages[&id], dir.as_path());
         let booted = boot(node, disk, (net, ledger), rng, self.epoch, self.plan.confirm_reads).await;
         match booted {
             Ok(up) => {
@@ -342,7 +340,6 @@ impl Run {
     /// again into them).
     fn gone(&mut self, id: u64, up: Up) {
         self.net.down(id);
-        self.closing.insert(id, up.checkpoint.clone());
         up.kill();
         if self.faulty.is_some_and(|(f, _)| f == id) {
             self.faulty = None;

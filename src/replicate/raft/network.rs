@@ -134,11 +134,15 @@ impl RaftNetworkV2<Queen> for PeerClient {
         }
     }
 
+    /// Sends the snapshot's files chunk by chunk, then asks the receiver to
+    /// stage it; ends early when openraft closes the replication (this node
+    /// no longer leads, or stops), which would otherwise wait out each
+    /// chunk's timeout against a peer that may be gone.
     async fn full_snapshot(
         &mut self,
         vote: RaftVote,
         snapshot: openraft::type_config::alias::SnapshotOf<Queen, PathBuf>,
-        _cancel: impl std::future::Future<Output = ReplicationClosed> + Send + 'static,
+        cancel: impl std::future::Future<Output = ReplicationClosed> + Send + 'static,
         option: RPCOption,
     ) -> Result<SnapshotResponse<Queen>, StreamingError<Queen>> {
         let unreachable = |why: String| StreamingError::Unreachable(Unreachable::new(&Remote(why)));
@@ -148,16 +152,23 @@ impl RaftNetworkV2<Queen> for PeerClient {
         let transfer = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let chunks = snapshot_transfer::chunks(self.peers.storage.clone(), &dir, &transfer)
             .map_err(|e| unreachable(e.to_string()))?;
-        for chunk in chunks {
-            let chunk = chunk.map_err(|e| unreachable(format!("{}: {e}", dir.display())))?;
-            let answer = self.call(chunk, &option).await.map_err(|e| unreachable(e.to_string()))?;
-            snapshot_transfer::chunk_taken(answer).map_err(unreachable)?;
-        }
-        tracing::info!(snapshot = %transfer, through = %last, "sent a snapshot");
-        match self.call(Request::SnapshotDone { transfer, vote, last }, &option).await {
-            Ok(Response::SnapshotDone(r)) => r.map_err(unreachable),
-            Ok(_) => Err(unreachable("the peer answered another kind of call".into())),
-            Err(e) => Err(unreachable(e.to_string())),
+        let send = async {
+            for chunk in chunks {
+                let chunk = chunk.map_err(|e| unreachable(format!("{}: {e}", dir.display())))?;
+                let answer = self.call(chunk, &option).await.map_err(|e| unreachable(e.to_string()))?;
+                snapshot_transfer::chunk_taken(answer).map_err(unreachable)?;
+            }
+            tracing::info!(snapshot = %transfer, through = %last, "sent a snapshot");
+            match self.call(Request::SnapshotDone { transfer, vote, last }, &option).await {
+                Ok(Response::SnapshotDone(r)) => r.map_err(unreachable),
+                Ok(_) => Err(unreachable("the peer answered another kind of call".into())),
+                Err(e) => Err(unreachable(e.to_string())),
+            }
+        };
+        tokio::select! {
+            biased;
+            closed = cancel => Err(StreamingError::Closed(closed)),
+            sent = send => sent,
         }
     }
 

@@ -105,9 +105,17 @@ impl SnapshotFiles {
             let _ = remove_tree(storage, &out.join(name));
         }
         let into = out.join(format!("{:020}", self.clock.wall_us().max(0)));
+        // Two peers behind may ask within one tick of the clock: the copy
+        // made for the first serves the second (openraft takes a failed
+        // copy for a broken disk and stops; the cluster simulator's seed 184).
+        let snapshot_error = |e: snapshot::SnapshotError| io::Error::other(e.to_string());
+        if let Some(manifest) = snapshot::manifest(storage, &into).map_err(snapshot_error)? {
+            return Ok((into, manifest));
+        }
+        remove_tree(storage, &into)?;
         let site = Site { storage, data_dir: &self.data_dir, store_dir: &self.store_dir };
         let source = snapshot::Source { site, checkpoint: &self.checkpoint, reclaim: &self.reclaim };
-        let manifest = snapshot::build(&source, &into).map_err(|e| io::Error::other(e.to_string()))?;
+        let manifest = snapshot::build(&source, &into).map_err(snapshot_error)?;
         Ok((into, manifest))
     }
 }
