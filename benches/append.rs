@@ -16,10 +16,10 @@
 //! QUEEN_BENCH_ONLY=append,fanout,boot a subset of the sections;
 //! QUEEN_BENCH_WRITERS=1,256 only the append runs with those writer counts).
 
-use queen::config::Settings;
-use queen::message::Message;
-use queen::node::Node;
-use queen::planner::command::{Command, PushItem};
+use queen::seams::message::Message;
+use queen::seams::planner::{Command, PushItem};
+use queen::Node;
+use queen::Settings;
 use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;

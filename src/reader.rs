@@ -129,7 +129,7 @@ impl MessageReader {
             return first.map(Some);
         }
         let store = self.view.local();
-        let now = store.locator.from_offset(queue, partition, span.first_offset).first().copied();
+        let now = store.locator.spans_from(queue, partition, span.first_offset).first().copied();
         drop(store);
         match now {
             Some(s) if s.first_offset != span.first_offset => Ok(None),
@@ -147,7 +147,7 @@ impl MessageReader {
             let store = self.view.local();
             store
                 .locator
-                .from_offset(queue, partition, first)
+                .spans_from(queue, partition, first)
                 .iter()
                 .take_while(|s| s.first_offset <= last)
                 .copied()
@@ -339,7 +339,7 @@ impl MessageReader {
     /// has, at least one message, and the caller reads on from there.
     fn spans_from(&self, queue: u64, partition: u64, offset: u64, end: u64) -> Vec<Span> {
         let store = self.view.local();
-        let from = store.locator.from_offset(queue, partition, offset);
+        let from = store.locator.spans_from(queue, partition, offset);
         from.iter().take_while(|s| s.first_offset < end).take(SPANS_PER_READ).copied().collect()
     }
 }

@@ -5,9 +5,9 @@
 mod common;
 
 use common::{push_body, qlog_files, Node};
-use queen::qlog::entry_record::{EntryRecord, Stub, STUB_FRAMED_BYTES};
-use queen::qlog::record::RecordKind;
-use queen::qlog::segment::scan;
+use queen::seams::qlog::scan;
+use queen::seams::qlog::RecordKind;
+use queen::seams::qlog::{EntryRecord, Stub, STUB_FRAMED_BYTES};
 use serde_json::json;
 
 #[tokio::test]

@@ -8,7 +8,7 @@
 mod common;
 
 use common::{push_body, Node};
-use queen::qlog::sync_ledger;
+use queen::seams::qlog::sync_ledger;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 use std::collections::HashMap;

@@ -19,9 +19,9 @@
 mod raft_parts;
 
 use openraft::testing::log::Suite;
-use queen::replicate::raft::log_storage::RaftLog;
-use queen::replicate::raft::state_machine::RaftMachine;
-use queen::replicate::raft::types::Queen;
+use queen::seams::raft::Queen;
+use queen::seams::raft::RaftLog;
+use queen::seams::raft::RaftMachine;
 use raft_parts::{open, Dir};
 
 struct Builder;

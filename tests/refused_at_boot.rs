@@ -5,7 +5,7 @@
 mod common;
 
 use common::{expect_refusal, push_body, qlog_files, Node};
-use queen::qlog::record::{read_frame, Frame, RecordKind};
+use queen::seams::qlog::{read_frame, Frame, RecordKind};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use xxhash_rust::xxh3::xxh3_64;

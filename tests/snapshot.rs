@@ -5,14 +5,15 @@
 mod common;
 
 use clap::Parser;
-use queen::config::Settings;
-use queen::message::Message;
-use queen::node::Node;
-use queen::planner::command::PushItem;
-use queen::planner::kv::{Expiry, KvKind, KvOp};
-use queen::replicate::state_machine::snapshot::{self, Site, Source, STAGED};
-use queen::replicate::typed::Typed;
-use queen::storage::os::OsStorage;
+use queen::seams::message::Message;
+use queen::seams::planner::PushItem;
+use queen::seams::planner::{Expiry, KvKind, KvOp};
+use queen::seams::replicate::snapshot;
+use queen::seams::replicate::snapshot::{Site, Source, STAGED};
+use queen::seams::replicate::Typed;
+use queen::seams::storage::OsStorage;
+use queen::Node;
+use queen::Settings;
 use serde_json::json;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

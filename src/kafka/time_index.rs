@@ -106,7 +106,7 @@ impl TimeIndex {
             let store = node.view.local();
             let Some(row) = store.partition(queue, partition) else { return lookup(&PartitionTimes::default(), 0) };
             let from = times.end.max(row.log_start);
-            (row.log_start, store.locator.from_offset(queue, partition, from).to_vec())
+            (row.log_start, store.locator.spans_from(queue, partition, from).to_vec())
         };
         times.forget_below(node, queue, partition, log_start)?;
         let covered = times.end;

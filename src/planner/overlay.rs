@@ -351,11 +351,6 @@ impl Overlay {
         self.dedup.insert(self.stamp, (queue, partition, hash), offset);
     }
 
-    /// The next offset of the partition, reserved for one message.
-    pub fn take_offset(&mut self, store: &Store, queue: u64, partition: u64) -> u64 {
-        self.take_offsets(store, queue, partition, 1)
-    }
-
     /// `n` consecutive offsets of the partition; answers the first.
     pub fn take_offsets(&mut self, store: &Store, queue: u64, partition: u64, n: u32) -> u64 {
         let next = self

@@ -52,7 +52,7 @@ impl Locator {
     }
 
     /// The spans from the one holding `offset` to the end of the partition.
-    pub fn from_offset(&self, queue: u64, partition: u64, offset: u64) -> &[Span] {
+    pub fn spans_from(&self, queue: u64, partition: u64, offset: u64) -> &[Span] {
         let Some(spans) = self.spans.get(&(queue, partition)) else {
             return &[];
         };
@@ -73,7 +73,7 @@ impl Locator {
 
     /// The time each offset in `first..=last` was stored.
     pub fn timestamp_of(&self, queue: u64, partition: u64, offset: u64) -> Option<i64> {
-        self.from_offset(queue, partition, offset).first().filter(|s| s.first_offset <= offset).map(|s| s.timestamp_us)
+        self.spans_from(queue, partition, offset).first().filter(|s| s.first_offset <= offset).map(|s| s.timestamp_us)
     }
 
     /// One past the last offset stored for the partition, if it holds any.

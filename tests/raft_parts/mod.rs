@@ -1,18 +1,18 @@
 //! The openraft storage parts on a fresh data directory, for the tests
 //! that drive them through openraft.
 
-use queen::clock::SystemClock;
-use queen::log_boot::{LogSite, Writing};
-use queen::metrics::Metrics;
-use queen::qlog::layout::{Layout, RAFT_FORMAT};
-use queen::recovery::Replay;
-use queen::replicate::log_store::raft_state::RaftState;
-use queen::replicate::raft::apply_guard::ApplyGuard;
-use queen::replicate::raft::log_storage::RaftLog;
-use queen::replicate::raft::state_machine::RaftMachine;
-use queen::replicate::state_machine::after_apply::AfterApply;
-use queen::storage::os::OsStorage;
-use queen::store::Store;
+use queen::seams::boot::Replay;
+use queen::seams::boot::{LogSite, Writing};
+use queen::seams::clock::SystemClock;
+use queen::seams::metrics::Metrics;
+use queen::seams::qlog::{Layout, RAFT_FORMAT};
+use queen::seams::raft::ApplyGuard;
+use queen::seams::raft::RaftLog;
+use queen::seams::raft::RaftMachine;
+use queen::seams::replicate::AfterApply;
+use queen::seams::replicate::RaftState;
+use queen::seams::storage::OsStorage;
+use queen::seams::store::Store;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! simulator's recovered store against its reference run, and the cluster
 //! simulator's nodes against each other.
 
-use queen::store::Store;
+use queen::seams::store::Store;
 
 /// The store's rows as text, keyspace by keyspace, for comparing two stores.
 pub fn digest(store: &Store) -> Vec<String> {

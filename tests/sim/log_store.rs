@@ -4,11 +4,11 @@
 
 use super::node::SimNode;
 use super::storage::{Crash, SimStorage};
-use queen::message::Message;
-use queen::planner::command::{Command, ConfigureQueue, PushItem};
-use queen::planner::effect::Entry;
-use queen::replicate::log_store::LogReadError;
-use queen::store::rows::{Member, Membership};
+use queen::seams::message::Message;
+use queen::seams::planner::Entry;
+use queen::seams::planner::{Command, ConfigureQueue, PushItem};
+use queen::seams::replicate::log_store::LogReadError;
+use queen::seams::store::{Member, Membership};
 use std::path::Path;
 
 /// Small files, so that a few entries roll several.

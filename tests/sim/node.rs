@@ -10,26 +10,27 @@
 //! commits every entry before it, read back from the log by index.
 
 use super::storage::SimStorage;
-use queen::clock::Clock;
-use queen::log_boot::{LogSite, Writing};
-use queen::log_id::{LogId, SINGLE_NODE};
-use queen::message::Message;
-use queen::planner::apply::apply;
-use queen::planner::command::{Answer, Command};
-use queen::planner::effect::{Effect, Entry, EntryBody};
-use queen::planner::{Planned, Planner};
-use queen::qlog::files::{FileTable, Location};
-use queen::qlog::layout::{Layout, FORMAT};
-use queen::qlog::message_record::{MessageRecord, Piece};
-use queen::qlog::retired::RetiredLogs;
-use queen::qlog::writer::{EntryWrite, QlogWriter};
-use queen::reclaim::{Freed, Pass, Policy};
-use queen::recovery::Replay;
-use queen::replicate::log_store::raft_state::{RaftState, RaftStateError, Vote};
-use queen::replicate::log_store::{self, LogReadError};
-use queen::store::checkpoint::CheckpointFile;
-use queen::store::rows::Membership;
-use queen::store::Store;
+use queen::seams::boot::Replay;
+use queen::seams::boot::{LogSite, Writing};
+use queen::seams::clock::Clock;
+use queen::seams::log_id::{LogId, SINGLE_NODE};
+use queen::seams::message::Message;
+use queen::seams::planner::apply;
+use queen::seams::planner::{Answer, Command};
+use queen::seams::planner::{Effect, Entry, EntryBody};
+use queen::seams::planner::{Planned, Planner};
+use queen::seams::qlog::RetiredLogs;
+use queen::seams::qlog::{EntryWrite, QlogWriter};
+use queen::seams::qlog::{FileTable, Location};
+use queen::seams::qlog::{Layout, FORMAT};
+use queen::seams::qlog::{MessageRecord, Piece};
+use queen::seams::reclaim::{Freed, Pass, Policy};
+use queen::seams::replicate::log_store;
+use queen::seams::replicate::log_store::LogReadError;
+use queen::seams::replicate::{RaftState, RaftStateError, Vote};
+use queen::seams::store::CheckpointFile;
+use queen::seams::store::Membership;
+use queen::seams::store::Store;
 use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -269,7 +270,7 @@ impl SimNode {
         let span = *self
             .store
             .locator
-            .from_offset(q, p, offset)
+            .spans_from(q, p, offset)
             .first()
             .ok_or_else(|| format!("no span from offset {offset} (high watermark {next:?})"))?;
         if span.first_offset > offset || span.end() <= offset {

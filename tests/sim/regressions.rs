@@ -3,8 +3,8 @@
 
 use super::node::SimNode;
 use super::storage::{Crash, Faults, SimStorage};
-use queen::message::Message;
-use queen::planner::command::{Answer, Command, PushItem};
+use queen::seams::message::Message;
+use queen::seams::planner::{Answer, Command, PushItem};
 use std::path::Path;
 
 fn push(queue: &str, txn: &str) -> Command {

@@ -8,17 +8,17 @@
 use super::digest::digest;
 use super::node::{nowhere, SimNode, Stopped};
 use super::storage::{Crash, FaultCounts, Faults, SimStorage};
-use queen::log_id::LogId;
-use queen::message::Message;
-use queen::planner::apply::apply;
-use queen::planner::command::{
+use queen::seams::log_id::LogId;
+use queen::seams::message::Message;
+use queen::seams::planner::apply;
+use queen::seams::planner::Entry;
+use queen::seams::planner::{row_key, Expiry, KvAnswer, KvKind, KvOp, KvResult};
+use queen::seams::planner::{
     AckItem, AckStatus, Answer, Command, PopRequest, PushBody, PushItem, PushStatus, Subscription,
 };
-use queen::planner::effect::Entry;
-use queen::planner::kv::{row_key, Expiry, KvAnswer, KvKind, KvOp, KvResult};
-use queen::planner::timers::{TimerOp, TimerResult, TimerVerb};
-use queen::store::rows::{Member, Membership};
-use queen::store::Store;
+use queen::seams::planner::{TimerOp, TimerResult, TimerVerb};
+use queen::seams::store::Store;
+use queen::seams::store::{Member, Membership};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -560,7 +560,7 @@ impl Run {
         let Some(p) = store.partition_id(q, "p") else { return };
         for offset in 0..store.partition(q, p).map_or(0, |r| r.next_offset) {
             let (txn, _) = self.node().read(q, p, offset).unwrap_or_else(|why| self.violation(&why));
-            let span = store.locator.from_offset(q, p, offset)[0];
+            let span = store.locator.spans_from(q, p, offset)[0];
             if self.model.timers_cancelled.contains(&txn) {
                 self.violation(&format!("timer {txn} fired after a cancel reported removing it"));
             }

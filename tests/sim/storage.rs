@@ -9,7 +9,7 @@
 //! datasync that fails with EIO or ENOSPC (a failed write may have landed a
 //! prefix), and a bit flipped in what a read returns.
 
-use queen::storage::{DirEntry, Reserve, Storage, StorageFile};
+use queen::seams::storage::{DirEntry, Reserve, Storage, StorageFile};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};

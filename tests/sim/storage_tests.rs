@@ -1,7 +1,7 @@
 //! The simulated storage itself: what each crash keeps, and the faults.
 
 use super::storage::{Crash, Faults, SimStorage, SECTOR};
-use queen::storage::Storage;
+use queen::seams::storage::Storage;
 use std::path::Path;
 
 fn root() -> &'static Path {

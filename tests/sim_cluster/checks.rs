@@ -13,19 +13,19 @@ use super::node::Up;
 use super::workload::Model;
 use openraft::async_runtime::watch::WatchReceiver;
 use openraft::RaftLogReader;
-use queen::message::Message;
-use queen::planner::kv::row_key;
-use queen::qlog::files::FileTable;
-use queen::qlog::message_record::{MessageRecord, Piece};
-use queen::replicate::raft::types::RaftLogId;
-use queen::store::Store;
+use queen::seams::message::Message;
+use queen::seams::planner::row_key;
+use queen::seams::qlog::FileTable;
+use queen::seams::qlog::{MessageRecord, Piece};
+use queen::seams::raft::RaftLogId;
+use queen::seams::store::Store;
 use std::collections::{BTreeMap, HashMap};
 
 /// The transactionId and value at an offset, read through the locator and
 /// the qlog as a reader does; or why it cannot be read.
 fn read(store: &Store, files: &FileTable, q: u64, p: u64, offset: u64) -> Result<(String, Vec<u8>), String> {
     let span =
-        *store.locator.from_offset(q, p, offset).first().ok_or_else(|| format!("no span from offset {offset}"))?;
+        *store.locator.spans_from(q, p, offset).first().ok_or_else(|| format!("no span from offset {offset}"))?;
     if span.first_offset > offset || span.end() <= offset {
         return Err(format!("the span from {offset} is {span:?}"));
     }

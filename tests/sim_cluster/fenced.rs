@@ -5,7 +5,7 @@
 //! would not do: a qlog file that cannot be opened is retried forever.)
 
 use super::storage::SimStorage;
-use queen::storage::{DirEntry, Reserve, Storage, StorageFile};
+use queen::seams::storage::{DirEntry, Reserve, Storage, StorageFile};
 use std::io::Result;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};

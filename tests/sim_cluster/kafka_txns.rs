@@ -16,10 +16,10 @@
 //! timed out and was never settled is checked for nothing but its records'
 //! place in the log.
 
-use queen::planner::command::{Answer, Command, PushItem, PushStatus};
-use queen::planner::kafka_txn::{KafkaTxnAnswer, KafkaTxnOp, TxnProducer, TxnRefusal};
-use queen::replicate::ProposeError;
-use queen::store::Store;
+use queen::seams::planner::{Answer, Command, PushItem, PushStatus};
+use queen::seams::planner::{KafkaTxnAnswer, KafkaTxnOp, TxnProducer, TxnRefusal};
+use queen::seams::replicate::ProposeError;
+use queen::seams::store::Store;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::Rng;

@@ -14,10 +14,10 @@
 //! that value.
 
 use super::linearizable::{self, Event, Op};
-use queen::planner::command::{Answer, Command};
-use queen::planner::kv::{Expiry, KvAnswer, KvKind, KvOp, KvResult};
-use queen::replicate::ProposeError;
-use queen::store::rows::KvRow;
+use queen::seams::planner::{Answer, Command};
+use queen::seams::planner::{Expiry, KvAnswer, KvKind, KvOp, KvResult};
+use queen::seams::replicate::ProposeError;
+use queen::seams::store::KvRow;
 use std::collections::BTreeMap;
 
 pub const KV_NS: &str = "sim";

@@ -5,7 +5,7 @@
 //! violation for the run to report, since it is found inside openraft's
 //! tasks, where a panic would be caught and lost.
 
-use queen::replicate::raft::types::{to_qlog_entry, RaftEntry, RaftLogId};
+use queen::seams::raft::{to_qlog_entry, RaftEntry, RaftLogId};
 use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{Hash, Hasher};

@@ -74,7 +74,7 @@ fn run_seed(seed: u64, plan: Plan) -> Outcome {
     keep_panics();
     let run = std::panic::catch_unwind(|| {
         PANICS.with(|p| p.borrow_mut().clear());
-        queen::replicate::raft::runtime::seed_this_thread(Some(seed));
+        queen::seams::raft::runtime::seed_this_thread(Some(seed));
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_time()
             .start_paused(true)
@@ -82,13 +82,13 @@ fn run_seed(seed: u64, plan: Plan) -> Outcome {
             .build()
             .expect("a runtime");
         let outcome = runtime.block_on(async { Run::new(seed, plan).go().await });
-        queen::replicate::raft::runtime::seed_this_thread(None);
+        queen::seams::raft::runtime::seed_this_thread(None);
         outcome
     });
     match run {
         Ok(outcome) => outcome,
         Err(panic) => {
-            queen::replicate::raft::runtime::seed_this_thread(None);
+            queen::seams::raft::runtime::seed_this_thread(None);
             eprintln!(
                 "cluster simulation failed; replay it with: QUEEN_SIM_SEED={seed} cargo test --test sim_cluster {}",
                 plan.test_name()

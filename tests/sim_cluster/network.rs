@@ -8,7 +8,7 @@
 //! reading the end of the stream. A dial across a cut times out; a dial to
 //! a node that is down is refused at once.
 
-use queen::replicate::raft::transport::{Accepting, Dialing, Listener, Stream, Transport};
+use queen::seams::raft::{Accepting, Dialing, Listener, Stream, Transport};
 use rand::rngs::StdRng;
 use rand::Rng;
 use std::collections::{BTreeMap, BTreeSet};

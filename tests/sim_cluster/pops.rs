@@ -15,7 +15,7 @@
 //!   nodes share).
 
 use super::workload::{PushKey, PARTITIONS, QUEUES};
-use queen::planner::command::{AckItem, AckOutcome, AckStatus, Claim, Command, PopRequest, Subscription};
+use queen::seams::planner::{AckItem, AckOutcome, AckStatus, Claim, Command, PopRequest, Subscription};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::Rng;
