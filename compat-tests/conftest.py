@@ -67,6 +67,7 @@ class Node:
             # Kafka's default waits 3 s for more members of a new group; the
             # suite's groups start together.
             QUEEN_KAFKA_INITIAL_REBALANCE_DELAY_MS="500",
+            QUEEN_KAFKA_CONSUMER_HEARTBEAT_INTERVAL_MS="500",
             # The suite tests clients, not the machine's free space: the disk
             # gate closes only on a nearly full volume (its own test closes it).
             QUEEN_STORAGE_FULL_PCT="99",

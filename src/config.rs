@@ -105,6 +105,14 @@ pub struct Settings {
     #[arg(long, env = "QUEEN_KAFKA_INITIAL_REBALANCE_DELAY_MS", default_value_t = 3000)]
     pub kafka_initial_rebalance_delay_ms: u64,
 
+    /// How long a member of a consumer-protocol group (KIP-848) may go without a heartbeat before it leaves (Kafka's group.consumer.session.timeout.ms).
+    #[arg(long, env = "QUEEN_KAFKA_CONSUMER_SESSION_TIMEOUT_MS", default_value_t = 45_000)]
+    pub kafka_consumer_session_timeout_ms: u64,
+
+    /// How often members of a consumer-protocol group (KIP-848) are asked to heartbeat (Kafka's group.consumer.heartbeat.interval.ms).
+    #[arg(long, env = "QUEEN_KAFKA_CONSUMER_HEARTBEAT_INTERVAL_MS", default_value_t = 5_000)]
+    pub kafka_consumer_heartbeat_interval_ms: u64,
+
     /// zstd level for stored payloads of at least 512 bytes; 0 stores them raw.
     #[arg(long, env = "QUEEN_RAFT_QLOG_ZSTD_LEVEL", default_value_t = 1, value_parser = clap::value_parser!(i32).range(0..=22))]
     pub zstd_level: i32,

@@ -1,7 +1,8 @@
 """The Kafka clients of other languages against a real node, each through a
 small program of the suite's own that exits non-zero on a failed check:
 kafkajs (compat-tests/kafkajs), the Java client (compat-tests/java: its
-producer, consumer group and admin, and its transactions) and
+producer, consumer group and admin, its transactions, and its consumer
+with the consumer group protocol of KIP-848) and
 franz-go with kadm (compat-tests/franz-go). scripts/test installs them."""
 
 import os
@@ -49,6 +50,26 @@ def test_java_kafka_client_transactions(node):
     needs(cwd / "classpath.txt", "run `mvn dependency:build-classpath -Dmdep.outputFile=classpath.txt`")
     classpath = (cwd / "classpath.txt").read_text().strip()
     assert "all checks passed" in run(node, ["java", "-cp", classpath, "Transactions.java"], cwd)
+
+
+@pytest.mark.parametrize("assignor", ["uniform", "range"])
+def test_java_consumer_group_protocol(node, assignor):
+    """group.protocol=consumer (KIP-848): a group of three grows to four and
+    shrinks to two under load, every record consumed once, offsets
+    committed to the end, no partition owned by two members at once."""
+    cwd = HERE / "java"
+    needs(cwd / "classpath.txt", "run `mvn dependency:build-classpath -Dmdep.outputFile=classpath.txt`")
+    classpath = (cwd / "classpath.txt").read_text().strip()
+    done = subprocess.run(
+        ["java", "-cp", classpath, "ConsumerProtocol.java"],
+        cwd=cwd,
+        env=dict(os.environ, BOOTSTRAP=node.bootstrap, GROUP_PROTOCOL_ASSIGNOR=assignor),
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, f"java failed:\n{done.stdout}\n{done.stderr}"
+    assert "all checks passed" in done.stdout
 
 
 def test_franz_go(node):

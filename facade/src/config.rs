@@ -27,6 +27,10 @@ pub struct FacadeConfig {
     /// How long a new group waits for more members before its first
     /// assignment (Kafka's `group.initial.rebalance.delay.ms`).
     pub initial_rebalance_delay: Duration,
+    /// A consumer-protocol group member (KIP-848) silent this long leaves.
+    pub consumer_session_timeout: Duration,
+    /// How often consumer-protocol group members heartbeat.
+    pub consumer_heartbeat_interval: Duration,
     /// A request begun (its first byte read) must arrive whole within this;
     /// a TLS handshake too.
     pub request_read_timeout: Duration,

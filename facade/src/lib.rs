@@ -35,11 +35,15 @@ pub struct Facade<B: Broker> {
     pub broker: Arc<B>,
     pub config: FacadeConfig,
     pub groups: groups::Coordinator,
+    /// Groups of the consumer group protocol (KIP-848).
+    pub consumer_groups: groups::ConsumerGroups,
 }
 
 impl<B: Broker> Facade<B> {
     pub fn new(broker: Arc<B>, config: FacadeConfig) -> Arc<Self> {
         let groups = groups::Coordinator::new(config.initial_rebalance_delay);
-        Arc::new(Self { broker, config, groups })
+        let consumer_groups =
+            groups::ConsumerGroups::new(config.consumer_session_timeout, config.consumer_heartbeat_interval);
+        Arc::new(Self { broker, config, groups, consumer_groups })
     }
 }

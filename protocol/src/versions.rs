@@ -42,6 +42,8 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::TxnOffsetCommit, 0, 3),
     (ApiKey::DescribeTransactions, 0, 0),
     (ApiKey::ListTransactions, 0, 1),
+    (ApiKey::ConsumerGroupHeartbeat, 0, 1),
+    (ApiKey::ConsumerGroupDescribe, 0, 1),
 ];
 
 /// APIs Queen does not serve yet but answers, in their own layout, with
@@ -50,7 +52,8 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
 pub const REFUSED: &[(ApiKey, i16, i16)] = &[
     // v4+ is the brokers' verification form (KIP-890), not a client's.
     (ApiKey::AddPartitionsToTxn, 4, 5),
-    (ApiKey::ConsumerGroupHeartbeat, 0, 1),
+    // Share groups (KIP-932).
+    (ApiKey::ShareGroupHeartbeat, 1, 1),
 ];
 
 pub fn is_refused(key: ApiKey, version: i16) -> bool {

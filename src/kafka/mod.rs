@@ -64,6 +64,8 @@ pub fn config(s: &Settings, bound: SocketAddr, tokens: Option<Arc<Auth>>) -> Res
         auto_create_topics: s.kafka_auto_create_topics,
         num_partitions: s.kafka_num_partitions,
         initial_rebalance_delay: Duration::from_millis(s.kafka_initial_rebalance_delay_ms),
+        consumer_session_timeout: Duration::from_millis(s.kafka_consumer_session_timeout_ms),
+        consumer_heartbeat_interval: Duration::from_millis(s.kafka_consumer_heartbeat_interval_ms),
         request_read_timeout: Duration::from_millis(s.kafka_request_read_timeout_ms),
         connections_max_idle: Duration::from_millis(s.kafka_connections_max_idle_ms),
         decompress_budget: DecompressBudget::new(s.decompress_budget_bytes as usize),

@@ -16,6 +16,12 @@ pub async fn handle<B: Broker>(
     client_id: &str,
     peer: SocketAddr,
 ) -> JoinGroupResponse {
+    if f.consumer_groups.existing(req.group_id.0.as_str()).is_some() {
+        // Its members run the consumer group protocol (KIP-848).
+        return JoinGroupResponse::default()
+            .with_error_code(protocol::ResponseError::InconsistentGroupProtocol.code())
+            .with_generation_id(-1);
+    }
     let session = Duration::from_millis(req.session_timeout_ms.max(0) as u64);
     // v0 has no rebalance timeout: it is the session timeout.
     let rebalance = if version >= 1 { Duration::from_millis(req.rebalance_timeout_ms.max(0) as u64) } else { session };

@@ -1,5 +1,6 @@
-//! ListGroups: the groups with members here, and the groups that hold
-//! cursors (HTTP consumer groups included), which are Empty to Kafka.
+//! ListGroups: the groups with members here, classic and consumer-protocol
+//! ones, and the groups that hold cursors (HTTP consumer groups included),
+//! which are Empty to Kafka.
 
 use crate::groups::State;
 use crate::names::{group_id, str_bytes};
@@ -18,6 +19,11 @@ pub fn handle<B: Broker>(f: &Facade<B>, req: ListGroupsRequest, version: i16) ->
             let g = g.lock().expect("group lock");
             let kind = g.protocol_type.clone().unwrap_or_else(|| "consumer".to_string());
             groups.insert(name, (kind, g.state.name()));
+        }
+    }
+    for name in f.consumer_groups.names() {
+        if let Some(g) = f.consumer_groups.existing(&name) {
+            groups.insert(name, ("consumer".to_string(), g.lock().expect("consumer group lock").state()));
         }
     }
     let wanted = |state: &str| {

@@ -7,6 +7,8 @@ mod add_partitions_to_txn;
 mod alter_configs;
 mod api_versions;
 mod authorize;
+mod consumer_group_describe;
+mod consumer_group_heartbeat;
 mod create_partitions;
 mod create_topics;
 mod delete_groups;
@@ -120,6 +122,12 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: Request, peer: SocketAddr, se
         RequestKind::SyncGroup(r) => ResponseKind::SyncGroup(sync_group::handle(f, r, v).await),
         RequestKind::Heartbeat(r) => ResponseKind::Heartbeat(heartbeat::handle(f, r)),
         RequestKind::LeaveGroup(r) => ResponseKind::LeaveGroup(leave_group::handle(f, r, v)),
+        RequestKind::ConsumerGroupHeartbeat(r) => {
+            ResponseKind::ConsumerGroupHeartbeat(consumer_group_heartbeat::handle(f, r, v, &client, peer))
+        }
+        RequestKind::ConsumerGroupDescribe(r) => {
+            ResponseKind::ConsumerGroupDescribe(consumer_group_describe::handle(f, r))
+        }
         RequestKind::OffsetCommit(r) => ResponseKind::OffsetCommit(offset_commit::handle(f, r).await),
         RequestKind::OffsetFetch(r) => ResponseKind::OffsetFetch(offset_fetch::handle(f, r, v).await),
         RequestKind::OffsetDelete(r) => ResponseKind::OffsetDelete(offset_delete::handle(f, r).await),

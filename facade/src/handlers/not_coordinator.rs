@@ -4,7 +4,8 @@
 //! then meets one coordinator, never one per broker it happened to reach.
 
 use protocol::messages::{
-    HeartbeatResponse, JoinGroupResponse, LeaveGroupResponse, RequestKind, ResponseKind, SyncGroupResponse,
+    ConsumerGroupHeartbeatResponse, HeartbeatResponse, JoinGroupResponse, LeaveGroupResponse, RequestKind,
+    ResponseKind, SyncGroupResponse,
 };
 use protocol::ResponseError;
 
@@ -17,6 +18,7 @@ pub fn is_member_call(request: &RequestKind) -> bool {
             | RequestKind::Heartbeat(_)
             | RequestKind::LeaveGroup(_)
             | RequestKind::OffsetCommit(_)
+            | RequestKind::ConsumerGroupHeartbeat(_)
     )
 }
 
@@ -33,6 +35,9 @@ pub fn answer(request: &RequestKind, available: bool) -> Option<ResponseKind> {
         RequestKind::Heartbeat(_) => ResponseKind::Heartbeat(HeartbeatResponse::default().with_error_code(code)),
         RequestKind::LeaveGroup(_) => ResponseKind::LeaveGroup(LeaveGroupResponse::default().with_error_code(code)),
         RequestKind::OffsetCommit(r) => ResponseKind::OffsetCommit(super::authorize::offset_commit(r, code)),
+        RequestKind::ConsumerGroupHeartbeat(_) => {
+            ResponseKind::ConsumerGroupHeartbeat(ConsumerGroupHeartbeatResponse::default().with_error_code(code))
+        }
         _ => return None,
     })
 }

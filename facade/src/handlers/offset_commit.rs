@@ -18,7 +18,17 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: OffsetCommitRequest) -> Offse
     let group = req.group_id.0.as_str().to_string();
     let instance = req.group_instance_id.as_deref();
     let generation = req.generation_id_or_member_epoch;
-    let refused = f.groups.may_commit(&group, req.member_id.as_str(), instance, generation).err();
+    // A consumer-protocol group's member commits at its member epoch, and
+    // no older than the epoch it was given each partition at.
+    let (refused, given_at) = match f.consumer_groups.may_commit(&group, req.member_id.as_str(), generation) {
+        Some(Ok(given_at)) => (None, given_at),
+        Some(Err(e)) => (Some(e), Default::default()),
+        None => (f.groups.may_commit(&group, req.member_id.as_str(), instance, generation).err(), Default::default()),
+    };
+    let stale = |topic: &str, partition: i32| {
+        !given_at.is_empty()
+            && f.broker.topic(topic).is_some_and(|t| given_at.get(&(t.id, partition)).is_some_and(|e| generation < *e))
+    };
     let asked: Vec<OffsetCommit> = req
         .topics
         .iter()
@@ -35,6 +45,7 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: OffsetCommitRequest) -> Offse
         .iter()
         .map(|c| match refused {
             Some(e) => e.code(),
+            None if stale(&c.topic, c.partition) => ResponseError::StaleMemberEpoch.code(),
             None if c.metadata.len() > OFFSET_METADATA_MAX_BYTES => ResponseError::OffsetMetadataTooLarge.code(),
             None => 0,
         })

@@ -47,10 +47,19 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: OffsetFetchRequest, version: 
                     .into_iter()
                     .map(|(t, ps)| OffsetFetchResponseTopics::default().with_name(topic_name(&t)).with_partitions(ps))
                     .collect();
+                // v9: a consumer-protocol member reads at its member epoch.
+                let member = g.member_id.as_ref().map(|m| m.as_str()).unwrap_or_default();
+                let admin = g.member_id.is_none() && g.member_epoch < 0;
+                let stale = f
+                    .consumer_groups
+                    .may_fetch(g.group_id.0.as_str(), member, g.member_epoch)
+                    .filter(|_| !admin)
+                    .and_then(Result::err)
+                    .map_or(0, |e| e.code());
                 OffsetFetchResponseGroup::default()
                     .with_group_id(g.group_id.clone())
-                    .with_topics(topics)
-                    .with_error_code(refused)
+                    .with_topics(if stale == 0 { topics } else { vec![] })
+                    .with_error_code(if refused != 0 { refused } else { stale })
             })
             .collect();
         return OffsetFetchResponse::default().with_groups(groups);
