@@ -1,5 +1,6 @@
 //! The KV namespaces the broker keeps for itself: ephemeral queue
-//! declarations, Kafka producer ids, traces and streams queries and state.
+//! declarations, Kafka producer ids and consumer-protocol groups, traces and
+//! streams queries and state.
 //! The KV API refuses them, so no client can forge a producer id, a trace or
 //! a stream's state. (`queen-locks` and
 //! `queen-supervisor` are the client's own and stay open to it.) They live
@@ -10,6 +11,8 @@
 pub const EPHEMERAL_DECLARATIONS: &str = "queen-ephemeral";
 /// Where Kafka producer ids are drawn from: a KV counter, so no id repeats.
 pub const KAFKA_PRODUCER_IDS: &str = "queen-kafka";
+/// The state of each Kafka consumer-protocol group (KIP-848), by group id.
+pub const KAFKA_CONSUMER_GROUPS: &str = "queen-kafka-groups";
 /// Message traces.
 pub const TRACES: &str = "queen-traces";
 
@@ -22,4 +25,12 @@ pub const STREAMS_STATE: &str = "queen-streams-state";
 /// (`replicate/raft/version_gate.rs`).
 pub const CLUSTER: &str = "queen-cluster";
 
-pub const ALL: &[&str] = &[CLUSTER, EPHEMERAL_DECLARATIONS, KAFKA_PRODUCER_IDS, TRACES, STREAMS_QUERIES, STREAMS_STATE];
+pub const ALL: &[&str] = &[
+    CLUSTER,
+    EPHEMERAL_DECLARATIONS,
+    KAFKA_PRODUCER_IDS,
+    KAFKA_CONSUMER_GROUPS,
+    TRACES,
+    STREAMS_QUERIES,
+    STREAMS_STATE,
+];

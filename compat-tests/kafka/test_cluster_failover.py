@@ -183,6 +183,45 @@ def test_the_java_client_produces_and_consumes_through_a_leader_killed(cluster):
     assert "all checks passed" in out
 
 
+def test_a_consumer_protocol_group_carries_on_through_a_leader_killed(cluster):
+    """group.protocol=consumer (KIP-848) on a cluster: the group's state is
+    saved through raft before a member is told it, so after the leader's
+    kill -9 the new leader coordinates the same members at their epochs;
+    no partition is owned by two members at once, every record is
+    consumed, and the group then grows and shrinks as on one node."""
+    import subprocess
+
+    nodes = cluster
+    cwd = HERE / "java"
+    classpath_file = cwd / "classpath.txt"
+    if not classpath_file.exists():
+        pytest.fail(f"{classpath_file} is missing: run `mvn dependency:build-classpath -Dmdep.outputFile=classpath.txt`")
+    first = leader(nodes, [0, 1, 2])
+    env = dict(__import__("os").environ, BOOTSTRAP=",".join(n.bootstrap for n in nodes), FAILOVER="1")
+    java = subprocess.Popen(
+        ["java", "-cp", classpath_file.read_text().strip(), "ConsumerProtocol.java"],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines = []
+    for line in java.stdout:
+        lines.append(line)
+        if line.strip() == "ready":
+            break
+    assert lines and lines[-1].strip() == "ready", "".join(lines) + java.stderr.read()
+    nodes[first].kill9()
+    java.stdin.write("go\n")
+    java.stdin.flush()
+    out, err = java.communicate(timeout=240)
+    assert java.returncode == 0, f"{''.join(lines)}{out}\n{err}"
+    assert "all checks passed" in out
+    print(out)
+
+
 def test_kcat_produces_and_consumes_through_a_leader_killed(cluster):
     import shutil
     import subprocess

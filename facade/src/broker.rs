@@ -227,6 +227,30 @@ impl BrokerError {
     pub fn code(&self) -> i16 {
         self.kafka().code()
     }
+
+    /// The error as a partition's read answers it (Fetch): a read whose
+    /// leadership could not be confirmed in time sends the client to learn
+    /// the partition's leader again, as a leader change does; Kafka's
+    /// consumers take REQUEST_TIMED_OUT on a fetched partition for a bug.
+    pub fn read_error(&self) -> ResponseError {
+        match self {
+            BrokerError::TimedOut(_) => ResponseError::NotLeaderOrFollower,
+            other => other.kafka(),
+        }
+    }
+
+    /// The error as a group coordinator answers it (OffsetCommit): a write
+    /// that a leader change cut short, or whose outcome is unknown, sends
+    /// the member to find its coordinator again and retry, which every
+    /// client does for these codes (the Java consumer of KIP-848 takes
+    /// REQUEST_TIMED_OUT on a commit for a bug).
+    pub fn coordinator_code(&self) -> i16 {
+        match self {
+            BrokerError::ShuttingDown | BrokerError::NotLeader(_) => ResponseError::NotCoordinator.code(),
+            BrokerError::TimedOut(_) | BrokerError::Unavailable(_) => ResponseError::CoordinatorNotAvailable.code(),
+            other => other.code(),
+        }
+    }
 }
 
 /// Where another broker listens for Kafka clients.
@@ -349,6 +373,18 @@ pub trait Broker: Send + Sync + 'static {
         &self,
         group: String,
         topic: Option<String>,
+    ) -> impl Future<Output = Result<(), BrokerError>> + Send;
+
+    /// The saved state of consumer-protocol group `group` (KIP-848), as
+    /// the coordinator last saved it; read behind the read gate.
+    fn consumer_group_state(&self, group: &str) -> Option<String>;
+
+    /// Saves consumer-protocol group `group`'s state; answers once it is
+    /// durable (on a cluster, committed), so a new coordinator loads it.
+    fn save_consumer_group_state(
+        &self,
+        group: String,
+        state: String,
     ) -> impl Future<Output = Result<(), BrokerError>> + Send;
 
     /// A producer id no producer has had before, durably.

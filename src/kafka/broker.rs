@@ -9,7 +9,7 @@ use crate::message::Message;
 use crate::node::Node;
 use crate::planner::command::{Command, ConfigureQueue, CursorCommit, PushBody, PushItem, PushOutcome, PushStatus};
 use crate::planner::kafka_txn::{KafkaTxnAnswer, KafkaTxnOp, TxnRefusal};
-use crate::planner::kv::{Expiry, KvAnswer, KvKind, KvOp, KvResult};
+use crate::planner::kv::{row_key, Expiry, KvAnswer, KvKind, KvOp, KvResult};
 use crate::qlog::files::LogFile;
 use crate::qlog::kafka_batch::KafkaBatch;
 use crate::queue_options::{QueueOptions, KAFKA_LOG_APPEND_TIME, KAFKA_MAX_MESSAGE_BYTES};
@@ -581,6 +581,26 @@ impl facade::Broker for QueenBroker {
 
     async fn delete_group_offsets(&self, group: String, topic: Option<String>) -> Result<(), BrokerError> {
         self.ask(Typed::group(Command::DeleteGroup { queue: topic, group, metadata: true })).await.map(|_| ())
+    }
+
+    fn consumer_group_state(&self, group: &str) -> Option<String> {
+        let key = row_key(crate::internal_kv::KAFKA_CONSUMER_GROUPS, group);
+        self.store().kv.get(&key).map(|row| row.value.clone())
+    }
+
+    async fn save_consumer_group_state(&self, group: String, state: String) -> Result<(), BrokerError> {
+        let op = KvOp {
+            ns: crate::internal_kv::KAFKA_CONSUMER_GROUPS.to_string(),
+            kind: KvKind::Put { key: group, value: state, expiry: Expiry::Forever, expect: None },
+            required: true,
+        };
+        match self.ask(Typed::kv(vec![op])).await? {
+            KvAnswer::Results(results) => match results.first() {
+                Some(KvResult::Write { applied: Ok(()), .. }) => Ok(()),
+                other => Err(BrokerError::Internal(format!("saving a consumer group answered {other:?}"))),
+            },
+            other => Err(BrokerError::Internal(format!("saving a consumer group answered {other:?}"))),
+        }
     }
 
     async fn new_producer_id(&self) -> Result<i64, BrokerError> {

@@ -13,11 +13,17 @@
 //! two members at once. A member silent for its session timeout is removed,
 //! and one that does not revoke within its rebalance timeout is fenced.
 //!
-//! The group lives in the coordinator's memory, as classic groups do; the
-//! committed offsets are durable (Queen cursors).
+//! What a member is told is durable before it is told: the coordinator
+//! saves the group's state (`durable`) whenever it changes, and a new
+//! coordinator (a new raft leader) loads it, so members carry on through a
+//! failover at their epochs, with their partitions, and nobody is given a
+//! partition another member still owns. Only the members' clocks (session
+//! and revocation deadlines) are not saved: a loaded group gives every
+//! member a whole session and rebalance timeout again.
 
 use super::assignor::{self, MemberSpec, Target, TopicPartition, TopicSpec, ASSIGNORS};
 use protocol::ResponseError;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
@@ -27,7 +33,7 @@ pub const LEAVE_EPOCH: i32 = -1;
 /// partitions for the member that comes back with its instance id.
 pub const STATIC_LEAVE_EPOCH: i32 = -2;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum MemberState {
     Stable,
     /// Told to give partitions up, and has not yet.
@@ -36,7 +42,7 @@ pub enum MemberState {
     UnreleasedPartitions,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Member {
     pub id: String,
     pub instance_id: Option<String>,
@@ -53,12 +59,32 @@ pub struct Member {
     /// The partitions it owns now, and those it was told to give up.
     pub assigned: BTreeSet<TopicPartition>,
     /// The member epoch at which it was given each partition it owns.
+    #[serde(with = "pairs")]
     assigned_at: BTreeMap<TopicPartition, i32>,
     revoking: BTreeSet<TopicPartition>,
     /// The assignment last sent to it, so an unchanged one is not resent.
     sent: Option<BTreeSet<TopicPartition>>,
-    session_ends: Instant,
+    /// Its clocks, not saved: a loaded group starts them again.
+    #[serde(skip)]
+    session_ends: Option<Instant>,
+    #[serde(skip)]
     revoke_by: Option<Instant>,
+}
+
+/// A map whose keys are not strings, as JSON holds it: a list of pairs.
+mod pairs {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use std::collections::BTreeMap;
+
+    pub fn serialize<K: Serialize, V: Serialize, S: Serializer>(map: &BTreeMap<K, V>, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(map.iter())
+    }
+
+    pub fn deserialize<'de, K: Deserialize<'de> + Ord, V: Deserialize<'de>, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<BTreeMap<K, V>, D::Error> {
+        Ok(Vec::<(K, V)>::deserialize(d)?.into_iter().collect())
+    }
 }
 
 /// A heartbeat, as the request carries it; `None` fields are unchanged.
@@ -95,8 +121,11 @@ pub struct Topic {
     pub partitions: i32,
 }
 
-#[derive(Default)]
+#[derive(Default, Serialize, Deserialize)]
 pub struct ConsumerGroup {
+    /// Rises with every save, so a coordinator knows whether the state it
+    /// holds is the last one saved.
+    pub version: u64,
     /// Rises with every change of membership or subscriptions.
     pub epoch: i32,
     /// The group epoch the target assignment was computed at.
@@ -156,13 +185,30 @@ impl ConsumerGroup {
         ASSIGNORS.into_iter().find(|a| Some(*a) == most).unwrap_or(ASSIGNORS[0])
     }
 
+    /// The state to save, as text.
+    pub fn durable(&self) -> String {
+        serde_json::to_string(self).expect("a consumer group serializes")
+    }
+
+    /// A group loaded from its saved state at `now`: every member gets a
+    /// whole session, and one that must give partitions up a whole
+    /// rebalance timeout, from now.
+    pub fn load(saved: &str, now: Instant, session: Duration) -> Result<Self, String> {
+        let mut group: Self = serde_json::from_str(saved).map_err(|e| e.to_string())?;
+        for m in group.members.values_mut() {
+            m.session_ends = Some(now + session);
+            m.revoke_by = (m.state == MemberState::UnrevokedPartitions).then(|| now + m.rebalance_timeout);
+        }
+        Ok(group)
+    }
+
     /// Drops members whose session ran out, and fences those that did not
     /// give partitions up within their rebalance timeout.
     pub fn expire(&mut self, now: Instant) {
         let gone: Vec<String> = self
             .members
             .values()
-            .filter(|m| m.session_ends <= now || m.revoke_by.is_some_and(|by| by <= now))
+            .filter(|m| m.session_ends.is_some_and(|e| e <= now) || m.revoke_by.is_some_and(|by| by <= now))
             .map(|m| m.id.clone())
             .collect();
         for id in gone {
@@ -249,7 +295,7 @@ impl ConsumerGroup {
             epoch => return Err(refuse(ResponseError::InvalidRequest, format!("member epoch {epoch} is not valid"))),
         }
         let member = self.members.get_mut(&id).expect("joined or checked above");
-        member.session_ends = now + session;
+        member.session_ends = Some(now + session);
         let mut changed = false;
         if let Some(names) = beat.subscribed_names {
             changed |= names != member.subscribed_names;
@@ -329,7 +375,7 @@ impl ConsumerGroup {
                 assigned_at: BTreeMap::new(),
                 revoking: BTreeSet::new(),
                 sent: None,
-                session_ends: now + session,
+                session_ends: Some(now + session),
                 revoke_by: None,
             },
         );
@@ -524,6 +570,23 @@ mod tests {
         let left = g.heartbeat(beat("a", LEAVE_EPOCH, &BTreeSet::new()), now, SESSION, &topics()).unwrap();
         assert_eq!(left.epoch, LEAVE_EPOCH);
         assert!(g.is_empty());
+    }
+
+    #[test]
+    fn a_loaded_group_carries_on_where_the_saved_one_was() {
+        let (mut g, now) = (ConsumerGroup::default(), Instant::now());
+        let a = g.heartbeat(join("a"), now, SESSION, &topics()).unwrap();
+        g.heartbeat(join("b"), now, SESSION, &topics()).unwrap();
+        let owned = a.assignment.unwrap();
+        let a2 = g.heartbeat(beat("a", a.epoch, &owned), now, SESSION, &topics()).unwrap();
+        assert_eq!(g.members["a"].state, MemberState::UnrevokedPartitions);
+        let mut loaded = ConsumerGroup::load(&g.durable(), now, SESSION).unwrap();
+        assert_eq!(loaded.durable(), g.durable(), "what is saved is what is loaded");
+        // a carries on at its epoch and gives up what it was told to.
+        let kept = a2.assignment.unwrap();
+        let a3 = loaded.heartbeat(beat("a", a.epoch, &kept), now, SESSION, &topics()).unwrap();
+        assert_eq!(a3.epoch, loaded.assignment_epoch);
+        disjoint(&loaded);
     }
 
     #[test]

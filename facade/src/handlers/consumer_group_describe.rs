@@ -29,43 +29,45 @@ fn assignment<B: Broker>(f: &Facade<B>, partitions: &BTreeSet<TopicPartition>) -
     Assignment::default().with_topic_partitions(topics)
 }
 
-pub fn handle<B: Broker>(f: &Facade<B>, req: ConsumerGroupDescribeRequest) -> ConsumerGroupDescribeResponse {
-    let groups = req
-        .group_ids
-        .iter()
-        .map(|id| {
-            let described = DescribedGroup::default().with_group_id(id.clone());
-            let Some(group) = f.consumer_groups.existing(id.0.as_str()) else {
-                return described.with_error_code(ResponseError::GroupIdNotFound.code()).with_error_message(Some(
-                    str_bytes(&format!("{} is not a consumer-protocol group", id.0.as_str())),
-                ));
-            };
-            let g = group.lock().expect("consumer group lock");
-            let members = g
-                .members
-                .values()
-                .map(|m| {
-                    Member::default()
-                        .with_member_id(str_bytes(&m.id))
-                        .with_instance_id(m.instance_id.as_deref().map(str_bytes))
-                        .with_rack_id(m.rack_id.as_deref().map(str_bytes))
-                        .with_member_epoch(m.epoch)
-                        .with_client_id(str_bytes(&m.client_id))
-                        .with_client_host(str_bytes(&m.client_host))
-                        .with_subscribed_topic_names(m.subscribed_names.iter().map(|n| topic_name(n)).collect())
-                        .with_subscribed_topic_regex(m.subscribed_regex.as_deref().map(str_bytes))
-                        .with_assignment(assignment(f, &m.assigned))
-                        .with_target_assignment(assignment(f, &g.target.get(&m.id).cloned().unwrap_or_default()))
-                        .with_member_type(CONSUMER)
-                })
-                .collect();
+pub async fn handle<B: Broker>(f: &Facade<B>, req: ConsumerGroupDescribeRequest) -> ConsumerGroupDescribeResponse {
+    let mut groups = Vec::with_capacity(req.group_ids.len());
+    for id in &req.group_ids {
+        let described = DescribedGroup::default().with_group_id(id.clone());
+        let Some(g) = f.consumer_groups.existing(&*f.broker, id.0.as_str()).await else {
+            let why = format!("{} is not a consumer-protocol group", id.0.as_str());
+            groups.push(
+                described
+                    .with_error_code(ResponseError::GroupIdNotFound.code())
+                    .with_error_message(Some(str_bytes(&why))),
+            );
+            continue;
+        };
+        let members = g
+            .members
+            .values()
+            .map(|m| {
+                Member::default()
+                    .with_member_id(str_bytes(&m.id))
+                    .with_instance_id(m.instance_id.as_deref().map(str_bytes))
+                    .with_rack_id(m.rack_id.as_deref().map(str_bytes))
+                    .with_member_epoch(m.epoch)
+                    .with_client_id(str_bytes(&m.client_id))
+                    .with_client_host(str_bytes(&m.client_host))
+                    .with_subscribed_topic_names(m.subscribed_names.iter().map(|n| topic_name(n)).collect())
+                    .with_subscribed_topic_regex(m.subscribed_regex.as_deref().map(str_bytes))
+                    .with_assignment(assignment(f, &m.assigned))
+                    .with_target_assignment(assignment(f, &g.target.get(&m.id).cloned().unwrap_or_default()))
+                    .with_member_type(CONSUMER)
+            })
+            .collect();
+        groups.push(
             described
                 .with_group_state(str_bytes(g.state()))
                 .with_group_epoch(g.epoch)
                 .with_assignment_epoch(g.assignment_epoch)
                 .with_assignor_name(str_bytes(g.assignor()))
-                .with_members(members)
-        })
-        .collect();
+                .with_members(members),
+        );
+    }
     ConsumerGroupDescribeResponse::default().with_groups(groups)
 }

@@ -15,7 +15,7 @@ fn refused(error: ResponseError, why: String) -> ConsumerGroupHeartbeatResponse 
     ConsumerGroupHeartbeatResponse::default().with_error_code(error.code()).with_error_message(Some(str_bytes(&why)))
 }
 
-pub fn handle<B: Broker>(
+pub async fn handle<B: Broker>(
     f: &Facade<B>,
     req: ConsumerGroupHeartbeatRequest,
     version: i16,
@@ -66,7 +66,7 @@ pub fn handle<B: Broker>(
         client_id,
         client_host: &host,
     };
-    match f.consumer_groups.heartbeat(group, beat, &topics) {
+    match f.consumer_groups.heartbeat(&*f.broker, group, beat, &topics).await {
         Ok(answer) => {
             let assignment = answer.assignment.map(|partitions| {
                 let mut by_topic: BTreeMap<[u8; 16], Vec<i32>> = BTreeMap::new();

@@ -165,7 +165,7 @@ fn encode_partition(
     counted: &FileBytesSent,
 ) -> Result<Encoded, ResponseError> {
     let (topic, partition) = at;
-    let fetched = fetched.map_err(|e| e.kafka())?;
+    let fetched = fetched.map_err(|e| e.read_error())?;
     // The broker sizes its read by what it stores, which is near but not
     // exactly the bytes records encode to: the encoding decides. A run that
     // does not fit ends the answer; the first is answered whatever its size

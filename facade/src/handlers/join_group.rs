@@ -16,7 +16,7 @@ pub async fn handle<B: Broker>(
     client_id: &str,
     peer: SocketAddr,
 ) -> JoinGroupResponse {
-    if f.consumer_groups.existing(req.group_id.0.as_str()).is_some() {
+    if f.consumer_groups.existing(&*f.broker, req.group_id.0.as_str()).await.is_some() {
         // Its members run the consumer group protocol (KIP-848).
         return JoinGroupResponse::default()
             .with_error_code(protocol::ResponseError::InconsistentGroupProtocol.code())

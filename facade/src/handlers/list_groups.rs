@@ -21,10 +21,8 @@ pub fn handle<B: Broker>(f: &Facade<B>, req: ListGroupsRequest, version: i16) ->
             groups.insert(name, (kind, g.state.name()));
         }
     }
-    for name in f.consumer_groups.names() {
-        if let Some(g) = f.consumer_groups.existing(&name) {
-            groups.insert(name, ("consumer".to_string(), g.lock().expect("consumer group lock").state()));
-        }
+    for (name, state) in f.consumer_groups.listed() {
+        groups.insert(name, ("consumer".to_string(), state));
     }
     let wanted = |state: &str| {
         req.states_filter.is_empty() || req.states_filter.iter().any(|s| s.as_str().eq_ignore_ascii_case(state))

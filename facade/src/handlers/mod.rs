@@ -123,10 +123,10 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: Request, peer: SocketAddr, se
         RequestKind::Heartbeat(r) => ResponseKind::Heartbeat(heartbeat::handle(f, r)),
         RequestKind::LeaveGroup(r) => ResponseKind::LeaveGroup(leave_group::handle(f, r, v)),
         RequestKind::ConsumerGroupHeartbeat(r) => {
-            ResponseKind::ConsumerGroupHeartbeat(consumer_group_heartbeat::handle(f, r, v, &client, peer))
+            ResponseKind::ConsumerGroupHeartbeat(consumer_group_heartbeat::handle(f, r, v, &client, peer).await)
         }
         RequestKind::ConsumerGroupDescribe(r) => {
-            ResponseKind::ConsumerGroupDescribe(consumer_group_describe::handle(f, r))
+            ResponseKind::ConsumerGroupDescribe(consumer_group_describe::handle(f, r).await)
         }
         RequestKind::OffsetCommit(r) => ResponseKind::OffsetCommit(offset_commit::handle(f, r).await),
         RequestKind::OffsetFetch(r) => ResponseKind::OffsetFetch(offset_fetch::handle(f, r, v).await),

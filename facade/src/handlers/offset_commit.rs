@@ -20,11 +20,14 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: OffsetCommitRequest) -> Offse
     let generation = req.generation_id_or_member_epoch;
     // A consumer-protocol group's member commits at its member epoch, and
     // no older than the epoch it was given each partition at.
-    let (refused, given_at) = match f.consumer_groups.may_commit(&group, req.member_id.as_str(), generation) {
-        Some(Ok(given_at)) => (None, given_at),
-        Some(Err(e)) => (Some(e), Default::default()),
-        None => (f.groups.may_commit(&group, req.member_id.as_str(), instance, generation).err(), Default::default()),
-    };
+    let (refused, given_at) =
+        match f.consumer_groups.may_commit(&*f.broker, &group, req.member_id.as_str(), generation).await {
+            Some(Ok(given_at)) => (None, given_at),
+            Some(Err(e)) => (Some(e), Default::default()),
+            None => {
+                (f.groups.may_commit(&group, req.member_id.as_str(), instance, generation).err(), Default::default())
+            }
+        };
     let stale = |topic: &str, partition: i32| {
         !given_at.is_empty()
             && f.broker.topic(topic).is_some_and(|t| given_at.get(&(t.id, partition)).is_some_and(|e| generation < *e))
@@ -55,7 +58,7 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: OffsetCommitRequest) -> Offse
     if !commits.is_empty() {
         let mut written = f.broker.commit_offsets(group, commits).await.into_iter();
         for code in codes.iter_mut().filter(|code| **code == 0) {
-            *code = written.next().map_or(0, |r| r.map_or_else(|e| e.code(), |_| 0));
+            *code = written.next().map_or(0, |r| r.map_or_else(|e| e.coordinator_code(), |_| 0));
         }
     }
     let answers = asked.into_iter().zip(codes).map(|(c, code)| {

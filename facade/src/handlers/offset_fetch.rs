@@ -26,10 +26,23 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: OffsetFetchRequest, version: 
     let gate = f.broker.read_gate().await.map_err(|_| ResponseError::CoordinatorNotAvailable.code());
     let refused = gate.err().unwrap_or(0);
     if version >= 8 {
+        // v9: a consumer-protocol member reads at its member epoch (an
+        // admin, with no member and a negative epoch, at any).
+        let mut stale_codes = Vec::with_capacity(req.groups.len());
+        for g in &req.groups {
+            let member = g.member_id.as_ref().map(|m| m.as_str()).unwrap_or_default();
+            let admin = g.member_id.is_none() && g.member_epoch < 0;
+            let checked = match admin {
+                true => None,
+                false => f.consumer_groups.may_fetch(&*f.broker, g.group_id.0.as_str(), member, g.member_epoch).await,
+            };
+            stale_codes.push(checked.and_then(Result::err).map_or(0, |e| e.code()));
+        }
         let groups = req
             .groups
             .iter()
-            .map(|g| {
+            .zip(stale_codes)
+            .map(|(g, stale)| {
                 let asked = g.topics.as_ref().map(|ts| {
                     ts.iter().map(|t| (t.name.0.as_str().to_string(), t.partition_indexes.clone())).collect::<Vec<_>>()
                 });
@@ -47,15 +60,6 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: OffsetFetchRequest, version: 
                     .into_iter()
                     .map(|(t, ps)| OffsetFetchResponseTopics::default().with_name(topic_name(&t)).with_partitions(ps))
                     .collect();
-                // v9: a consumer-protocol member reads at its member epoch.
-                let member = g.member_id.as_ref().map(|m| m.as_str()).unwrap_or_default();
-                let admin = g.member_id.is_none() && g.member_epoch < 0;
-                let stale = f
-                    .consumer_groups
-                    .may_fetch(g.group_id.0.as_str(), member, g.member_epoch)
-                    .filter(|_| !admin)
-                    .and_then(Result::err)
-                    .map_or(0, |e| e.code());
                 OffsetFetchResponseGroup::default()
                     .with_group_id(g.group_id.clone())
                     .with_topics(if stale == 0 { topics } else { vec![] })
