@@ -155,32 +155,45 @@ def test_members_of_one_group_reaching_different_nodes_meet_one_coordinator(clus
 HERE = __import__("pathlib").Path(__file__).resolve().parent.parent
 
 
-def test_the_java_client_produces_and_consumes_through_a_leader_killed(cluster):
+def java_through_a_leader_kill(nodes, program, cue, **env):
+    """Runs the Java program `program` against every node of the cluster,
+    kills the raft leader -9 once it prints the line `cue`, tells it to go
+    on (a line on its stdin), and answers what it printed after that; it
+    must exit 0 saying all checks passed."""
+    import os
     import subprocess
 
-    nodes = cluster
     cwd = HERE / "java"
     classpath_file = cwd / "classpath.txt"
     if not classpath_file.exists():
         pytest.fail(f"{classpath_file} is missing: run `mvn dependency:build-classpath -Dmdep.outputFile=classpath.txt`")
     first = leader(nodes, [0, 1, 2])
-    env = dict(__import__("os").environ, BOOTSTRAP=",".join(n.bootstrap for n in nodes))
     java = subprocess.Popen(
-        ["java", "-cp", classpath_file.read_text().strip(), "Failover.java"],
+        ["java", "-cp", classpath_file.read_text().strip(), program],
         cwd=cwd,
-        env=env,
+        env=dict(os.environ, BOOTSTRAP=",".join(n.bootstrap for n in nodes), **env),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
-    assert java.stdout.readline().strip() == "half", java.stderr.read()
+    before = []
+    for line in java.stdout:
+        before.append(line)
+        if line.strip() == cue:
+            break
+    assert before and before[-1].strip() == cue, "".join(before) + java.stderr.read()
     nodes[first].kill9()
     java.stdin.write("go\n")
     java.stdin.flush()
     out, err = java.communicate(timeout=240)
-    assert java.returncode == 0, f"{out}\n{err}"
+    assert java.returncode == 0, f"{''.join(before)}{out}\n{err}"
     assert "all checks passed" in out
+    return out
+
+
+def test_the_java_client_produces_and_consumes_through_a_leader_killed(cluster):
+    java_through_a_leader_kill(cluster, "Failover.java", "half")
 
 
 def test_a_consumer_protocol_group_carries_on_through_a_leader_killed(cluster):
@@ -189,37 +202,7 @@ def test_a_consumer_protocol_group_carries_on_through_a_leader_killed(cluster):
     kill -9 the new leader coordinates the same members at their epochs;
     no partition is owned by two members at once, every record is
     consumed, and the group then grows and shrinks as on one node."""
-    import subprocess
-
-    nodes = cluster
-    cwd = HERE / "java"
-    classpath_file = cwd / "classpath.txt"
-    if not classpath_file.exists():
-        pytest.fail(f"{classpath_file} is missing: run `mvn dependency:build-classpath -Dmdep.outputFile=classpath.txt`")
-    first = leader(nodes, [0, 1, 2])
-    env = dict(__import__("os").environ, BOOTSTRAP=",".join(n.bootstrap for n in nodes), FAILOVER="1")
-    java = subprocess.Popen(
-        ["java", "-cp", classpath_file.read_text().strip(), "ConsumerProtocol.java"],
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    lines = []
-    for line in java.stdout:
-        lines.append(line)
-        if line.strip() == "ready":
-            break
-    assert lines and lines[-1].strip() == "ready", "".join(lines) + java.stderr.read()
-    nodes[first].kill9()
-    java.stdin.write("go\n")
-    java.stdin.flush()
-    out, err = java.communicate(timeout=240)
-    assert java.returncode == 0, f"{''.join(lines)}{out}\n{err}"
-    assert "all checks passed" in out
-    print(out)
+    print(java_through_a_leader_kill(cluster, "ConsumerProtocol.java", "ready", FAILOVER="1"))
 
 
 def test_kcat_produces_and_consumes_through_a_leader_killed(cluster):
