@@ -48,6 +48,7 @@ pub fn required_role(request: &RequestKind) -> Role {
         | RequestKind::SyncGroup(_)
         | RequestKind::Heartbeat(_)
         | RequestKind::LeaveGroup(_)
+        | RequestKind::ConsumerGroupHeartbeat(_)
         | RequestKind::OffsetCommit(_)
         | RequestKind::CreateTopics(_)
         | RequestKind::CreatePartitions(_)
@@ -81,6 +82,9 @@ pub fn denied(request: &RequestKind, version: i16) -> Option<ResponseKind> {
         RequestKind::SyncGroup(_) => ResponseKind::SyncGroup(SyncGroupResponse::default().with_error_code(GROUP)),
         RequestKind::Heartbeat(_) => ResponseKind::Heartbeat(HeartbeatResponse::default().with_error_code(GROUP)),
         RequestKind::LeaveGroup(_) => ResponseKind::LeaveGroup(LeaveGroupResponse::default().with_error_code(GROUP)),
+        RequestKind::ConsumerGroupHeartbeat(_) => {
+            ResponseKind::ConsumerGroupHeartbeat(ConsumerGroupHeartbeatResponse::default().with_error_code(GROUP))
+        }
         RequestKind::OffsetCommit(r) => ResponseKind::OffsetCommit(offset_commit(r, GROUP)),
         RequestKind::OffsetDelete(_) => {
             ResponseKind::OffsetDelete(OffsetDeleteResponse::default().with_error_code(GROUP))
