@@ -6,6 +6,7 @@ test run that precedes this suite in scripts/test).
 
 import json
 import os
+import shutil
 import socket
 import ssl
 import subprocess
@@ -30,9 +31,26 @@ class PortTaken(RuntimeError):
     """The node could not listen: something took a port between its pick and the node's bind."""
 
 
+# Every node the session made, so its end can stop them and free their
+# directories: a suite run makes hundreds, and the disk is shared.
+MADE = []
+
+
+@pytest.fixture(scope="session", autouse=True)
+def nodes_are_cleaned_up():
+    yield
+    for n in MADE:
+        try:
+            n.stop()
+        except Exception:
+            n.kill9()
+        shutil.rmtree(n.dir, ignore_errors=True)
+
+
 class Node:
     def __init__(self, env=None):
         self.dir = tempfile.mkdtemp(prefix="queen-compat-")
+        MADE.append(self)
         self.extra_env = env or {}
         self.log = open(os.path.join(self.dir, "node.log"), "wb")
         self.proc = None
@@ -105,8 +123,9 @@ class Node:
         raise RuntimeError(f"queen did not become healthy; log:\n{self.log_since(started_at)[-4000:]}")
 
     def kill9(self):
-        self.proc.kill()
-        self.proc.wait()
+        if self.proc:
+            self.proc.kill()
+            self.proc.wait()
 
     def restart_after_kill(self):
         self.kill9()

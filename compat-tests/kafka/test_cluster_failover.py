@@ -25,6 +25,14 @@ def group_member(nodes, alive, group):
     )
 
 
+def explain(nodes, alive, failed):
+    """What a reading that fell short saw: the consumers' last errors and
+    each node's log tail, printed for the failure report."""
+    print("consumer errors:", failed[-10:])
+    for i, n in enumerate(nodes):
+        print(f"---- node {i + 1} ({'alive' if i in alive else 'killed'}):", n.log_since(0)[-6000:])
+
+
 def test_an_idempotent_producer_and_a_group_carry_on_through_a_leader_killed(cluster):
     nodes = cluster
     alive = [0, 1, 2]
@@ -70,14 +78,19 @@ def test_an_idempotent_producer_and_a_group_carry_on_through_a_leader_killed(clu
     # offset and once.
     c = group_member(nodes, alive, f"g-{t}")
     c.subscribe([t])
-    seen = {}
+    seen, failed = {}, []
     deadline = time.time() + 60
     while len(seen) < 400 and time.time() < deadline:
         m = c.poll(1.0)
-        if m is None or m.error():
+        if m is None:
+            continue
+        if m.error():
+            failed.append(str(m.error()))
             continue
         assert m.value() not in seen, f"{m.value()} read twice"
         seen[m.value()] = (m.partition(), m.offset())
+    if len(seen) < 400:
+        explain(nodes, alive, failed)
     assert seen == delivered
     c.commit(asynchronous=False)
     c.close()
@@ -109,8 +122,7 @@ def test_an_idempotent_producer_and_a_group_carry_on_through_a_leader_killed(clu
         later.append(m.value())
     c.close()
     if len(later) < 10:
-        for i in range(3):
-            print(f"---- node {i + 1} ({'alive' if i in alive else 'killed'}):", nodes[i].log_since(0)[-6000:])
+        explain(nodes, alive, failed)
     assert sorted(later) == sorted(f"v{i}".encode() for i in range(400, 410)), (later, failed[-5:])
 
 
@@ -135,18 +147,23 @@ def test_members_of_one_group_reaching_different_nodes_meet_one_coordinator(clus
     members = [group_member(nodes, [i], group) for i in followers]
     for c in members:
         c.subscribe([t])
-    seen = {}
+    seen, failed = {}, []
     deadline = time.time() + 60
     while len(seen) < 200 and time.time() < deadline:
         for k, c in enumerate(members):
             m = c.poll(0.2)
-            if m is None or m.error():
+            if m is None:
+                continue
+            if m.error():
+                failed.append(str(m.error()))
                 continue
             assert m.value() not in seen, f"{m.value()} read by both members: two groups, not one"
             seen[m.value()] = k
     assignments = [{tp.partition for tp in c.assignment()} for c in members]
     for c in members:
         c.close()
+    if len(seen) < 200:
+        explain(nodes, [0, 1, 2], failed)
     assert len(seen) == 200, f"read {len(seen)} of 200"
     assert assignments[0].isdisjoint(assignments[1]), assignments
     assert assignments[0] | assignments[1] == {0, 1, 2, 3}, assignments

@@ -7,6 +7,7 @@ once through the kill. scripts/test builds the classpath (compat-tests/java)."""
 
 import os
 import random
+import shutil
 import signal
 import struct
 import subprocess
@@ -36,8 +37,11 @@ class App:
         classpath = (JAVA / "classpath.txt")
         if not classpath.exists():
             pytest.fail(f"{classpath} is missing: run `mvn dependency:build-classpath -Dmdep.outputFile=classpath.txt`")
-        self.argv = ["java", "-cp", classpath.read_text().strip(), "WordCount.java"]
         self.state = tempfile.mkdtemp(prefix="wordcount-")
+        # RocksDB unpacks its native library into the JVM's temporary
+        # directory and leaves it behind when the JVM is killed: here it goes
+        # with the state directory.
+        self.argv = ["java", f"-Djava.io.tmpdir={self.state}", "-cp", classpath.read_text().strip(), "WordCount.java"]
         self.env = dict(os.environ, BOOTSTRAP=node.bootstrap, APP_ID=app_id, GUARANTEE=guarantee, INPUT=source,
                         OUTPUT=sink, STATE_DIR=self.state)
         self.log = open(os.path.join(self.state, "app.log"), "w+")
@@ -57,6 +61,7 @@ class App:
                 self.proc.wait(30)
             except subprocess.TimeoutExpired:
                 self.kill9()
+        shutil.rmtree(self.state, ignore_errors=True)
 
     def output(self):
         self.log.flush()
