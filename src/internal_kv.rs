@@ -13,6 +13,9 @@ pub const EPHEMERAL_DECLARATIONS: &str = "queen-ephemeral";
 pub const KAFKA_PRODUCER_IDS: &str = "queen-kafka";
 /// The state of each Kafka consumer-protocol group (KIP-848), by group id.
 pub const KAFKA_CONSUMER_GROUPS: &str = "queen-kafka-groups";
+/// Share groups (KIP-932, and HTTP pops that share partitions record by
+/// record), by group id: each row holds the group's configs.
+pub const SHARE_GROUPS: &str = "queen-share-groups";
 /// Message traces.
 pub const TRACES: &str = "queen-traces";
 
@@ -30,6 +33,7 @@ pub const ALL: &[&str] = &[
     EPHEMERAL_DECLARATIONS,
     KAFKA_PRODUCER_IDS,
     KAFKA_CONSUMER_GROUPS,
+    SHARE_GROUPS,
     TRACES,
     STREAMS_QUERIES,
     STREAMS_STATE,

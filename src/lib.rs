@@ -50,6 +50,7 @@ pub(crate) mod replicate;
 pub(crate) mod retention_scan;
 pub mod seams;
 pub(crate) mod serve;
+pub(crate) mod share_groups;
 pub(crate) mod state_view;
 pub(crate) mod storage;
 pub(crate) mod store;

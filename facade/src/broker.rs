@@ -68,6 +68,29 @@ pub struct FetchAsk {
     pub max_bytes: usize,
     /// Only what transactions committed, below the last stable offset.
     pub read_committed: bool,
+    /// Read no further than this offset (a share fetch reads what it
+    /// acquired, however many bytes that is): `max_bytes` is then no limit.
+    pub until: Option<i64>,
+}
+
+/// What a share group member's fetch acquired.
+#[derive(Debug, Clone)]
+pub struct ShareAcquired {
+    /// How long the records are held for the member.
+    pub lock_ms: i64,
+    /// Per asked partition, its records acquired as (offset, delivery count).
+    pub partitions: Vec<Result<Vec<(i64, i16)>, BrokerError>>,
+}
+
+/// A share group member's acknowledgement of offsets `first..=last` of a
+/// partition: 0 gap, 1 accept, 2 release, 3 reject (Kafka's types).
+#[derive(Debug, Clone)]
+pub struct ShareAckAsk {
+    pub topic: String,
+    pub partition: i32,
+    pub first: i64,
+    pub last: i64,
+    pub kind: i8,
 }
 
 #[derive(Debug, Clone)]
@@ -197,6 +220,8 @@ pub enum BrokerError {
     /// transactions): the client asks the same coordinator again.
     #[error("{0}")]
     CoordinatorLoading(String),
+    #[error("{0}")]
+    InvalidRecordState(String),
 }
 
 impl BrokerError {
@@ -221,6 +246,7 @@ impl BrokerError {
             BrokerError::UnknownProducerId => ResponseError::InvalidProducerIdMapping,
             BrokerError::InvalidTxnState(_) => ResponseError::InvalidTxnState,
             BrokerError::CoordinatorLoading(_) => ResponseError::CoordinatorLoadInProgress,
+            BrokerError::InvalidRecordState(_) => ResponseError::InvalidRecordState,
         }
     }
 
@@ -450,4 +476,49 @@ pub trait Broker: Send + Sync + 'static {
         topic: String,
         settings: TopicSettings,
     ) -> impl Future<Output = Result<(), BrokerError>> + Send;
+
+    /// A share group's configs as Kafka names them; `None` when `group` is
+    /// not a share group.
+    fn share_group_config(&self, group: &str) -> Option<Vec<ConfigEntry>>;
+
+    /// Sets (`Some`) or resets (`None`) share group configs of `group`,
+    /// making it a share group if it was not; every value is checked before
+    /// any is set (`InvalidRequest` names the one refused).
+    fn set_share_group_config(
+        &self,
+        group: String,
+        settings: Vec<(String, Option<String>)>,
+        validate_only: bool,
+    ) -> impl Future<Output = Result<(), BrokerError>> + Send;
+
+    /// Makes `group` a share group, if it is not one already.
+    fn declare_share_group(&self, group: String) -> impl Future<Output = Result<(), BrokerError>> + Send;
+
+    /// Every share group's id.
+    fn share_groups(&self) -> Vec<String>;
+
+    /// Up to `max_records` available records of the partitions, acquired
+    /// for `member` of share group `group`.
+    fn share_acquire(
+        &self,
+        group: String,
+        member: String,
+        partitions: Vec<(String, i32)>,
+        max_records: usize,
+    ) -> impl Future<Output = Result<ShareAcquired, BrokerError>> + Send;
+
+    /// `member`'s acknowledgements, one answer each, in order.
+    fn share_acknowledge(
+        &self,
+        group: String,
+        member: String,
+        acks: Vec<ShareAckAsk>,
+    ) -> impl Future<Output = Result<Vec<Result<(), BrokerError>>, BrokerError>> + Send;
+
+    /// Gives back every record `member` holds in `group`.
+    fn share_release(&self, group: String, member: String) -> impl Future<Output = Result<(), BrokerError>> + Send;
+
+    /// The share-partition start offset of `group` on a partition: the
+    /// first record not yet done; `None` before the group read it.
+    fn share_start_offset(&self, group: &str, topic: &str, partition: i32) -> Result<Option<i64>, BrokerError>;
 }

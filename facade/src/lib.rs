@@ -16,6 +16,7 @@ mod handlers;
 mod listener;
 mod names;
 pub mod sasl;
+mod share_sessions;
 mod spliced;
 pub mod throttle;
 pub mod tls;
@@ -37,6 +38,9 @@ pub struct Facade<B: Broker> {
     pub groups: groups::Coordinator,
     /// Groups of the consumer group protocol (KIP-848).
     pub consumer_groups: groups::ConsumerGroups,
+    /// Share groups' members (KIP-932); their records' states are the broker's.
+    pub share_groups: groups::ShareGroups,
+    pub share_sessions: share_sessions::ShareSessions,
 }
 
 impl<B: Broker> Facade<B> {
@@ -44,6 +48,10 @@ impl<B: Broker> Facade<B> {
         let groups = groups::Coordinator::new(config.initial_rebalance_delay);
         let consumer_groups =
             groups::ConsumerGroups::new(config.consumer_session_timeout, config.consumer_heartbeat_interval);
-        Arc::new(Self { broker, config, groups, consumer_groups })
+        // Share groups take Kafka's same defaults as consumer groups.
+        let share_groups =
+            groups::ShareGroups::new(config.consumer_session_timeout, config.consumer_heartbeat_interval);
+        let share_sessions = share_sessions::ShareSessions::default();
+        Arc::new(Self { broker, config, groups, consumer_groups, share_groups, share_sessions })
     }
 }

@@ -20,7 +20,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::LeaveGroup, 0, 5),
     (ApiKey::SyncGroup, 0, 5),
     (ApiKey::DescribeGroups, 0, 5),
-    (ApiKey::ListGroups, 0, 4),
+    (ApiKey::ListGroups, 0, 5),
     (ApiKey::SaslHandshake, 0, 1),
     (ApiKey::ApiVersions, 0, 3),
     (ApiKey::CreateTopics, 2, 7),
@@ -44,6 +44,11 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ListTransactions, 0, 1),
     (ApiKey::ConsumerGroupHeartbeat, 0, 1),
     (ApiKey::ConsumerGroupDescribe, 0, 1),
+    (ApiKey::ShareGroupHeartbeat, 1, 1),
+    (ApiKey::ShareGroupDescribe, 1, 1),
+    (ApiKey::ShareFetch, 1, 1),
+    (ApiKey::ShareAcknowledge, 1, 1),
+    (ApiKey::DescribeShareGroupOffsets, 0, 0),
 ];
 
 /// APIs Queen does not serve yet but answers, in their own layout, with
@@ -52,8 +57,6 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
 pub const REFUSED: &[(ApiKey, i16, i16)] = &[
     // v4+ is the brokers' verification form (KIP-890), not a client's.
     (ApiKey::AddPartitionsToTxn, 4, 5),
-    // Share groups (KIP-932).
-    (ApiKey::ShareGroupHeartbeat, 1, 1),
 ];
 
 pub fn is_refused(key: ApiKey, version: i16) -> bool {

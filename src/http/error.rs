@@ -71,6 +71,17 @@ impl From<crate::replicate::ProposeError> for ApiError {
     }
 }
 
+impl From<crate::share_groups::ShareGroupError> for ApiError {
+    fn from(e: crate::share_groups::ShareGroupError) -> Self {
+        use crate::share_groups::ShareGroupError;
+        match e {
+            ShareGroupError::Invalid(why) => Self::bad_request("invalid_share_group", why),
+            ShareGroupError::NotYet => Self::new(StatusCode::SERVICE_UNAVAILABLE, "not_yet", e.to_string()),
+            ShareGroupError::Propose(e) => e.into(),
+        }
+    }
+}
+
 impl From<crate::encryption::EncryptionError> for ApiError {
     fn from(e: crate::encryption::EncryptionError) -> Self {
         Self::new(StatusCode::SERVICE_UNAVAILABLE, "encryption_unavailable", e.to_string())

@@ -113,6 +113,22 @@ async fn pop(
         return Err(ApiError::bad_request("invalid_field", "consumerGroup must be at most 255 bytes long"));
     }
     let auto_ack = flag(&q, "autoAck")?;
+    // A share group's consumers take records one by one (`planner/share.rs`).
+    if flag(&q, "shared")? {
+        let Some(group) = group.as_deref() else {
+            return Err(ApiError::bad_request(
+                "shared_requires_group",
+                "shared is a consumer group's mode: name the group",
+            ));
+        };
+        if conflation {
+            return Err(ApiError::bad_request(
+                "conflation_with_shared",
+                "conflation delivers a partition's newest message to one consumer; a share group takes records one by one",
+            ));
+        }
+        crate::share_groups::declare(&node, group).await?;
+    }
     if conflation && group.is_none() {
         return Err(ApiError::bad_request(
             "conflation_requires_group",

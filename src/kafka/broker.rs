@@ -10,6 +10,7 @@ use crate::node::Node;
 use crate::planner::command::{Command, ConfigureQueue, CursorCommit, PushBody, PushItem, PushOutcome, PushStatus};
 use crate::planner::kafka_txn::{KafkaTxnAnswer, KafkaTxnOp, TxnRefusal};
 use crate::planner::kv::{row_key, Expiry, KvAnswer, KvKind, KvOp, KvResult};
+use crate::planner::share::{AckKind, ShareAck, ShareAnswer, ShareOp};
 use crate::qlog::files::LogFile;
 use crate::qlog::kafka_batch::KafkaBatch;
 use crate::queue_options::{QueueOptions, KAFKA_LOG_APPEND_TIME, KAFKA_MAX_MESSAGE_BYTES};
@@ -17,12 +18,14 @@ use crate::reader::{KafkaRun, ReaderError};
 use crate::replicate::raft::version_gate::cluster_catalogue;
 use crate::replicate::typed::Typed;
 use crate::replicate::ProposeError;
+use crate::share_groups::{self, ShareGroupError};
 use crate::store::rows::KafkaTxnState;
 use crate::store::Store;
 use bytes::Bytes;
 use facade::broker::{
     BrokerAddress, BrokerError, Committed, ConfigEntry, FetchAsk, Fetched, FetchedRun, GroupCoordinator, OffsetCommit,
-    PartitionBatch, PartitionOffsets, ProduceAnswers, Produced, TopicView, TxnProducer, TxnView,
+    PartitionBatch, PartitionOffsets, ProduceAnswers, Produced, ShareAckAsk, ShareAcquired, TopicView, TxnProducer,
+    TxnView,
 };
 use facade::file_range::{FileRange, StoredFile};
 use facade::TopicSettings;
@@ -218,7 +221,11 @@ impl PartitionRead {
                 (end, aborted.into_iter().map(|(producer, first)| (producer, first as i64)).collect())
             }
         };
-        Ok(Self { queue, partition, offset, max_bytes: ask.max_bytes, offsets, end, aborted })
+        let (end, max_bytes) = match ask.until {
+            Some(until) => (end.min(until.max(0) as u64 + 1), usize::MAX),
+            None => (end, ask.max_bytes),
+        };
+        Ok(Self { queue, partition, offset, max_bytes, offsets, end, aborted })
     }
 
     /// The records within this partition's budget and the `left` of the
@@ -786,6 +793,116 @@ impl facade::Broker for QueenBroker {
         };
         let options = queue_options(settings);
         self.ask(Typed::configure(ConfigureQueue { queue: topic, namespace, task, options })).await.map(|_| ())
+    }
+
+    fn share_group_config(&self, group: &str) -> Option<Vec<ConfigEntry>> {
+        let entries = share_groups::configs(&self.store(), group)?;
+        let entry = |(name, value, is_set)| ConfigEntry { name, value, read_only: false, is_set };
+        Some(entries.into_iter().map(entry).collect())
+    }
+
+    async fn set_share_group_config(
+        &self,
+        group: String,
+        settings: Vec<(String, Option<String>)>,
+        validate_only: bool,
+    ) -> Result<(), BrokerError> {
+        share_groups::set(&self.node, &group, &settings, validate_only).await.map_err(share_group_error)
+    }
+
+    async fn declare_share_group(&self, group: String) -> Result<(), BrokerError> {
+        share_groups::declare(&self.node, &group).await.map_err(share_group_error)
+    }
+
+    fn share_groups(&self) -> Vec<String> {
+        share_groups::names(&self.store())
+    }
+
+    async fn share_acquire(
+        &self,
+        group: String,
+        member: String,
+        partitions: Vec<(String, i32)>,
+        max_records: usize,
+    ) -> Result<ShareAcquired, BrokerError> {
+        let located = self.locate_all(&partitions);
+        let ids: Vec<(u64, u64)> = located.iter().filter_map(|l| l.as_ref().ok().copied()).collect();
+        let op = ShareOp::Acquire { group, holder: member, partitions: ids, max_records };
+        let ShareAnswer::Acquired { lock_ms, partitions: got } = self.ask(Typed::share(op)).await? else {
+            return Err(BrokerError::Internal("a share acquisition answered something else".into()));
+        };
+        let mut got = got.into_iter();
+        let partitions = located
+            .into_iter()
+            .map(|l| {
+                l.map(|_| {
+                    let records = got.next().unwrap_or_default();
+                    records.into_iter().map(|(o, n)| (o as i64, n.min(i16::MAX as u32) as i16)).collect()
+                })
+            })
+            .collect();
+        Ok(ShareAcquired { lock_ms, partitions })
+    }
+
+    async fn share_acknowledge(
+        &self,
+        group: String,
+        member: String,
+        acks: Vec<ShareAckAsk>,
+    ) -> Result<Vec<Result<(), BrokerError>>, BrokerError> {
+        let asked: Vec<Result<ShareAck, BrokerError>> = {
+            let store = self.store();
+            acks.iter().map(|a| share_ack(&store, a)).collect()
+        };
+        let planned: Vec<ShareAck> = asked.iter().filter_map(|a| a.as_ref().ok().cloned()).collect();
+        let op = ShareOp::Acknowledge { group, holder: member, acks: planned };
+        let ShareAnswer::Acknowledged(applied) = self.ask(Typed::share(op)).await? else {
+            return Err(BrokerError::Internal("a share acknowledgement answered something else".into()));
+        };
+        let mut applied = applied.into_iter();
+        let not_held = || {
+            BrokerError::InvalidRecordState(
+                "a record acknowledged is not held by this member (its lock ran out?)".into(),
+            )
+        };
+        Ok(asked
+            .into_iter()
+            .map(|a| a.and_then(|_| if applied.next().unwrap_or(false) { Ok(()) } else { Err(not_held()) }))
+            .collect())
+    }
+
+    async fn share_release(&self, group: String, member: String) -> Result<(), BrokerError> {
+        self.ask(Typed::share(ShareOp::ReleaseAll { group, holder: member })).await.map(|_| ())
+    }
+
+    fn share_start_offset(&self, group: &str, topic: &str, partition: i32) -> Result<Option<i64>, BrokerError> {
+        let store = self.store();
+        let (q, p) = locate(&store, topic, partition)?;
+        Ok(store.cursors.get(&(q, p, group.to_string())).map(|c| c.committed as i64))
+    }
+}
+
+/// A Kafka acknowledgement as the planner takes it, or why it is refused.
+fn share_ack(store: &Store, a: &ShareAckAsk) -> Result<ShareAck, BrokerError> {
+    let (queue, partition) = locate(store, &a.topic, a.partition)?;
+    let kind = match a.kind {
+        0 => AckKind::Gap,
+        1 => AckKind::Accept,
+        2 => AckKind::Release,
+        3 => AckKind::Reject,
+        k => return Err(BrokerError::InvalidRequest(format!("acknowledge type {k} is not one of 0 to 3"))),
+    };
+    if a.first < 0 || a.last < a.first {
+        return Err(BrokerError::InvalidRequest(format!("acknowledged offsets {}..={} are no range", a.first, a.last)));
+    }
+    Ok(ShareAck { queue, partition, first: a.first as u64, last: a.last as u64, kind })
+}
+
+fn share_group_error(e: ShareGroupError) -> BrokerError {
+    match e {
+        ShareGroupError::Invalid(why) => BrokerError::InvalidRequest(why),
+        ShareGroupError::NotYet => BrokerError::CoordinatorLoading(e.to_string()),
+        ShareGroupError::Propose(e) => broker_error(e),
     }
 }
 

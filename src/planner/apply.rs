@@ -2,8 +2,8 @@
 //! skips any entry at or below the applied index, so replaying twice changes
 //! nothing.
 
-use super::cursor;
 use super::effect::{Effect, Entry};
+use super::{cursor, held};
 use crate::qlog::files::Location;
 use crate::queue_options;
 use crate::store::locator::Span;
@@ -91,7 +91,8 @@ pub fn apply_effect(store: &mut Store, entry: &Entry, effect: &Effect, locations
             let mut row = store.cursors.get(&key).cloned().unwrap_or_default();
             let failures = *failures;
             cursor::apply(&mut row, effect);
-            store.set_cursor(key, row);
+            store.set_cursor(key.clone(), row);
+            move_share(store, key, effect);
             let dlq = DlqRow { error: error.clone(), failures, moved_us: ts };
             store.dlq.insert((*queue, *partition, group.clone(), *offset), dlq);
         }
@@ -103,10 +104,25 @@ pub fn apply_effect(store: &mut Store, entry: &Entry, effect: &Effect, locations
             store.dlq.remove(&(*queue, *partition, group.clone(), *offset));
         }
         Effect::Seek { queue, partition, group, offset } => {
-            store.set_cursor(
-                (*queue, *partition, group.clone()),
-                CursorRow { committed: *offset, ..Default::default() },
-            );
+            let key: CursorKey = (*queue, *partition, group.clone());
+            store.set_cursor(key.clone(), CursorRow { committed: *offset, ..Default::default() });
+            move_share(store, key, effect);
+        }
+        Effect::Acquire { queue, partition, group, start, .. } => {
+            let key: CursorKey = (*queue, *partition, group.clone());
+            if store.cursors.get(&key).is_none() {
+                store.set_cursor(key.clone(), CursorRow { committed: *start, ..Default::default() });
+            }
+            let mut row = store.shares.get(&key).cloned().unwrap_or_default();
+            held::apply(&mut row, effect);
+            store.set_share(key, row);
+        }
+        Effect::Release { queue, partition, group, .. } | Effect::Renew { queue, partition, group, .. } => {
+            let key: CursorKey = (*queue, *partition, group.clone());
+            let mut row = store.cursors.get(&key).cloned().unwrap_or_default();
+            cursor::apply(&mut row, effect);
+            store.set_cursor(key.clone(), row);
+            move_share(store, key, effect);
         }
         Effect::CommitMetadata { queue, partition, group, metadata } => {
             store.set_commit_metadata((*queue, *partition, group.clone()), metadata)
@@ -129,8 +145,14 @@ pub fn apply_effect(store: &mut Store, entry: &Entry, effect: &Effect, locations
         Effect::HideOffsets { queue, partition, spans } => store.hide_offsets(*queue, *partition, spans),
         Effect::TimerSet { key, row } => store.set_timer(key.clone(), row.clone()),
         Effect::TimerDelete { key } => store.remove_timer(key),
-        Effect::Ack { queue, partition, group, .. }
-        | Effect::Fail { queue, partition, group, .. }
+        Effect::Ack { queue, partition, group, .. } => {
+            let key: CursorKey = (*queue, *partition, group.clone());
+            let mut row = store.cursors.get(&key).cloned().unwrap_or_default();
+            cursor::apply(&mut row, effect);
+            store.set_cursor(key.clone(), row);
+            move_share(store, key, effect);
+        }
+        Effect::Fail { queue, partition, group, .. }
         | Effect::ExtendLease { queue, partition, group, .. }
         | Effect::LeaseExpired { queue, partition, group } => {
             let key: CursorKey = (*queue, *partition, group.clone());
@@ -185,10 +207,20 @@ pub fn apply_effect(store: &mut Store, entry: &Entry, effect: &Effect, locations
             for key in behind {
                 let mut row = store.cursors.get(&key).cloned().expect("listed above");
                 cursor::apply(&mut row, effect);
-                store.set_cursor(key, row);
+                store.set_cursor(key.clone(), row);
+                move_share(store, key, effect);
             }
         }
         Effect::DeletePartition { queue, partition } => store.remove_partition(*queue, *partition),
+    }
+}
+
+/// Moves the share row of `key` by `effect`, if the group's members hold
+/// records there or wait out retry delays.
+fn move_share(store: &mut Store, key: CursorKey, effect: &Effect) {
+    if let Some(mut row) = store.shares.get(&key).cloned() {
+        held::apply(&mut row, effect);
+        store.set_share(key, row);
     }
 }
 

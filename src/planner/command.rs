@@ -91,6 +91,9 @@ pub enum Command {
     /// A Kafka transaction coordinator request (`planner/kafka_txn.rs`).
     /// After `Streams`, for the same reason.
     KafkaTxn(Box<super::kafka_txn::KafkaTxnOp>),
+    /// A share group's acquisitions, acknowledgements and releases
+    /// (`planner/share.rs`). After `KafkaTxn`, for the same reason.
+    Share(super::share::ShareOp),
 }
 
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -142,4 +145,5 @@ pub enum Answer {
     },
     Streams(super::streams::StreamsAnswer),
     KafkaTxn(super::kafka_txn::KafkaTxnAnswer),
+    Share(super::share::ShareAnswer),
 }

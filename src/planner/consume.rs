@@ -9,6 +9,8 @@ use super::items::{
     REFUSED_NO_LEASE, REFUSED_UNKNOWN_MESSAGE, REFUSED_UNRESOLVABLE,
 };
 use super::overlay::Overlay;
+use super::share::{self, AckKind};
+use super::share_config::ShareConfig;
 use crate::message::transaction_hash;
 use crate::queue_options::QueueOptions;
 use crate::store::rows::{CursorRow, GroupRow, LeaseRow};
@@ -79,6 +81,8 @@ pub fn plan_pop(
             None => store.partitions.range((queue, 0)..=(queue, u64::MAX)).map(|((_, p), _)| *p).collect(),
         };
         partitions.retain(|p| !overlay.is_partition_deleted(queue, *p));
+        // A share group's members take records one by one (`share.rs`).
+        let shared = ShareConfig::of(store, overlay, now_us, &req.group);
         if !partitions.is_empty() {
             let by = (rotation % partitions.len() as u64) as usize;
             partitions.rotate_left(by);
@@ -101,6 +105,42 @@ pub fn plan_pop(
                 None => store.first_kept_at_or_after(queue, partition, from_us).unwrap_or(row.next_offset),
             }
             .max(log_start);
+            if let Some(config) = &shared {
+                let expires_us = now_us + req.lease_us.unwrap_or(config.lock_us);
+                let holder = &lease_id;
+                let messages = share::acquire(
+                    store,
+                    overlay,
+                    now_us,
+                    &key,
+                    start,
+                    holder,
+                    expires_us,
+                    budget,
+                    config,
+                    &mut effects,
+                );
+                if messages.is_empty() {
+                    continue;
+                }
+                if req.auto_ack {
+                    let offsets: Vec<u64> = messages.iter().map(|(o, _)| *o).collect();
+                    let kind = AckKind::Accept;
+                    share::acknowledge(store, overlay, now_us, &key, holder, &offsets, kind, 0, config, &mut effects);
+                }
+                budget -= messages.len();
+                claims.push(Claim {
+                    queue_id: queue,
+                    queue: queue_name.clone(),
+                    partition_id: partition,
+                    partition: row.name.clone(),
+                    group: req.group.clone(),
+                    lease_id: if req.auto_ack { String::new() } else { lease_id.clone() },
+                    lease_expires_us: expires_us,
+                    messages,
+                });
+                continue;
+            }
             let mut cur = existing.unwrap_or(CursorRow { committed: start, ..Default::default() });
             // Retention planned but not yet applied moves this cursor when it
             // applies; plan as if it had.
@@ -252,6 +292,9 @@ fn plan_ack(
             AckStatus::Failed | AckStatus::DeadLetter => refused(REFUSED_ALREADY_COMMITTED),
         };
     }
+    if let Some(hold) = overlay.share(store, &key).held.get(&offset).cloned() {
+        return plan_shared_ack(store, overlay, now_us, item, &key, offset, &hold.holder, effects);
+    }
     let Some(lease) = cur.lease.as_ref().filter(|l| {
         l.expires_us > now_us
             && (l.first..=l.last).contains(&offset)
@@ -304,6 +347,38 @@ fn plan_ack(
     AckOutcome { dead_lettered, lease_released, ..Default::default() }
 }
 
+/// An ack of a record a share group's member holds: a completion is that
+/// record's alone, a failure gives it back after the queue's retry delay
+/// (to the dead-letter queue at the group's delivery limit).
+#[allow(clippy::too_many_arguments)]
+fn plan_shared_ack(
+    store: &Store,
+    overlay: &mut Overlay,
+    now_us: i64,
+    item: &AckItem,
+    key: &CursorKey,
+    offset: u64,
+    holder: &str,
+    effects: &mut Vec<Effect>,
+) -> AckOutcome {
+    let holder = item.lease_id.as_deref().unwrap_or(holder);
+    let config = ShareConfig::of(store, overlay, now_us, &key.2).unwrap_or_default();
+    let retry_delay = options_of(store, key.0).map_or(0, |o| o.retry_delay_us());
+    let kind = match item.status {
+        AckStatus::Completed => AckKind::Accept,
+        AckStatus::Failed => AckKind::Release,
+        AckStatus::DeadLetter => AckKind::Reject,
+    };
+    let before = effects.len();
+    let not_before_us = if retry_delay > 0 { now_us + retry_delay } else { 0 };
+    if !share::acknowledge(store, overlay, now_us, key, holder, &[offset], kind, not_before_us, &config, effects) {
+        return AckOutcome { refused: Some(Refused(REFUSED_NO_LEASE)), ..Default::default() };
+    }
+    let dead_lettered = effects[before..].iter().any(|e| matches!(e, Effect::DeadLetter { .. }));
+    let lease_released = !overlay.share(store, key).held.values().any(|h| h.holder == holder);
+    AckOutcome { dead_lettered, lease_released, ..Default::default() }
+}
+
 /// Plans extending every live claim of a lease by its queue's lease time.
 pub fn plan_extend(
     store: &Store,
@@ -325,7 +400,13 @@ pub fn plan_extend(
         effects.push(effect);
         expires = Some(expires.map_or(expires_us, |e: i64| e.min(expires_us)));
     }
-    let renewed = effects.len();
+    let partition_leases = effects.len();
+    let (shared, shared_expiry) = share::renew(store, overlay, now_us, lease_id, &mut effects);
+    let renewed = partition_leases + shared;
+    let expires = match (expires, shared_expiry) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
     (effects, renewed, expires)
 }
 

@@ -103,6 +103,12 @@ pub fn apply(cursor: &mut CursorRow, effect: &Effect) {
             deliver(cursor, lease, *auto_ack, &offsets)
         }
         Effect::Retain { log_start, .. } => skip_to(cursor, *log_start),
+        Effect::Release { offsets, .. } => {
+            let undone: Vec<u64> = offsets.iter().copied().filter(|o| !is_done(cursor, *o)).collect();
+            for o in undone {
+                *cursor.failures.entry(o).or_default() += 1;
+            }
+        }
         _ => {}
     }
 }

@@ -177,6 +177,36 @@ pub enum Effect {
         partition: u64,
         spans: Vec<(u64, u32)>,
     },
+    /// Records of a partition acquired one by one by a share group's member
+    /// `holder` until `expires_us` (`planner/share.rs`; effect catalogue 4).
+    /// `start` places a cursor the group does not have yet.
+    Acquire {
+        queue: u64,
+        partition: u64,
+        group: String,
+        start: u64,
+        holder: String,
+        expires_us: i64,
+        offsets: Vec<u64>,
+    },
+    /// Held records given back (released, or their lock ran out): each
+    /// counts one failed delivery and is not delivered again before
+    /// `not_before_us`.
+    Release {
+        queue: u64,
+        partition: u64,
+        group: String,
+        offsets: Vec<u64>,
+        not_before_us: i64,
+    },
+    /// Every record `holder` holds in the partition, held until `expires_us`.
+    Renew {
+        queue: u64,
+        partition: u64,
+        group: String,
+        holder: String,
+        expires_us: i64,
+    },
 }
 
 impl Effect {
@@ -209,6 +239,9 @@ impl Effect {
             Effect::KafkaTxn { .. } => "kafka_txn",
             Effect::AbortedTxn { .. } => "aborted_txn",
             Effect::HideOffsets { .. } => "hide_offsets",
+            Effect::Acquire { .. } => "acquire",
+            Effect::Release { .. } => "release",
+            Effect::Renew { .. } => "renew",
         }
     }
     /// The queue whose log holds the effect's entry record; 0, the system
@@ -245,7 +278,10 @@ impl Effect {
             | Effect::DeleteGroup { queue, .. }
             | Effect::CommitMetadata { queue, .. }
             | Effect::AbortedTxn { queue, .. }
-            | Effect::HideOffsets { queue, .. } => *queue,
+            | Effect::HideOffsets { queue, .. }
+            | Effect::Acquire { queue, .. }
+            | Effect::Release { queue, .. }
+            | Effect::Renew { queue, .. } => *queue,
         }
     }
 }

@@ -9,6 +9,7 @@ pub(crate) mod consume;
 pub(crate) mod cursor;
 pub mod effect;
 pub(crate) mod groups;
+pub(crate) mod held;
 pub(crate) mod items;
 pub mod kafka_txn;
 pub mod kv;
@@ -17,6 +18,8 @@ pub(crate) mod overlay;
 pub(crate) mod push;
 pub(crate) mod queues;
 pub(crate) mod retention;
+pub mod share;
+pub mod share_config;
 pub(crate) mod streams;
 #[cfg(test)]
 mod testing;
@@ -191,6 +194,10 @@ impl Planner {
             Command::KafkaTxn(op) => {
                 let p = kafka_txn::plan(store, overlay, id, timestamp_us, *op);
                 (p.effects, p.messages, Answer::KafkaTxn(p.answer))
+            }
+            Command::Share(op) => {
+                let (effects, answer) = share::plan(store, overlay, timestamp_us, &op);
+                (effects, vec![], Answer::Share(answer))
             }
             Command::ExtendLease { lease_id } => {
                 let (effects, renewed, expires_us) = consume::plan_extend(store, overlay, timestamp_us, &lease_id);

@@ -6,7 +6,7 @@
 //! the whole overlay (`Planner::lead`): what it planned may never commit.
 
 use crate::queue_options::QueueOptions;
-use crate::store::rows::{CursorRow, GroupRow, KafkaTxnRow, KvRow, TimerRow};
+use crate::store::rows::{CursorRow, GroupRow, KafkaTxnRow, KvRow, ShareRow, TimerRow};
 use crate::store::{CursorKey, Store};
 use std::borrow::Borrow;
 // Consulted and updated for every planned command: foldhash, not SipHash.
@@ -116,6 +116,8 @@ pub struct Overlay {
     groups: Layer<(u64, String), Option<GroupRow>>,
     /// Leases granted by unapplied entries: lease id → cursors.
     leases: Layer<String, Vec<CursorKey>>,
+    /// Share group records held or given back by unapplied entries.
+    shares: Layer<CursorKey, ShareRow>,
     /// KV rows written (`None`: deleted) by unapplied entries.
     kv: Layer<String, Option<KvRow>>,
     next_kv_version: Next,
@@ -146,6 +148,7 @@ impl Overlay {
             ("cursors", self.cursors.0.is_empty()),
             ("groups", self.groups.0.is_empty()),
             ("leases", self.leases.0.is_empty()),
+            ("shares", self.shares.0.is_empty()),
             ("kv", self.kv.0.is_empty()),
             ("timers", self.timers.0.is_empty()),
             ("kafka_txns", self.kafka_txns.0.is_empty()),
@@ -176,6 +179,7 @@ impl Overlay {
         self.cursors.forget_through(applied);
         self.groups.forget_through(applied);
         self.leases.forget_through(applied);
+        self.shares.forget_through(applied);
         self.kv.forget_through(applied);
         self.next_kv_version.forget_through(applied);
         self.timers.forget_through(applied);
@@ -422,6 +426,33 @@ impl Overlay {
         }
         out.retain(|k| self.cursor(store, k).and_then(|c| c.lease).is_some_and(|l| l.id == lease_id));
         out
+    }
+
+    /// The records of a partition the group's share members hold, as the
+    /// planned entries leave them: none once its cursor is gone.
+    pub fn share(&self, store: &Store, key: &CursorKey) -> ShareRow {
+        if self.cursor(store, key).is_none() {
+            return ShareRow::default();
+        }
+        match self.shares.get(key) {
+            Some(row) => row.clone(),
+            None => store.shares.get(key).cloned().unwrap_or_default(),
+        }
+    }
+
+    pub fn put_share(&mut self, key: CursorKey, row: ShareRow) {
+        self.shares.insert(self.stamp, key, row);
+    }
+
+    /// The partitions where share members hold records or wait out retry
+    /// delays, of `group` or of every group, as the planned entries leave them.
+    pub fn share_keys(&self, store: &Store, group: Option<&str>) -> Vec<CursorKey> {
+        let wanted = |k: &CursorKey| group.is_none_or(|g| k.2 == g);
+        let mut keys: Vec<CursorKey> = store.shares.iter().map(|(k, _)| k).filter(|k| wanted(k)).cloned().collect();
+        keys.extend(self.shares.iter().map(|(k, _)| k).filter(|k| wanted(k)).cloned());
+        keys.sort_unstable();
+        keys.dedup();
+        keys
     }
 
     pub fn group(&self, store: &Store, queue: u64, group: &str) -> Option<GroupRow> {

@@ -15,6 +15,7 @@ use crate::planner::kafka_txn::{KafkaTxnAnswer, KafkaTxnOp};
 use crate::planner::kv::{KvAnswer, KvOp};
 use crate::planner::locks::{LockOp, LockResult};
 use crate::planner::push::QueueFull;
+use crate::planner::share::{ShareAnswer, ShareOp};
 use crate::planner::streams::{StreamsAnswer, StreamsOp};
 use crate::planner::timers::{TimerOp, TimerResult};
 use crate::planner::transaction::{Bundle, BundleAnswer};
@@ -81,6 +82,12 @@ impl Typed<KafkaTxnAnswer> {
             command: Command::KafkaTxn(Box::new(op)),
             answer: |a| if let Answer::KafkaTxn(t) = a { Ok(t) } else { Err(a) },
         }
+    }
+}
+
+impl Typed<ShareAnswer> {
+    pub fn share(op: ShareOp) -> Self {
+        Typed { command: Command::Share(op), answer: |a| if let Answer::Share(s) = a { Ok(s) } else { Err(a) } }
     }
 }
 

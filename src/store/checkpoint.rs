@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use xxhash_rust::xxh3::Xxh3;
 
 /// Every keyspace, `meta` last so its counts see the other writes.
-pub const KEYSPACES: [&str; 14] = [
+pub const KEYSPACES: [&str; 15] = [
     "queues",
     "partitions",
     "dedup",
@@ -28,6 +28,7 @@ pub const KEYSPACES: [&str; 14] = [
     "kafka_txns",
     "aborted_txns",
     "kafka_hidden",
+    "shares",
     "meta",
 ];
 

@@ -18,7 +18,7 @@ use keyspace::{EncodeChanges, Keyspace};
 use locator::Locator;
 use rows::{
     AbortedTxnRow, CursorRow, DlqRow, GroupRow, KafkaTxnRow, KafkaTxnState, KvRow, MembershipRow, PartitionRow,
-    QueueRow, TimerRow,
+    QueueRow, ShareRow, TimerRow,
 };
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
@@ -52,6 +52,9 @@ pub struct Store {
     /// partition, when it was not empty. A keyspace of its own, so that a
     /// checkpoint written before it existed loads unchanged.
     pub commit_metadata: Keyspace<CursorKey, String>,
+    /// Records held one by one by a share group's members (`rows::ShareRow`);
+    /// a row goes with its cursor.
+    pub shares: Keyspace<CursorKey, ShareRow>,
     pub groups: Keyspace<(u64, String), GroupRow>,
     pub dlq: Keyspace<DlqKey, DlqRow>,
     pub kv: Keyspace<String, KvRow>,
@@ -126,6 +129,7 @@ impl Default for Store {
             dedup: DedupIndex::default(),
             cursors: Keyspace::new("cursors"),
             commit_metadata: Keyspace::new("commit_metadata"),
+            shares: Keyspace::new("shares"),
             groups: Keyspace::new("groups"),
             dlq: Keyspace::new("dlq"),
             kv: Keyspace::new("kv"),
@@ -164,6 +168,7 @@ impl Store {
                     "dedup" => store.dedup.load_row(&key, &value),
                     "cursors" => store.cursors.load_row(&key, &value),
                     "commit_metadata" => store.commit_metadata.load_row(&key, &value),
+                    "shares" => store.shares.load_row(&key, &value),
                     "groups" => store.groups.load_row(&key, &value),
                     "dlq" => store.dlq.load_row(&key, &value),
                     "kv" => store.kv.load_row(&key, &value),
@@ -273,11 +278,22 @@ impl Store {
         self.cursors.insert(key, row);
     }
 
-    /// Removes a cursor with its lease and its commit metadata.
+    /// Removes a cursor with its lease, its held records and its commit metadata.
     fn remove_cursor(&mut self, key: &CursorKey) {
         self.set_cursor(key.clone(), CursorRow::default());
         self.cursors.remove(key);
         self.commit_metadata.remove(key);
+        self.shares.remove(key);
+    }
+
+    /// Replaces a partition's share row; an empty one is no row.
+    pub fn set_share(&mut self, key: CursorKey, row: ShareRow) {
+        match row.held.is_empty() && row.retry_at.is_empty() {
+            true => {
+                self.shares.remove(&key);
+            }
+            false => self.shares.insert(key, row),
+        }
     }
 
     /// Records a Kafka commit's metadata string; an empty one is no row.
@@ -578,6 +594,7 @@ impl Store {
             Box::new(self.dedup.take_changes()),
             Box::new(self.cursors.take_changes()),
             Box::new(self.commit_metadata.take_changes()),
+            Box::new(self.shares.take_changes()),
             Box::new(self.groups.take_changes()),
             Box::new(self.dlq.take_changes()),
             Box::new(self.kv.take_changes()),

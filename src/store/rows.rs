@@ -91,6 +91,27 @@ pub struct LeaseRow {
     pub last: u64,
 }
 
+/// `shares`: (queue id, partition id, consumer group) → the records of the
+/// partition that members of a share group hold one by one (KIP-932's
+/// acquisition locks, HTTP pops of a share group). The group's cursor keeps
+/// the rest: what is done, and each record's failed deliveries. A keyspace
+/// of its own, so that a checkpoint written before it existed loads
+/// unchanged; it goes with its cursor.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShareRow {
+    /// Offset → who holds the record, until when.
+    pub held: BTreeMap<u64, Hold>,
+    /// Offset → no delivery before this time (a failure's retry delay).
+    pub retry_at: BTreeMap<u64, i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hold {
+    /// A Kafka share member's id, or an HTTP pop's lease id.
+    pub holder: String,
+    pub expires_us: i64,
+}
+
 /// `groups`: (queue id, consumer group) → its subscription.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GroupRow {

@@ -5,7 +5,7 @@
 //! change is refused with INVALID_CONFIG naming it, so a client never
 //! believes a change that did not happen.
 
-use super::describe_configs::TOPIC;
+use super::describe_configs::{GROUP, TOPIC};
 use crate::broker::ConfigEntry;
 use crate::names::str_bytes;
 use crate::topic_settings::{invalid, Refusal, TopicSettings};
@@ -76,8 +76,16 @@ pub async fn handle_incremental<B: Broker>(
 }
 
 async fn apply<B: Broker>(f: &Facade<B>, (kind, name, settings): Change, validate_only: bool) -> (i16, Option<String>) {
+    if kind == GROUP {
+        // Share group configs (KIP-932): setting one makes the group a share group.
+        return match f.broker.set_share_group_config(name, settings, validate_only).await {
+            Ok(()) => (0, None),
+            Err(crate::broker::BrokerError::InvalidRequest(why)) => (ResponseError::InvalidConfig.code(), Some(why)),
+            Err(e) => (e.code(), Some(e.to_string())),
+        };
+    }
     if kind != TOPIC {
-        return (ResponseError::InvalidRequest.code(), Some("only topic settings can be changed".into()));
+        return (ResponseError::InvalidRequest.code(), Some("only topic and group settings can be changed".into()));
     }
     let Some(in_force) = f.broker.topic_config(&name) else {
         return (ResponseError::UnknownTopicOrPartition.code(), None);

@@ -49,6 +49,9 @@ pub fn required_role(request: &RequestKind) -> Role {
         | RequestKind::Heartbeat(_)
         | RequestKind::LeaveGroup(_)
         | RequestKind::ConsumerGroupHeartbeat(_)
+        | RequestKind::ShareGroupHeartbeat(_)
+        | RequestKind::ShareFetch(_)
+        | RequestKind::ShareAcknowledge(_)
         | RequestKind::OffsetCommit(_)
         | RequestKind::CreateTopics(_)
         | RequestKind::CreatePartitions(_)
@@ -84,6 +87,13 @@ pub fn denied(request: &RequestKind, version: i16) -> Option<ResponseKind> {
         RequestKind::LeaveGroup(_) => ResponseKind::LeaveGroup(LeaveGroupResponse::default().with_error_code(GROUP)),
         RequestKind::ConsumerGroupHeartbeat(_) => {
             ResponseKind::ConsumerGroupHeartbeat(ConsumerGroupHeartbeatResponse::default().with_error_code(GROUP))
+        }
+        RequestKind::ShareGroupHeartbeat(_) => {
+            ResponseKind::ShareGroupHeartbeat(ShareGroupHeartbeatResponse::default().with_error_code(GROUP))
+        }
+        RequestKind::ShareFetch(_) => ResponseKind::ShareFetch(ShareFetchResponse::default().with_error_code(GROUP)),
+        RequestKind::ShareAcknowledge(_) => {
+            ResponseKind::ShareAcknowledge(ShareAcknowledgeResponse::default().with_error_code(GROUP))
         }
         RequestKind::OffsetCommit(r) => ResponseKind::OffsetCommit(offset_commit(r, GROUP)),
         RequestKind::OffsetDelete(_) => {

@@ -32,6 +32,12 @@ pub async fn handle<B: Broker>(
             format!("group {group} is a classic group with members: it cannot take consumer-protocol members"),
         );
     }
+    if f.share_groups.has_members(group) {
+        return refused(
+            ResponseError::GroupIdNotFound,
+            format!("group {group} is a share group with members: it cannot take consumer-protocol members"),
+        );
+    }
     // Before v1 the coordinator names a joining member; from v1 the client does.
     let generated;
     let member_id = match req.member_id.as_str() {

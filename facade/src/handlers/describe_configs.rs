@@ -11,9 +11,12 @@ use protocol::ResponseError;
 
 pub const TOPIC: i8 = 2;
 pub const BROKER: i8 = 4;
+/// A consumer group's resource type (KIP-848, KIP-932's share group configs).
+pub const GROUP: i8 = 32;
 const DYNAMIC_TOPIC_CONFIG: i8 = 1;
 const STATIC_BROKER_CONFIG: i8 = 4;
 const DEFAULT_CONFIG: i8 = 5;
+const GROUP_CONFIG: i8 = 8;
 
 pub fn handle<B: Broker>(f: &Facade<B>, req: DescribeConfigsRequest) -> DescribeConfigsResponse {
     let results = req
@@ -27,6 +30,8 @@ pub fn handle<B: Broker>(f: &Facade<B>, req: DescribeConfigsRequest) -> Describe
             let entries = match r.resource_type {
                 TOPIC => f.broker.topic_config(name).ok_or(ResponseError::UnknownTopicOrPartition),
                 BROKER => Ok(broker_config(f)),
+                // A group that is not a share group has none of its own.
+                GROUP => Ok(f.broker.share_group_config(name).unwrap_or_default()),
                 _ => Err(ResponseError::InvalidRequest),
             };
             match entries {
@@ -39,6 +44,7 @@ pub fn handle<B: Broker>(f: &Facade<B>, req: DescribeConfigsRequest) -> Describe
                         .map(|e| {
                             let source = match (e.is_set, r.resource_type) {
                                 (true, TOPIC) => DYNAMIC_TOPIC_CONFIG,
+                                (true, GROUP) => GROUP_CONFIG,
                                 (true, _) => STATIC_BROKER_CONFIG,
                                 (false, _) => DEFAULT_CONFIG,
                             };

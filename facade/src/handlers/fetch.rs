@@ -84,6 +84,7 @@ async fn read_all<B: Broker>(
                 offset: p.fetch_offset,
                 max_bytes: p.partition_max_bytes.max(0) as usize,
                 read_committed: req.isolation_level == 1,
+                until: None,
             })
         })
         .collect();
@@ -155,7 +156,7 @@ type Encoded = (PartitionOffsets, Vec<(i64, i64)>, bytes::Bytes, usize);
 /// and their size. Stored
 /// batches left in their files are spliced in (`spliced.rs`): the bytes
 /// answered are a stand-in for them, and the splice goes in `splices`.
-fn encode_partition(
+pub(super) fn encode_partition(
     fetched: Result<Fetched, BrokerError>,
     at: (&str, i32),
     budget: usize,

@@ -16,8 +16,9 @@ pub async fn handle<B: Broker>(
     client_id: &str,
     peer: SocketAddr,
 ) -> JoinGroupResponse {
-    if f.consumer_groups.existing(&*f.broker, req.group_id.0.as_str()).await.is_some() {
-        // Its members run the consumer group protocol (KIP-848).
+    let consumer_protocol = f.consumer_groups.existing(&*f.broker, req.group_id.0.as_str()).await.is_some();
+    if consumer_protocol || f.share_groups.has_members(req.group_id.0.as_str()) {
+        // Its members run the consumer group protocol (KIP-848), or are share members (KIP-932).
         return JoinGroupResponse::default()
             .with_error_code(protocol::ResponseError::InconsistentGroupProtocol.code())
             .with_generation_id(-1);

@@ -17,6 +17,7 @@ mod delete_topics;
 mod describe_cluster;
 mod describe_configs;
 mod describe_groups;
+mod describe_share_group_offsets;
 mod describe_transactions;
 mod end_txn;
 mod fetch;
@@ -38,6 +39,11 @@ mod produce;
 mod refused;
 mod sasl_authenticate;
 mod sasl_handshake;
+mod share_acknowledge;
+mod share_acks;
+mod share_fetch;
+mod share_group_describe;
+mod share_group_heartbeat;
 mod sync_group;
 mod txn_errors;
 mod txn_offset_commit;
@@ -127,6 +133,21 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: Request, peer: SocketAddr, se
         }
         RequestKind::ConsumerGroupDescribe(r) => {
             ResponseKind::ConsumerGroupDescribe(consumer_group_describe::handle(f, r).await)
+        }
+        RequestKind::ShareGroupHeartbeat(r) => {
+            ResponseKind::ShareGroupHeartbeat(share_group_heartbeat::handle(f, r, &client, peer).await)
+        }
+        RequestKind::ShareGroupDescribe(r) => ResponseKind::ShareGroupDescribe(share_group_describe::handle(f, r)),
+        RequestKind::ShareFetch(r) => {
+            let (answer, splices) = share_fetch::handle(f, r).await;
+            if !splices.is_empty() {
+                return Reply::Spliced(Box::new(ResponseKind::ShareFetch(answer)), splices);
+            }
+            ResponseKind::ShareFetch(answer)
+        }
+        RequestKind::ShareAcknowledge(r) => ResponseKind::ShareAcknowledge(share_acknowledge::handle(f, r).await),
+        RequestKind::DescribeShareGroupOffsets(r) => {
+            ResponseKind::DescribeShareGroupOffsets(describe_share_group_offsets::handle(f, r))
         }
         RequestKind::OffsetCommit(r) => ResponseKind::OffsetCommit(offset_commit::handle(f, r).await),
         RequestKind::OffsetFetch(r) => ResponseKind::OffsetFetch(offset_fetch::handle(f, r, v).await),

@@ -5,7 +5,7 @@
 
 use protocol::messages::{
     ConsumerGroupHeartbeatResponse, HeartbeatResponse, JoinGroupResponse, LeaveGroupResponse, RequestKind,
-    ResponseKind, SyncGroupResponse,
+    ResponseKind, ShareGroupHeartbeatResponse, SyncGroupResponse,
 };
 use protocol::ResponseError;
 
@@ -19,6 +19,7 @@ pub fn is_member_call(request: &RequestKind) -> bool {
             | RequestKind::LeaveGroup(_)
             | RequestKind::OffsetCommit(_)
             | RequestKind::ConsumerGroupHeartbeat(_)
+            | RequestKind::ShareGroupHeartbeat(_)
     )
 }
 
@@ -37,6 +38,9 @@ pub fn answer(request: &RequestKind, available: bool) -> Option<ResponseKind> {
         RequestKind::OffsetCommit(r) => ResponseKind::OffsetCommit(super::authorize::offset_commit(r, code)),
         RequestKind::ConsumerGroupHeartbeat(_) => {
             ResponseKind::ConsumerGroupHeartbeat(ConsumerGroupHeartbeatResponse::default().with_error_code(code))
+        }
+        RequestKind::ShareGroupHeartbeat(_) => {
+            ResponseKind::ShareGroupHeartbeat(ShareGroupHeartbeatResponse::default().with_error_code(code))
         }
         _ => return None,
     })

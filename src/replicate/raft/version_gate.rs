@@ -15,7 +15,7 @@ use crate::store::Store;
 /// effect is added or changes its encoding. 2: a Kafka produce's batch is
 /// stored as it came, one piece of its message record (flag 2). 3: Kafka
 /// transactions (`KafkaTxn`, `AbortedTxn`, `HideOffsets`).
-pub const EFFECT_CATALOGUE: u32 = 3;
+pub const EFFECT_CATALOGUE: u32 = 4;
 /// The cluster's row, in the `queen-cluster` namespace.
 const KEY: &str = "effect-catalogue";
 

@@ -1,0 +1,338 @@
+//! Planning share groups (KIP-932): the members of a group take a
+//! partition's records one by one, each under a lock of its own, instead of
+//! the whole partition under one lease. A record is available, held by one
+//! member until its lock runs out, or done (acknowledged or dead-lettered);
+//! a record given back counts a failed delivery, and one given back as many
+//! times as the group's delivery limit goes to the dead-letter queue with
+//! its payload, as a rejected one does. The group's cursor is the share
+//! partition's start offset; the held records live in its `ShareRow`.
+//!
+//! Kafka share consumers come here through `ShareOp`; an HTTP pop of a
+//! share group comes through `consume.rs`, which calls `acquire` and
+//! `acknowledge` below, so both front ends share one set of records.
+
+use super::cursor;
+use super::effect::Effect;
+use super::held;
+use super::overlay::Overlay;
+use super::share_config::ShareConfig;
+use crate::queue_options::QueueOptions;
+use crate::store::rows::{CursorRow, GroupRow};
+use crate::store::{CursorKey, Store};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum ShareOp {
+    /// A member's fetch: up to `max_records` available records of each
+    /// partition (queue id, partition id), held for the group's lock time.
+    Acquire { group: String, holder: String, partitions: Vec<(u64, u64)>, max_records: usize },
+    /// A member's acknowledgements, each judged on its own.
+    Acknowledge { group: String, holder: String, acks: Vec<ShareAck> },
+    /// Every record `holder` holds in the group given back: its session
+    /// closed, or it left the group.
+    ReleaseAll { group: String, holder: String },
+}
+
+/// Offsets `first..=last` of a partition, acknowledged as `kind`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ShareAck {
+    pub queue: u64,
+    pub partition: u64,
+    pub first: u64,
+    pub last: u64,
+    pub kind: AckKind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AckKind {
+    /// An offset with no record to deliver: done.
+    Gap,
+    /// Processed: done.
+    Accept,
+    /// Given back for another delivery now.
+    Release,
+    /// Not processable: to the dead-letter queue.
+    Reject,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum ShareAnswer {
+    /// Per asked partition, the records acquired as (offset, delivery
+    /// count); `lock_ms`: how long they are held.
+    Acquired { lock_ms: i64, partitions: Vec<Vec<(u64, u32)>> },
+    /// Per acknowledgement, whether it applied: it is refused whole when
+    /// one of its records is not held by the member (never acquired, its
+    /// lock ran out, or another member holds it).
+    Acknowledged(Vec<bool>),
+    /// How many records were given back.
+    Released(usize),
+}
+
+pub fn plan(store: &Store, overlay: &mut Overlay, now_us: i64, op: &ShareOp) -> (Vec<Effect>, ShareAnswer) {
+    let mut effects = Vec::new();
+    let answer = match op {
+        ShareOp::Acquire { group, holder, partitions, max_records } => {
+            let config = ShareConfig::of(store, overlay, now_us, group).unwrap_or_default();
+            let expires_us = now_us + config.lock_us;
+            let mut budget = *max_records;
+            let mut acquired = Vec::new();
+            for &(queue, partition) in partitions {
+                let key: CursorKey = (queue, partition, group.clone());
+                let Some(start) = start_of(store, overlay, now_us, &key, &config, &mut effects) else {
+                    acquired.push(Vec::new());
+                    continue;
+                };
+                let got =
+                    acquire(store, overlay, now_us, &key, start, holder, expires_us, budget, &config, &mut effects);
+                budget = budget.saturating_sub(got.len());
+                acquired.push(got);
+            }
+            ShareAnswer::Acquired { lock_ms: config.lock_us / 1000, partitions: acquired }
+        }
+        ShareOp::Acknowledge { group, holder, acks } => {
+            let config = ShareConfig::of(store, overlay, now_us, group).unwrap_or_default();
+            let outcomes = acks
+                .iter()
+                .map(|a| {
+                    let key: CursorKey = (a.queue, a.partition, group.clone());
+                    let offsets: Vec<u64> = match a.last.checked_sub(a.first) {
+                        Some(n) if (n as usize) < config.max_locks => (a.first..=a.last).collect(),
+                        _ => return false,
+                    };
+                    acknowledge(store, overlay, now_us, &key, holder, &offsets, a.kind, 0, &config, &mut effects)
+                })
+                .collect();
+            ShareAnswer::Acknowledged(outcomes)
+        }
+        ShareOp::ReleaseAll { group, holder } => {
+            let config = ShareConfig::of(store, overlay, now_us, group).unwrap_or_default();
+            let mut released = 0;
+            for key in overlay.share_keys(store, Some(group)) {
+                let row = overlay.share(store, &key);
+                let mine: Vec<u64> = row.held.iter().filter(|(_, h)| h.holder == *holder).map(|(o, _)| *o).collect();
+                released += mine.len();
+                give_back(store, overlay, &key, mine, 0, &config, "its member left", &mut effects);
+            }
+            ShareAnswer::Released(released)
+        }
+    };
+    (effects, answer)
+}
+
+/// Where a Kafka share member starts a partition its group never read (the
+/// group's `share.auto.offset.reset`), the group's subscription to the
+/// queue written first when it has none; `None` for a partition gone.
+fn start_of(
+    store: &Store,
+    overlay: &mut Overlay,
+    now_us: i64,
+    key: &CursorKey,
+    config: &ShareConfig,
+    effects: &mut Vec<Effect>,
+) -> Option<u64> {
+    let (queue, partition, group) = (key.0, key.1, &key.2);
+    if overlay.is_deleted(queue) || !overlay.partition_exists(store, queue, partition) {
+        return None;
+    }
+    let from_us = match overlay.group(store, queue, group) {
+        Some(g) => g.from_us,
+        None => {
+            let from_us = if config.earliest { 0 } else { now_us };
+            overlay.put_group(queue, group, GroupRow { from_us, created_us: now_us, conflate: false });
+            effects.push(Effect::Subscribe { queue, group: group.clone(), from_us, conflate: false });
+            from_us
+        }
+    };
+    let log_start = overlay.log_start(store, queue, partition);
+    let end = store.partition(queue, partition).map_or(0, |p| p.next_offset);
+    let start = match from_us {
+        0 => log_start,
+        t => store.first_kept_at_or_after(queue, partition, t).unwrap_or(end),
+    };
+    Some(start.max(log_start))
+}
+
+/// Records `effect` in the entry and in the overlay's rows.
+fn record(store: &Store, overlay: &mut Overlay, key: &CursorKey, effect: Effect, effects: &mut Vec<Effect>) {
+    overlay.update_cursor(store, key, |c| cursor::apply(c, &effect));
+    let mut row = overlay.share(store, key);
+    held::apply(&mut row, &effect);
+    overlay.put_share(key.clone(), row);
+    effects.push(effect);
+}
+
+/// Up to `max` available records of the partition `key` names, acquired by
+/// `holder` until `expires_us`, as (offset, delivery count). Records whose
+/// lock ran out are given back first; a cursor the group does not have yet
+/// is placed at `start`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn acquire(
+    store: &Store,
+    overlay: &mut Overlay,
+    now_us: i64,
+    key: &CursorKey,
+    start: u64,
+    holder: &str,
+    expires_us: i64,
+    max: usize,
+    config: &ShareConfig,
+    effects: &mut Vec<Effect>,
+) -> Vec<(u64, u32)> {
+    let (queue, partition, group) = (key.0, key.1, key.2.clone());
+    if overlay.cursor(store, key).is_none() {
+        // Placed now even when nothing is taken: a group that starts at the
+        // end must not start later at every empty fetch.
+        overlay.put_cursor(key.clone(), CursorRow { committed: start, ..Default::default() });
+        effects.push(Effect::Seek { queue, partition, group: group.clone(), offset: start });
+    }
+    let expired: Vec<u64> =
+        overlay.share(store, key).held.iter().filter(|(_, h)| h.expires_us <= now_us).map(|(o, _)| *o).collect();
+    give_back(store, overlay, key, expired, 0, config, "its acquisition lock ran out", effects);
+
+    let mut cur = overlay.cursor(store, key).expect("placed above");
+    // Retention planned but not yet applied moves this cursor when it
+    // applies; plan as if it had.
+    cursor::skip_to(&mut cur, overlay.log_start(store, queue, partition));
+    let row = overlay.share(store, key);
+    let room = config.max_locks.saturating_sub(row.held.len()).min(max);
+    let end = match config.read_committed {
+        true => store.last_stable_offset(queue, partition),
+        false => store.partition(queue, partition).map_or(0, |p| p.next_offset),
+    };
+    let delay = overlay.queue_options(store, queue).map_or(0, |o| QueueOptions::parse(&o).delayed_processing_us());
+    let mut taken = Vec::new();
+    let mut hidden = Vec::new();
+    let mut offset = cur.committed;
+    while offset < end && taken.len() < room {
+        let o = offset;
+        offset += 1;
+        if cursor::is_done(&cur, o) || held::is_held(&row, o, now_us) || held::is_waiting(&row, o, now_us) {
+            continue;
+        }
+        if store.is_kafka_hidden(queue, partition, o) {
+            hidden.push(o);
+            continue;
+        }
+        let visible =
+            delay == 0 || store.locator.timestamp_of(queue, partition, o).is_some_and(|t| t + delay <= now_us);
+        if !visible {
+            break;
+        }
+        taken.push(o);
+    }
+    // Transaction markers and aborted records are nothing to deliver.
+    for o in hidden {
+        record(store, overlay, key, Effect::Ack { queue, partition, group: group.clone(), offset: o }, effects);
+    }
+    if taken.is_empty() {
+        return Vec::new();
+    }
+    let acquired = taken.iter().map(|o| (*o, cur.failures.get(o).copied().unwrap_or(0) + 1)).collect();
+    let holder = holder.to_string();
+    let effect = Effect::Acquire { queue, partition, group, start, holder, expires_us, offsets: taken };
+    record(store, overlay, key, effect, effects);
+    acquired
+}
+
+/// Applies `holder`'s acknowledgement of `offsets` as `kind`: refused whole
+/// (false) unless `holder` holds every one of them now. A release waits
+/// until `not_before_us` before another delivery.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn acknowledge(
+    store: &Store,
+    overlay: &mut Overlay,
+    now_us: i64,
+    key: &CursorKey,
+    holder: &str,
+    offsets: &[u64],
+    kind: AckKind,
+    not_before_us: i64,
+    config: &ShareConfig,
+    effects: &mut Vec<Effect>,
+) -> bool {
+    let row = overlay.share(store, key);
+    let held_here = |o: &u64| row.held.get(o).is_some_and(|h| h.holder == holder && h.expires_us > now_us);
+    if offsets.is_empty() || !offsets.iter().all(held_here) {
+        return false;
+    }
+    let (queue, partition, group) = (key.0, key.1, key.2.clone());
+    match kind {
+        AckKind::Gap | AckKind::Accept => {
+            for &offset in offsets {
+                record(store, overlay, key, Effect::Ack { queue, partition, group: group.clone(), offset }, effects);
+            }
+        }
+        AckKind::Release => {
+            give_back(store, overlay, key, offsets.to_vec(), not_before_us, config, "given back", effects);
+        }
+        AckKind::Reject => {
+            let cur = overlay.cursor(store, key).unwrap_or_default();
+            for &offset in offsets {
+                let failures = cur.failures.get(&offset).copied().unwrap_or(0) + 1;
+                let error = Some("rejected by a share group member".to_string());
+                let effect = Effect::DeadLetter { queue, partition, group: group.clone(), offset, error, failures };
+                record(store, overlay, key, effect, effects);
+            }
+        }
+    }
+    true
+}
+
+/// Gives `offsets` back for another delivery (none before `not_before_us`),
+/// each counting a failed delivery; one that has now failed as many times
+/// as the group's delivery limit goes to the dead-letter queue instead.
+#[allow(clippy::too_many_arguments)]
+fn give_back(
+    store: &Store,
+    overlay: &mut Overlay,
+    key: &CursorKey,
+    offsets: Vec<u64>,
+    not_before_us: i64,
+    config: &ShareConfig,
+    why: &str,
+    effects: &mut Vec<Effect>,
+) {
+    if offsets.is_empty() {
+        return;
+    }
+    let (queue, partition, group) = (key.0, key.1, key.2.clone());
+    let effect = Effect::Release { queue, partition, group: group.clone(), offsets: offsets.clone(), not_before_us };
+    record(store, overlay, key, effect, effects);
+    let cur = overlay.cursor(store, key).unwrap_or_default();
+    for offset in offsets {
+        let failures = cur.failures.get(&offset).copied().unwrap_or(0);
+        if failures >= config.delivery_limit {
+            let error = Some(format!("delivery count limit {} reached: {why}", config.delivery_limit));
+            let effect = Effect::DeadLetter { queue, partition, group: group.clone(), offset, error, failures };
+            record(store, overlay, key, effect, effects);
+        }
+    }
+}
+
+/// Extends every record `holder` holds, in any group, by its group's lock
+/// time: how many partitions' records were extended, and the earliest new
+/// expiry.
+pub(super) fn renew(
+    store: &Store,
+    overlay: &mut Overlay,
+    now_us: i64,
+    holder: &str,
+    effects: &mut Vec<Effect>,
+) -> (usize, Option<i64>) {
+    let mut earliest: Option<i64> = None;
+    let mut renewed = 0;
+    for key in overlay.share_keys(store, None) {
+        let row = overlay.share(store, &key);
+        if !row.held.values().any(|h| h.holder == holder && h.expires_us > now_us) {
+            continue;
+        }
+        let config = ShareConfig::of(store, overlay, now_us, &key.2).unwrap_or_default();
+        let expires_us = now_us + config.lock_us;
+        let (queue, partition, group) = (key.0, key.1, key.2.clone());
+        let effect = Effect::Renew { queue, partition, group, holder: holder.to_string(), expires_us };
+        record(store, overlay, &key, effect, effects);
+        renewed += 1;
+        earliest = Some(earliest.map_or(expires_us, |e| e.min(expires_us)));
+    }
+    (renewed, earliest)
+}
