@@ -7,8 +7,8 @@ mod common;
 use common::kafka::{batch, fetch, produce, produced, two_large_batches, KafkaConn};
 use common::Node;
 use protocol::messages::{
-    ApiKey, ApiVersionsRequest, GroupId, InitProducerIdRequest, ProducerId, RequestKind, ResponseKind,
-    ShareGroupHeartbeatRequest, TopicName,
+    AddPartitionsToTxnRequest, ApiKey, ApiVersionsRequest, InitProducerIdRequest, ProducerId, RequestKind,
+    ResponseKind, TopicName,
 };
 use protocol::{ResponseError, StrBytes};
 
@@ -43,11 +43,11 @@ async fn unsupported_versions_and_bad_frames_get_answers_or_close_only_their_con
     assert_eq!((correlation, r.error_code), (7, ResponseError::UnsupportedVersion.code()));
     assert!(r.api_keys.iter().any(|k| k.api_key == ApiKey::Fetch as i16 && k.max_version == 16));
 
-    // A refused API (KIP-932's share group heartbeat) answers UNSUPPORTED_VERSION in its own layout.
-    let heartbeat = ShareGroupHeartbeatRequest::default().with_group_id(GroupId(StrBytes::from_static_str("g")));
-    let asked = RequestKind::ShareGroupHeartbeat(heartbeat);
-    let ResponseKind::ShareGroupHeartbeat(r) = conn.call(ApiKey::ShareGroupHeartbeat, 1, asked).await else {
-        panic!("not a ShareGroupHeartbeat answer")
+    // A refused version (AddPartitionsToTxn v4, the brokers' verification
+    // form) answers UNSUPPORTED_VERSION in its own layout.
+    let asked = RequestKind::AddPartitionsToTxn(AddPartitionsToTxnRequest::default());
+    let ResponseKind::AddPartitionsToTxn(r) = conn.call(ApiKey::AddPartitionsToTxn, 4, asked).await else {
+        panic!("not an AddPartitionsToTxn answer")
     };
     assert_eq!(r.error_code, ResponseError::UnsupportedVersion.code());
 

@@ -6,6 +6,12 @@
 // again; a record released at every delivery stops at the group's delivery
 // count limit (3 here). The dead-letter queue is checked by the caller over
 // HTTP. Exits non-zero on the first failed check; prints "all checks passed".
+// With FAILOVER set (BOOTSTRAP names a cluster's nodes), instead: three
+// members read while records are produced; once they have read some it
+// prints "ready" and waits for a line on stdin (the caller kills the raft
+// leader meanwhile); then every record produced must be received, and one
+// received twice only at a higher delivery count (its acknowledgement was
+// lost with the leader and its lock ran out: at least once, never lost).
 //
 // Modes for the caller's other tests (BOOTSTRAP names the node):
 //   configure GROUP NAME=VALUE...   sets share group configs (Admin API)
@@ -116,7 +122,87 @@ public class ShareGroups {
             }
             return;
         }
-        suite();
+        if (System.getenv("FAILOVER") != null) {
+            failover();
+        } else {
+            suite();
+        }
+    }
+
+    /// Three members accepting every record they get, each delivery noted.
+    static List<Thread> members(String topic, String group, ConcurrentHashMap<String, List<Delivery>> deliveries,
+            AtomicBoolean running, List<Throwable> errors) {
+        List<Thread> threads = new ArrayList<>();
+        for (int m = 0; m < 3; m++) {
+            String name = "member-" + m;
+            Thread t = new Thread(() -> {
+                try (KafkaShareConsumer<String, String> c = consumer(group, false, 10)) {
+                    c.subscribe(List.of(topic));
+                    while (running.get()) {
+                        for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(200))) {
+                            deliveries.computeIfAbsent(r.value(), k -> new CopyOnWriteArrayList<>()).add(new Delivery(name, count(r)));
+                        }
+                    }
+                } catch (Throwable e) {
+                    errors.add(e);
+                }
+            });
+            t.start();
+            threads.add(t);
+        }
+        return threads;
+    }
+
+    static void failover() throws Exception {
+        String topic = "share-failover-" + UUID.randomUUID();
+        String group = "share-failover-" + UUID.randomUUID();
+        try (Admin admin = admin()) {
+            admin.createTopics(List.of(new NewTopic(topic, 1, (short) 1))).all().get();
+        }
+        configure(group, Map.of("share.auto.offset.reset", "earliest", "share.record.lock.duration.ms", "5000"));
+        List<String> first = new ArrayList<>();
+        List<String> second = new ArrayList<>();
+        for (int i = 0; i < 200; i++) {
+            first.add("f" + i);
+            second.add("s" + i);
+        }
+        produce(topic, first);
+        ConcurrentHashMap<String, List<Delivery>> deliveries = new ConcurrentHashMap<>();
+        AtomicBoolean running = new AtomicBoolean(true);
+        List<Throwable> errors = new CopyOnWriteArrayList<>();
+        List<Thread> threads = members(topic, group, deliveries, running, errors);
+        long deadline = System.currentTimeMillis() + 60_000;
+        while (deliveries.size() < 50 && System.currentTimeMillis() < deadline) {
+            Thread.sleep(50);
+        }
+        check(deliveries.size() >= 50, "the members read " + deliveries.size() + " records in a minute");
+        System.out.println("ready");
+        System.out.flush();
+        new java.io.BufferedReader(new java.io.InputStreamReader(System.in)).readLine();
+        produce(topic, second);
+        List<String> all = new ArrayList<>(first);
+        all.addAll(second);
+        deadline = System.currentTimeMillis() + 150_000;
+        while (System.currentTimeMillis() < deadline && errors.isEmpty() && !all.stream().allMatch(deliveries::containsKey)) {
+            Thread.sleep(100);
+        }
+        Thread.sleep(2000);
+        running.set(false);
+        for (Thread t : threads) {
+            t.join(30_000);
+        }
+        check(errors.isEmpty(), "a member failed: " + errors);
+        int again = 0;
+        for (String v : all) {
+            List<Delivery> d = deliveries.get(v);
+            check(d != null, v + " was never delivered");
+            for (int i = 1; i < d.size(); i++) {
+                check(d.get(i).count() > d.get(i - 1).count(), v + " was delivered twice at one delivery count: " + d);
+            }
+            again += d.size() - 1;
+        }
+        System.out.println("delivered again after the failover: " + again);
+        System.out.println("all checks passed");
     }
 
     static void hold(String topic, String group) throws Exception {

@@ -356,3 +356,12 @@ def test_transactions_carry_on_through_a_leader_killed_in_the_middle_of_them(clu
     assert len(seen) == len(set(seen)), "a committed record read twice"
     assert set(seen) == committed, (sorted(committed - set(seen))[:5], sorted(set(seen) - committed)[:5])
     assert not set(seen) & aborted
+
+
+def test_a_share_group_carries_on_through_a_leader_killed(cluster):
+    """Share groups (KIP-932) on a cluster: acquisitions and acknowledgements
+    are raft entries, so after the leader's kill -9 the new leader knows
+    every record's state; the members find their new session there, every
+    record is received, and one received again only at a higher delivery
+    count (an acknowledgement lost with the leader)."""
+    print(java_through_a_leader_kill(cluster, "ShareGroups.java", "ready", FAILOVER="1"))

@@ -336,3 +336,113 @@ pub(super) fn renew(
     }
     (renewed, earliest)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::planner::command::{Answer, Command};
+    use crate::planner::kv::{Expiry, KvKind, KvOp};
+    use crate::planner::testing::{fresh, plan, push, run_at, settle};
+    use crate::planner::Planner;
+
+    /// Queue "q" with messages t0..t{n-1} in partition "p", and share group
+    /// "g" with `configs`.
+    fn shared(n: usize, configs: &str) -> (Store, Planner, (u64, u64)) {
+        let (mut store, mut planner) = fresh();
+        for i in 0..n {
+            run_at(&mut planner, &mut store, 1 + i as i64, push(&format!("t{i}")));
+        }
+        let kind = KvKind::Put { key: "g".into(), value: configs.into(), expiry: Expiry::Forever, expect: None };
+        let op = KvOp { ns: crate::internal_kv::SHARE_GROUPS.into(), kind, required: true };
+        run_at(&mut planner, &mut store, 100, Command::Kv(vec![op]));
+        let q = store.queue_id("q").unwrap();
+        let p = store.partition_id(q, "p").unwrap();
+        (store, planner, (q, p))
+    }
+
+    fn acquire_op(holder: &str, at: (u64, u64), max_records: usize) -> Command {
+        Command::Share(ShareOp::Acquire { group: "g".into(), holder: holder.into(), partitions: vec![at], max_records })
+    }
+
+    fn acquired(answer: Answer) -> Vec<(u64, u32)> {
+        let Answer::Share(ShareAnswer::Acquired { partitions, .. }) = answer else { panic!("{answer:?}") };
+        partitions.into_iter().next().unwrap()
+    }
+
+    fn ack_op(holder: &str, at: (u64, u64), first: u64, last: u64, kind: AckKind) -> Command {
+        let ack = ShareAck { queue: at.0, partition: at.1, first, last, kind };
+        Command::Share(ShareOp::Acknowledge { group: "g".into(), holder: holder.into(), acks: vec![ack] })
+    }
+
+    fn applied(answer: Answer) -> Vec<bool> {
+        let Answer::Share(ShareAnswer::Acknowledged(applied)) = answer else { panic!("{answer:?}") };
+        applied
+    }
+
+    const EARLIEST: &str = r#"{"share.auto.offset.reset":"earliest","share.record.lock.duration.ms":"1000"}"#;
+
+    #[test]
+    fn members_take_disjoint_records_and_only_the_holder_may_acknowledge_them() {
+        let (mut store, mut planner, at) = shared(5, EARLIEST);
+        let a = acquired(run_at(&mut planner, &mut store, 200, acquire_op("a", at, 2)));
+        let b = acquired(run_at(&mut planner, &mut store, 201, acquire_op("b", at, 10)));
+        assert_eq!(a, vec![(0, 1), (1, 1)]);
+        assert_eq!(b, vec![(2, 1), (3, 1), (4, 1)]);
+        assert_eq!(applied(run_at(&mut planner, &mut store, 202, ack_op("b", at, 0, 0, AckKind::Accept))), vec![false]);
+        assert_eq!(applied(run_at(&mut planner, &mut store, 203, ack_op("a", at, 0, 1, AckKind::Accept))), vec![true]);
+        assert_eq!(store.cursors.get(&(at.0, at.1, "g".into())).unwrap().committed, 2);
+    }
+
+    #[test]
+    fn a_lock_that_runs_out_counts_a_delivery_and_the_limit_dead_letters() {
+        let configs = r#"{"share.auto.offset.reset":"earliest","share.record.lock.duration.ms":"1000","share.delivery.count.limit":"2"}"#;
+        let (mut store, mut planner, at) = shared(1, configs);
+        assert_eq!(acquired(run_at(&mut planner, &mut store, 200, acquire_op("a", at, 1))), vec![(0, 1)]);
+        // Held: no one else gets it until the lock runs out, one second on.
+        assert_eq!(acquired(run_at(&mut planner, &mut store, 300, acquire_op("b", at, 1))), vec![]);
+        assert_eq!(acquired(run_at(&mut planner, &mut store, 1_000_200, acquire_op("b", at, 1))), vec![(0, 2)]);
+        assert_eq!(
+            applied(run_at(&mut planner, &mut store, 1_000_300, ack_op("a", at, 0, 0, AckKind::Accept))),
+            vec![false]
+        );
+        assert_eq!(
+            applied(run_at(&mut planner, &mut store, 1_000_400, ack_op("b", at, 0, 0, AckKind::Release))),
+            vec![true]
+        );
+        let key = (at.0, at.1, "g".to_string(), 0);
+        assert_eq!(store.dlq.get(&key).map(|r| r.failures), Some(2), "two deliveries reach the limit of 2");
+        assert_eq!(acquired(run_at(&mut planner, &mut store, 1_000_500, acquire_op("c", at, 1))), vec![]);
+    }
+
+    #[test]
+    fn a_group_that_starts_at_the_end_starts_there_once() {
+        let (mut store, mut planner, at) = shared(3, "{}");
+        assert_eq!(acquired(run_at(&mut planner, &mut store, 200, acquire_op("a", at, 10))), vec![]);
+        run_at(&mut planner, &mut store, 300, push("t3"));
+        assert_eq!(acquired(run_at(&mut planner, &mut store, 400, acquire_op("a", at, 10))), vec![(3, 1)]);
+    }
+
+    #[test]
+    fn the_in_flight_records_of_a_partition_are_bounded() {
+        let configs = r#"{"share.auto.offset.reset":"earliest","share.partition.max.record.locks":"100"}"#;
+        let (mut store, mut planner, at) = shared(150, configs);
+        assert_eq!(acquired(run_at(&mut planner, &mut store, 200, acquire_op("a", at, 500))).len(), 100);
+        assert_eq!(acquired(run_at(&mut planner, &mut store, 201, acquire_op("b", at, 500))).len(), 0);
+        assert_eq!(applied(run_at(&mut planner, &mut store, 202, ack_op("a", at, 0, 9, AckKind::Accept))), vec![true]);
+        assert_eq!(acquired(run_at(&mut planner, &mut store, 203, acquire_op("b", at, 500))).len(), 10);
+    }
+
+    #[test]
+    fn a_member_that_leaves_gives_back_what_it_held_and_planning_ahead_of_apply_agrees() {
+        let (mut store, mut planner, at) = shared(4, EARLIEST);
+        run_at(&mut planner, &mut store, 200, acquire_op("a", at, 4));
+        let release = Command::Share(ShareOp::ReleaseAll { group: "g".into(), holder: "a".into() });
+        // Planned before the release applies: the overlay already has them back.
+        let first = plan(&mut planner, &store, 300, release);
+        let second = plan(&mut planner, &store, 301, acquire_op("b", at, 4));
+        settle(&mut store, &first);
+        settle(&mut store, &second);
+        planner.caught_up_with(&store);
+        assert_eq!(acquired(second.answer), vec![(0, 2), (1, 2), (2, 2), (3, 2)]);
+    }
+}

@@ -109,6 +109,14 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: Request, peer: SocketAddr, se
             }
         }
     }
+    // A version admitted only to be refused gets its refusal, whatever
+    // the API's handler would make of it.
+    if protocol::versions::is_refused(req.api_key, v) {
+        return match refused::answer(&req.body, v) {
+            Some(answer) => Reply::Answer(Box::new(answer)),
+            None => Reply::Unhandled(format!("{:?} v{v} is refused but has no refusal", req.api_key)),
+        };
+    }
     let producer = session.principal().and_then(|p| p.subject.clone());
     let client = req.client_id().to_string();
     let body = match req.body {
@@ -179,10 +187,7 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: Request, peer: SocketAddr, se
         RequestKind::DescribeCluster(r) => ResponseKind::DescribeCluster(describe_cluster::handle(f, r)),
         RequestKind::SaslHandshake(r) => ResponseKind::SaslHandshake(sasl_handshake::handle(f, r, v, session)),
         RequestKind::SaslAuthenticate(r) => ResponseKind::SaslAuthenticate(sasl_authenticate::handle(f, r, session)),
-        other => match refused::answer(&other, v) {
-            Some(answer) => answer,
-            None => return Reply::Unhandled(format!("{other:?}").chars().take(60).collect()),
-        },
+        other => return Reply::Unhandled(format!("{other:?}").chars().take(60).collect()),
     };
     Reply::Answer(Box::new(body))
 }

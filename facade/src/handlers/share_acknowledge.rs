@@ -46,7 +46,7 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: ShareAcknowledgeRequest) -> S
             tracing::warn!(group, member, error = %e, "share acknowledge: a closed session's records wait for their locks to run out");
         }
     }
-    let leader = LeaderIdAndEpoch::default().with_leader_id(f.config.node_id.into()).with_leader_epoch(0);
+    let leader = LeaderIdAndEpoch::default().with_leader_id(f.config.node_id).with_leader_epoch(0);
     let mut topics: BTreeMap<[u8; 16], Vec<PartitionData>> = BTreeMap::new();
     for ((topic_id, partition), code) in codes {
         topics.entry(topic_id).or_default().push(

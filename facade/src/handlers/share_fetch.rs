@@ -106,7 +106,7 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: ShareFetchRequest) -> (ShareF
             0
         }
     };
-    let leader = LeaderIdAndEpoch::default().with_leader_id(f.config.node_id.into()).with_leader_epoch(0);
+    let leader = LeaderIdAndEpoch::default().with_leader_id(f.config.node_id).with_leader_epoch(0);
     let mut topics: BTreeMap<[u8; 16], Vec<PartitionData>> = BTreeMap::new();
     for ((topic_id, partition), a) in answers {
         if a.error == 0 && a.ack_error.is_none() && a.acquired.is_empty() {

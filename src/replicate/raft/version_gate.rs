@@ -14,7 +14,8 @@ use crate::store::Store;
 /// The effect catalogue this build reads and writes. Raise it when an
 /// effect is added or changes its encoding. 2: a Kafka produce's batch is
 /// stored as it came, one piece of its message record (flag 2). 3: Kafka
-/// transactions (`KafkaTxn`, `AbortedTxn`, `HideOffsets`).
+/// transactions (`KafkaTxn`, `AbortedTxn`, `HideOffsets`). 4: share groups
+/// (`Acquire`, `Release`, `Renew`, and the `shares` keyspace).
 pub const EFFECT_CATALOGUE: u32 = 4;
 /// The cluster's row, in the `queen-cluster` namespace.
 const KEY: &str = "effect-catalogue";
