@@ -21,6 +21,11 @@
 //                                   pass with nothing new after a record,
 //                                   or MAX_S in all; prints "got OFFSET
 //                                   DELIVERY_COUNT VALUE" per record
+//   renew TOPIC GROUP SECONDS       one member holds the topic's one record
+//                                   for SECONDS by renewing its lock (v2's
+//                                   RENEW, record-limit acquire mode) and
+//                                   then accepts it, while a second member
+//                                   of the group must not get it
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -75,7 +80,10 @@ public class ShareGroups {
     }
 
     static KafkaShareConsumer<String, String> consumer(String group, boolean explicit, int maxPollRecords) {
-        Properties p = new Properties();
+        return consumer(group, explicit, maxPollRecords, new Properties());
+    }
+
+    static KafkaShareConsumer<String, String> consumer(String group, boolean explicit, int maxPollRecords, Properties p) {
         p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, BOOTSTRAP);
         p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
         p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
@@ -118,6 +126,7 @@ public class ShareGroups {
                 }
                 case "hold" -> hold(args[1], args[2]);
                 case "drain" -> drain(args[1], args[2], Integer.parseInt(args[3]), Integer.parseInt(args[4]));
+                case "renew" -> renew(args[1], args[2], Integer.parseInt(args[3]));
                 default -> throw new IllegalArgumentException("unknown mode " + args[0]);
             }
             return;
@@ -202,6 +211,55 @@ public class ShareGroups {
             again += d.size() - 1;
         }
         System.out.println("delivered again after the failover: " + again);
+        System.out.println("all checks passed");
+    }
+
+    static void renew(String topic, String group, int seconds) throws Exception {
+        Properties p = new Properties();
+        p.put("share.acquire.mode", "record_limit");
+        AtomicBoolean running = new AtomicBoolean(true);
+        List<String> stolen = new CopyOnWriteArrayList<>();
+        Thread other = new Thread(() -> {
+            try (KafkaShareConsumer<String, String> c = consumer(group, false, 10)) {
+                c.subscribe(List.of(topic));
+                while (running.get()) {
+                    c.poll(Duration.ofMillis(200)).forEach(r -> stolen.add(r.value()));
+                }
+            }
+        });
+        try (KafkaShareConsumer<String, String> c = consumer(group, true, 1, p)) {
+            c.subscribe(List.of(topic));
+            long first = 0;
+            int renewals = 0;
+            boolean accepted = false;
+            long deadline = System.currentTimeMillis() + 60_000 + seconds * 1000L;
+            while (!accepted && System.currentTimeMillis() < deadline) {
+                for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(500))) {
+                    check(count(r) == 1, "the renewed record came at delivery count " + count(r));
+                    if (first == 0) {
+                        first = System.currentTimeMillis();
+                        other.start();
+                    }
+                    if (System.currentTimeMillis() - first < seconds * 1000L) {
+                        c.acknowledge(r, AcknowledgeType.RENEW);
+                        renewals++;
+                    } else {
+                        c.acknowledge(r, AcknowledgeType.ACCEPT);
+                        accepted = true;
+                    }
+                }
+                c.commitSync();
+                if (first != 0) {
+                    Thread.sleep(500);
+                }
+            }
+            check(accepted, "the record was never accepted");
+            System.out.println("renewed " + renewals + " times over " + seconds + " s");
+        }
+        Thread.sleep(2000);
+        running.set(false);
+        other.join(30_000);
+        check(stolen.isEmpty(), "another member got the held record: " + stolen);
         System.out.println("all checks passed");
     }
 

@@ -193,3 +193,13 @@ def test_an_http_consumer_and_a_kafka_share_consumer_split_one_queue(node):
     assert by_http and by_kafka, (len(by_http), len(by_kafka))
     assert not set(by_http) & set(by_kafka), "a record went to both consumers"
     assert sorted(by_http + by_kafka) == sorted(f"h{i}" for i in range(400))
+
+
+def test_a_share_consumer_renews_its_lock_while_it_works_on_a_record(node):
+    """ShareFetch and ShareAcknowledge v2: RENEW holds a record past its
+    lock time (3 s) for 8 s, and no other member gets it meanwhile."""
+    topic, group = f"share-renew-{uuid.uuid4().hex[:8]}", f"share-renew-{uuid.uuid4().hex[:8]}"
+    java(node, "configure", group, "share.auto.offset.reset=earliest", "share.record.lock.duration.ms=3000")
+    produce(node, topic, ["slow"])
+    out = java(node, "renew", topic, group, "8")
+    assert "all checks passed" in out, out

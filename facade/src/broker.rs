@@ -73,17 +73,12 @@ pub struct FetchAsk {
     pub until: Option<i64>,
 }
 
-/// What a share group member's fetch acquired.
-#[derive(Debug, Clone)]
-pub struct ShareAcquired {
-    /// How long the records are held for the member.
-    pub lock_ms: i64,
-    /// Per asked partition, its records acquired as (offset, delivery count).
-    pub partitions: Vec<Result<Vec<(i64, i16)>, BrokerError>>,
-}
+/// Per partition a share fetch asked for, the records acquired for the
+/// member as (offset, delivery count), or why none could be.
+pub type ShareAcquired = Vec<Result<Vec<(i64, i16)>, BrokerError>>;
 
 /// A share group member's acknowledgement of offsets `first..=last` of a
-/// partition: 0 gap, 1 accept, 2 release, 3 reject (Kafka's types).
+/// partition: 0 gap, 1 accept, 2 release, 3 reject, 4 renew (Kafka's types).
 #[derive(Debug, Clone)]
 pub struct ShareAckAsk {
     pub topic: String,
@@ -498,7 +493,8 @@ pub trait Broker: Send + Sync + 'static {
     fn share_groups(&self) -> Vec<String>;
 
     /// Up to `max_records` available records of the partitions, acquired
-    /// for `member` of share group `group`.
+    /// for `member` of share group `group`: per asked partition, its
+    /// records as (offset, delivery count).
     fn share_acquire(
         &self,
         group: String,

@@ -828,11 +828,11 @@ impl facade::Broker for QueenBroker {
         let located = self.locate_all(&partitions);
         let ids: Vec<(u64, u64)> = located.iter().filter_map(|l| l.as_ref().ok().copied()).collect();
         let op = ShareOp::Acquire { group, holder: member, partitions: ids, max_records };
-        let ShareAnswer::Acquired { lock_ms, partitions: got } = self.ask(Typed::share(op)).await? else {
+        let ShareAnswer::Acquired(got) = self.ask(Typed::share(op)).await? else {
             return Err(BrokerError::Internal("a share acquisition answered something else".into()));
         };
         let mut got = got.into_iter();
-        let partitions = located
+        Ok(located
             .into_iter()
             .map(|l| {
                 l.map(|_| {
@@ -840,8 +840,7 @@ impl facade::Broker for QueenBroker {
                     records.into_iter().map(|(o, n)| (o as i64, n.min(i16::MAX as u32) as i16)).collect()
                 })
             })
-            .collect();
-        Ok(ShareAcquired { lock_ms, partitions })
+            .collect())
     }
 
     async fn share_acknowledge(
@@ -890,7 +889,8 @@ fn share_ack(store: &Store, a: &ShareAckAsk) -> Result<ShareAck, BrokerError> {
         1 => AckKind::Accept,
         2 => AckKind::Release,
         3 => AckKind::Reject,
-        k => return Err(BrokerError::InvalidRequest(format!("acknowledge type {k} is not one of 0 to 3"))),
+        4 => AckKind::Renew,
+        k => return Err(BrokerError::InvalidRequest(format!("acknowledge type {k} is not one of 0 to 4"))),
     };
     if a.first < 0 || a.last < a.first {
         return Err(BrokerError::InvalidRequest(format!("acknowledged offsets {}..={} are no range", a.first, a.last)));

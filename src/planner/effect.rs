@@ -199,13 +199,14 @@ pub enum Effect {
         offsets: Vec<u64>,
         not_before_us: i64,
     },
-    /// Every record `holder` holds in the partition, held until `expires_us`.
+    /// The `offsets` that `holder` holds in the partition, held until `expires_us`.
     Renew {
         queue: u64,
         partition: u64,
         group: String,
         holder: String,
         expires_us: i64,
+        offsets: Vec<u64>,
     },
 }
 

@@ -24,9 +24,11 @@ pub fn apply(row: &mut ShareRow, effect: &Effect) {
                 };
             }
         }
-        Effect::Renew { holder, expires_us, .. } => {
-            for hold in row.held.values_mut().filter(|h| h.holder == *holder) {
-                hold.expires_us = *expires_us;
+        Effect::Renew { holder, expires_us, offsets, .. } => {
+            for o in offsets {
+                if let Some(hold) = row.held.get_mut(o).filter(|h| h.holder == *holder) {
+                    hold.expires_us = *expires_us;
+                }
             }
         }
         Effect::Ack { offset, .. } | Effect::DeadLetter { offset, .. } => {
@@ -78,12 +80,12 @@ mod tests {
     #[test]
     fn a_renewal_extends_only_its_holders_records() {
         let mut row = ShareRow::default();
-        apply(&mut row, &acquire("a", 100, vec![1]));
+        apply(&mut row, &acquire("a", 100, vec![1, 3]));
         apply(&mut row, &acquire("b", 100, vec![2]));
-        apply(
-            &mut row,
-            &Effect::Renew { queue: 1, partition: 1, group: "g".into(), holder: "a".into(), expires_us: 500 },
-        );
-        assert_eq!((row.held[&1].expires_us, row.held[&2].expires_us), (500, 100));
+        let (group, holder) = ("g".to_string(), "a".to_string());
+        let renew = Effect::Renew { queue: 1, partition: 1, group, holder, expires_us: 500, offsets: vec![1, 2] };
+        apply(&mut row, &renew);
+        let expiries = (row.held[&1].expires_us, row.held[&2].expires_us, row.held[&3].expires_us);
+        assert_eq!(expiries, (500, 100, 100));
     }
 }

@@ -53,13 +53,15 @@ pub enum AckKind {
     Release,
     /// Not processable: to the dead-letter queue.
     Reject,
+    /// Still being processed: held for another lock time.
+    Renew,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum ShareAnswer {
     /// Per asked partition, the records acquired as (offset, delivery
-    /// count); `lock_ms`: how long they are held.
-    Acquired { lock_ms: i64, partitions: Vec<Vec<(u64, u32)>> },
+    /// count).
+    Acquired(Vec<Vec<(u64, u32)>>),
     /// Per acknowledgement, whether it applied: it is refused whole when
     /// one of its records is not held by the member (never acquired, its
     /// lock ran out, or another member holds it).
@@ -87,7 +89,7 @@ pub fn plan(store: &Store, overlay: &mut Overlay, now_us: i64, op: &ShareOp) -> 
                 budget = budget.saturating_sub(got.len());
                 acquired.push(got);
             }
-            ShareAnswer::Acquired { lock_ms: config.lock_us / 1000, partitions: acquired }
+            ShareAnswer::Acquired(acquired)
         }
         ShareOp::Acknowledge { group, holder, acks } => {
             let config = ShareConfig::of(store, overlay, now_us, group).unwrap_or_default();
@@ -265,6 +267,17 @@ pub(super) fn acknowledge(
         AckKind::Release => {
             give_back(store, overlay, key, offsets.to_vec(), not_before_us, config, "given back", effects);
         }
+        AckKind::Renew => {
+            let expires_us = now_us + config.lock_us;
+            let (holder, offsets) = (holder.to_string(), offsets.to_vec());
+            record(
+                store,
+                overlay,
+                key,
+                Effect::Renew { queue, partition, group, holder, expires_us, offsets },
+                effects,
+            );
+        }
         AckKind::Reject => {
             let cur = overlay.cursor(store, key).unwrap_or_default();
             for &offset in offsets {
@@ -323,13 +336,15 @@ pub(super) fn renew(
     let mut renewed = 0;
     for key in overlay.share_keys(store, None) {
         let row = overlay.share(store, &key);
-        if !row.held.values().any(|h| h.holder == holder && h.expires_us > now_us) {
+        let offsets: Vec<u64> =
+            row.held.iter().filter(|(_, h)| h.holder == holder && h.expires_us > now_us).map(|(o, _)| *o).collect();
+        if offsets.is_empty() {
             continue;
         }
         let config = ShareConfig::of(store, overlay, now_us, &key.2).unwrap_or_default();
         let expires_us = now_us + config.lock_us;
         let (queue, partition, group) = (key.0, key.1, key.2.clone());
-        let effect = Effect::Renew { queue, partition, group, holder: holder.to_string(), expires_us };
+        let effect = Effect::Renew { queue, partition, group, holder: holder.to_string(), expires_us, offsets };
         record(store, overlay, &key, effect, effects);
         renewed += 1;
         earliest = Some(earliest.map_or(expires_us, |e| e.min(expires_us)));
@@ -365,7 +380,7 @@ mod tests {
     }
 
     fn acquired(answer: Answer) -> Vec<(u64, u32)> {
-        let Answer::Share(ShareAnswer::Acquired { partitions, .. }) = answer else { panic!("{answer:?}") };
+        let Answer::Share(ShareAnswer::Acquired(partitions)) = answer else { panic!("{answer:?}") };
         partitions.into_iter().next().unwrap()
     }
 

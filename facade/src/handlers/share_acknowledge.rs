@@ -1,6 +1,8 @@
 //! ShareAcknowledge (KIP-932): a share member's acknowledgements outside a
 //! fetch, a step of its share session; epoch -1 also closes the session
-//! and gives back every record the member still holds.
+//! and gives back every record the member still holds. From v2 a request
+//! that says it renews (`IsRenewAck`) may hold records for another lock
+//! time (RENEW).
 
 use super::share_acks::{self, AckBatch};
 use crate::names::{str_bytes, uuid};
@@ -40,7 +42,7 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: ShareAcknowledgeRequest) -> S
             })
         })
         .collect();
-    let codes = share_acks::apply(f, &group, &member, acks).await;
+    let codes = share_acks::apply(f, &group, &member, acks, req.is_renew_ack).await;
     if epoch == -1 {
         if let Err(e) = f.broker.share_release(group.clone(), member.clone()).await {
             tracing::warn!(group, member, error = %e, "share acknowledge: a closed session's records wait for their locks to run out");
@@ -62,5 +64,7 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: ShareAcknowledgeRequest) -> S
             ShareAcknowledgeTopicResponse::default().with_topic_id(uuid(id)).with_partitions(partitions)
         })
         .collect();
-    ShareAcknowledgeResponse::default().with_responses(responses)
+    ShareAcknowledgeResponse::default()
+        .with_acquisition_lock_timeout_ms(share_acks::lock_ms(f, &group))
+        .with_responses(responses)
 }

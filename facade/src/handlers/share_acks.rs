@@ -37,13 +37,26 @@ fn runs(batch: &AckBatch<'_>) -> Result<Vec<(i64, i64, i8)>, ResponseError> {
     }
 }
 
+/// Kafka's RENEW acknowledge type: allowed only in a request that says it
+/// renews (`IsRenewAck`, v2).
+const RENEW: i8 = 4;
+
+/// How long records of `group` are held, as a share answer reports it.
+pub fn lock_ms<B: Broker>(f: &Facade<B>, group: &str) -> i32 {
+    let configs = f.broker.share_group_config(group).unwrap_or_default();
+    let lock = configs.iter().find(|c| c.name == "share.record.lock.duration.ms");
+    lock.and_then(|c| c.value.parse().ok()).unwrap_or(30_000)
+}
+
 /// Applies `member`'s acknowledgements of each partition: per partition,
-/// the error of its first refused batch, or 0.
+/// the error of its first refused batch, or 0. `renew`: whether the
+/// request may renew locks.
 pub async fn apply<B: Broker>(
     f: &Facade<B>,
     group: &str,
     member: &str,
     acks: Vec<(SharePartition, Vec<AckBatch<'_>>)>,
+    renew: bool,
 ) -> BTreeMap<SharePartition, i16> {
     let mut codes = BTreeMap::new();
     let mut asks = Vec::new();
@@ -55,6 +68,10 @@ pub async fn apply<B: Broker>(
         };
         codes.insert((topic_id, partition), 0);
         for batch in &batches {
+            if !renew && batch.types.contains(&RENEW) {
+                codes.insert((topic_id, partition), ResponseError::InvalidRequest.code());
+                continue;
+            }
             match runs(batch) {
                 Ok(runs) => {
                     for (first, last, kind) in runs {

@@ -79,6 +79,12 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: ShareFetchRequest) -> (ShareF
         .flat_map(|t| t.partitions.iter().map(move |p| (*t.topic_id.as_bytes(), *p)))
         .collect();
     let epoch = req.share_session_epoch;
+    // v2: a fetch that only renews locks asks for no records (KIP-1222).
+    let only_renews = req.is_renew_ack;
+    if only_renews && (req.max_bytes != 0 || req.min_bytes != 0 || req.max_records != 0 || req.max_wait_ms != 0) {
+        let why = "a fetch that renews acknowledgements asks for no records: MaxBytes, MinBytes, MaxRecords and MaxWaitMs are 0";
+        return (refused(ResponseError::InvalidRequest, why), Vec::new());
+    }
     if epoch == 0 && !acks.is_empty() {
         return (refused(ResponseError::InvalidRequest, "a session's first fetch carries no acknowledgements"), vec![]);
     }
@@ -88,7 +94,7 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: ShareFetchRequest) -> (ShareF
         Err(e) => return (refused(e, &format!("share session of member {member}: {e:?}")), Vec::new()),
     };
     let mut answers: BTreeMap<SharePartition, Answer> = BTreeMap::new();
-    for (at, code) in share_acks::apply(f, &group, &member, acks).await {
+    for (at, code) in share_acks::apply(f, &group, &member, acks, only_renews).await {
         answers.entry(at).or_default().ack_error = Some(code);
     }
     if epoch == -1 {
@@ -97,15 +103,13 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: ShareFetchRequest) -> (ShareF
         }
     }
     let mut splices = Vec::new();
-    let lock_ms = match acquire(f, &req, &group, &member, &partitions, &mut answers, &mut splices).await {
-        Ok(lock_ms) => lock_ms,
-        Err(e) => {
+    if !only_renews {
+        if let Err(e) = acquire(f, &req, &group, &member, &partitions, &mut answers, &mut splices).await {
             for at in &partitions {
                 answers.entry(*at).or_default().error = e.read_error().code();
             }
-            0
         }
-    };
+    }
     let leader = LeaderIdAndEpoch::default().with_leader_id(f.config.node_id).with_leader_epoch(0);
     let mut topics: BTreeMap<[u8; 16], Vec<PartitionData>> = BTreeMap::new();
     for ((topic_id, partition), a) in answers {
@@ -135,14 +139,15 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: ShareFetchRequest) -> (ShareF
         })
         .collect();
     let answer = ShareFetchResponse::default()
-        .with_acquisition_lock_timeout_ms(lock_ms.min(i32::MAX as i64) as i32)
+        .with_acquisition_lock_timeout_ms(share_acks::lock_ms(f, &group))
         .with_responses(responses);
     (answer, splices)
 }
 
 /// Acquires records of the session's partitions for `member`, waiting for
-/// some up to the request's `max_wait_ms`, and reads them into `answers`:
-/// the lock time the records are held for.
+/// some up to the request's `max_wait_ms`, and reads them into `answers`.
+/// The request's `max_records` bounds what is acquired in either acquire
+/// mode (v2's record-limit mode asks exactly that).
 async fn acquire<B: Broker>(
     f: &Facade<B>,
     req: &ShareFetchRequest,
@@ -151,7 +156,7 @@ async fn acquire<B: Broker>(
     partitions: &[SharePartition],
     answers: &mut BTreeMap<SharePartition, Answer>,
     splices: &mut Vec<Splice>,
-) -> Result<i64, BrokerError> {
+) -> Result<(), BrokerError> {
     let mut named = Vec::new();
     for at in partitions {
         match f.broker.topic_by_id(at.0) {
@@ -160,7 +165,7 @@ async fn acquire<B: Broker>(
         }
     }
     if named.is_empty() || req.share_session_epoch == -1 {
-        return Ok(0);
+        return Ok(());
     }
     let max_records = req.max_records.max(1) as usize;
     let deadline = Instant::now() + Duration::from_millis(req.max_wait_ms.max(0) as u64);
@@ -170,7 +175,7 @@ async fn acquire<B: Broker>(
         let appended = f.broker.appended(&topics);
         let acquired =
             f.broker.share_acquire(group.to_string(), member.to_string(), asked.clone(), max_records).await?;
-        let any = acquired.partitions.iter().any(|p| p.as_ref().is_ok_and(|r| !r.is_empty()));
+        let any = acquired.iter().any(|p| p.as_ref().is_ok_and(|r| !r.is_empty()));
         let now = Instant::now();
         if any || now >= deadline {
             break acquired;
@@ -179,7 +184,7 @@ async fn acquire<B: Broker>(
     };
     let mut asks = Vec::new();
     let mut read = Vec::new();
-    for ((at, name), got) in named.iter().zip(acquired.partitions) {
+    for ((at, name), got) in named.iter().zip(acquired) {
         match got {
             Ok(records) if records.is_empty() => {}
             Ok(records) => {
@@ -211,7 +216,7 @@ async fn acquire<B: Broker>(
             Err(e) => answer.error = e.code(),
         }
     }
-    Ok(acquired.lock_ms)
+    Ok(())
 }
 
 #[cfg(test)]
