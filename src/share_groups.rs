@@ -94,6 +94,20 @@ pub async fn declare(node: &Node, group: &str) -> Result<(), ShareGroupError> {
     write(node, group, &Map::new()).await
 }
 
+/// Makes `group` an ordinary group again: its row and configs go.
+pub async fn forget(node: &Node, group: &str) -> Result<(), ShareGroupError> {
+    if row(&node.view.local(), group).is_none() {
+        return Ok(());
+    }
+    let op = KvOp {
+        ns: SHARE_GROUPS.to_string(),
+        kind: KvKind::Delete { key: group.to_string(), expect: None },
+        required: false,
+    };
+    node.replicator.ask(Typed::kv(vec![op])).await?;
+    Ok(())
+}
+
 /// Sets (`Some`) or resets (`None`) configs of `group`, making it a share
 /// group; every value is checked before any is set.
 pub async fn set(

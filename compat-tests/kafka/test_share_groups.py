@@ -138,12 +138,29 @@ def test_the_console_share_consumer_reads_and_kafka_share_groups_describes(node)
     rows = [line.split() for line in describe.stdout.splitlines() if line.startswith(group)]
     # GROUP TOPIC PARTITION START-OFFSET LAG: every record read, so it starts at 3.
     assert rows and rows[0][:4] == [group, topic, "0", "3"], (describe.stdout, describe.stderr[-2000:])
-    listed = subprocess.run(
-        ["java", "-cp", cp, "org.apache.kafka.tools.consumer.group.ShareGroupCommand",
-         "--bootstrap-server", node.bootstrap, "--list"],
+    def share_groups(*args):
+        done = subprocess.run(
+            ["java", "-cp", cp, "org.apache.kafka.tools.consumer.group.ShareGroupCommand",
+             "--bootstrap-server", node.bootstrap, *args],
+            capture_output=True, text=True, timeout=120,
+        )
+        return done.stdout + done.stderr[-2000:]
+
+    assert group in share_groups("--list").split()
+    # Back to the start (AlterShareGroupOffsets), and read again from there.
+    reset = share_groups("--reset-offsets", "--group", group, "--topic", topic, "--to-earliest", "--execute")
+    assert [group, topic, "0", "0"] in [line.split() for line in reset.splitlines()], reset
+    again = subprocess.run(
+        ["java", "-cp", cp, tool, "--bootstrap-server", node.bootstrap, "--topic", topic, "--group", group,
+         "--max-messages", "3", "--timeout-ms", "30000"],
         capture_output=True, text=True, timeout=120,
     )
-    assert group in listed.stdout.split(), listed.stdout
+    assert again.stdout.split() == ["c1", "c2", "c3"], (again.stdout, again.stderr[-2000:])
+    # DeleteShareGroupOffsets, then DeleteGroups: the group is gone.
+    assert "Successful" in share_groups("--delete-offsets", "--group", group, "--topic", topic)
+    assert "has no offset information" in share_groups("--describe", "--group", group)
+    assert "was successful" in share_groups("--delete", "--group", group)
+    assert group not in share_groups("--list").split()
 
 
 def test_an_http_consumer_and_a_kafka_share_consumer_split_one_queue(node):

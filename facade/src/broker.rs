@@ -492,6 +492,10 @@ pub trait Broker: Send + Sync + 'static {
     /// Every share group's id.
     fn share_groups(&self) -> Vec<String>;
 
+    /// `group` is no longer a share group: its configs go (its cursors are
+    /// `delete_group_offsets`'s).
+    fn forget_share_group(&self, group: String) -> impl Future<Output = Result<(), BrokerError>> + Send;
+
     /// Up to `max_records` available records of the partitions, acquired
     /// for `member` of share group `group`: per asked partition, its
     /// records as (offset, delivery count).

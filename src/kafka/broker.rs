@@ -818,6 +818,10 @@ impl facade::Broker for QueenBroker {
         share_groups::names(&self.store())
     }
 
+    async fn forget_share_group(&self, group: String) -> Result<(), BrokerError> {
+        share_groups::forget(&self.node, &group).await.map_err(share_group_error)
+    }
+
     async fn share_acquire(
         &self,
         group: String,

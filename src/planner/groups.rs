@@ -4,7 +4,7 @@ use super::command::SeekTo;
 use super::cursor;
 use super::effect::Effect;
 use super::overlay::Overlay;
-use crate::store::rows::{CursorRow, GroupRow};
+use crate::store::rows::GroupRow;
 use crate::store::{CursorKey, Store};
 
 /// The queues (id) a group has one of `cursors` or a subscription on, but for
@@ -30,14 +30,14 @@ pub fn plan_seek(store: &Store, overlay: &mut Overlay, queue: &str, group: &str,
                 SeekTo::End => end,
                 SeekTo::Time(t) => store.first_kept_at_or_after(q, p, t).unwrap_or(end),
             };
-            seek(overlay, q, p, group, offset)
+            seek(store, overlay, q, p, group, offset)
         })
         .collect()
 }
 
 /// A `Seek` effect, and the cursor it leaves for the commands planned after it.
-fn seek(overlay: &mut Overlay, queue: u64, partition: u64, group: &str, offset: u64) -> Effect {
-    overlay.put_cursor((queue, partition, group.to_string()), CursorRow { committed: offset, ..Default::default() });
+fn seek(store: &Store, overlay: &mut Overlay, queue: u64, partition: u64, group: &str, offset: u64) -> Effect {
+    overlay.place_cursor(store, (queue, partition, group.to_string()), offset);
     Effect::Seek { queue, partition, group: group.to_string(), offset }
 }
 
@@ -82,7 +82,7 @@ pub fn plan_resubscribe(store: &Store, overlay: &mut Overlay, group: &str, from_
         effects.push(Effect::Subscribe { queue: q, group: group.to_string(), from_us, conflate });
         for (p, end) in overlay.partition_ends(store, q) {
             let offset = store.first_kept_at_or_after(q, p, from_us).unwrap_or(end);
-            effects.push(seek(overlay, q, p, group, offset));
+            effects.push(seek(store, overlay, q, p, group, offset));
         }
     }
     effects

@@ -440,6 +440,15 @@ impl Overlay {
         }
     }
 
+    /// Places a group's cursor at `offset` afresh, as a `Seek` does: what it
+    /// knew of the offsets, and the records its share members held, go.
+    pub fn place_cursor(&mut self, store: &Store, key: CursorKey, offset: u64) {
+        if self.share(store, &key) != ShareRow::default() {
+            self.put_share(key.clone(), ShareRow::default());
+        }
+        self.put_cursor(key, CursorRow { committed: offset, ..Default::default() });
+    }
+
     pub fn put_share(&mut self, key: CursorKey, row: ShareRow) {
         self.shares.insert(self.stamp, key, row);
     }

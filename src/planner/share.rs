@@ -17,7 +17,7 @@ use super::held;
 use super::overlay::Overlay;
 use super::share_config::ShareConfig;
 use crate::queue_options::QueueOptions;
-use crate::store::rows::{CursorRow, GroupRow};
+use crate::store::rows::GroupRow;
 use crate::store::{CursorKey, Store};
 use serde::{Deserialize, Serialize};
 
@@ -184,7 +184,7 @@ pub(super) fn acquire(
     if overlay.cursor(store, key).is_none() {
         // Placed now even when nothing is taken: a group that starts at the
         // end must not start later at every empty fetch.
-        overlay.put_cursor(key.clone(), CursorRow { committed: start, ..Default::default() });
+        overlay.place_cursor(store, key.clone(), start);
         effects.push(Effect::Seek { queue, partition, group: group.clone(), offset: start });
     }
     let expired: Vec<u64> =

@@ -7,7 +7,6 @@ use super::effect::Effect;
 use super::items::{ConfigureQueue, CursorCommit};
 use super::overlay::Overlay;
 use super::queues;
-use crate::store::rows::CursorRow;
 use crate::store::Store;
 use serde_json::{Map, Value};
 
@@ -65,7 +64,7 @@ pub fn plan_commits(store: &Store, overlay: &mut Overlay, commits: Vec<CursorCom
         // Retention took everything below the log start: a cursor never points there.
         let offset = c.offset.max(overlay.log_start(store, c.queue, c.partition));
         if overlay.cursor(store, &key).is_none_or(|row| row.committed != offset) {
-            overlay.put_cursor(key.clone(), CursorRow { committed: offset, ..Default::default() });
+            overlay.place_cursor(store, key.clone(), offset);
             effects.push(Effect::Seek { queue: c.queue, partition: c.partition, group: c.group.clone(), offset });
         }
         if store.commit_metadata.get(&key).map_or("", String::as_str) != c.metadata {

@@ -52,6 +52,7 @@ pub fn required_role(request: &RequestKind) -> Role {
         | RequestKind::ShareGroupHeartbeat(_)
         | RequestKind::ShareFetch(_)
         | RequestKind::ShareAcknowledge(_)
+        | RequestKind::AlterShareGroupOffsets(_)
         | RequestKind::OffsetCommit(_)
         | RequestKind::CreateTopics(_)
         | RequestKind::CreatePartitions(_)
@@ -60,7 +61,8 @@ pub fn required_role(request: &RequestKind) -> Role {
         RequestKind::DeleteTopics(_)
         | RequestKind::DeleteRecords(_)
         | RequestKind::DeleteGroups(_)
-        | RequestKind::OffsetDelete(_) => Role::Admin,
+        | RequestKind::OffsetDelete(_)
+        | RequestKind::DeleteShareGroupOffsets(_) => Role::Admin,
         _ => Role::ReadOnly,
     }
 }
@@ -98,6 +100,12 @@ pub fn denied(request: &RequestKind, version: i16) -> Option<ResponseKind> {
         RequestKind::OffsetCommit(r) => ResponseKind::OffsetCommit(offset_commit(r, GROUP)),
         RequestKind::OffsetDelete(_) => {
             ResponseKind::OffsetDelete(OffsetDeleteResponse::default().with_error_code(GROUP))
+        }
+        RequestKind::AlterShareGroupOffsets(_) => {
+            ResponseKind::AlterShareGroupOffsets(AlterShareGroupOffsetsResponse::default().with_error_code(GROUP))
+        }
+        RequestKind::DeleteShareGroupOffsets(_) => {
+            ResponseKind::DeleteShareGroupOffsets(DeleteShareGroupOffsetsResponse::default().with_error_code(GROUP))
         }
         RequestKind::DeleteGroups(r) => ResponseKind::DeleteGroups(
             DeleteGroupsResponse::default().with_results(

@@ -5,6 +5,7 @@
 mod add_offsets_to_txn;
 mod add_partitions_to_txn;
 mod alter_configs;
+mod alter_share_group_offsets;
 mod api_versions;
 mod authorize;
 mod consumer_group_describe;
@@ -13,6 +14,7 @@ mod create_partitions;
 mod create_topics;
 mod delete_groups;
 mod delete_records;
+mod delete_share_group_offsets;
 mod delete_topics;
 mod describe_cluster;
 mod describe_configs;
@@ -156,6 +158,12 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: Request, peer: SocketAddr, se
         RequestKind::ShareAcknowledge(r) => ResponseKind::ShareAcknowledge(share_acknowledge::handle(f, r).await),
         RequestKind::DescribeShareGroupOffsets(r) => {
             ResponseKind::DescribeShareGroupOffsets(describe_share_group_offsets::handle(f, r))
+        }
+        RequestKind::AlterShareGroupOffsets(r) => {
+            ResponseKind::AlterShareGroupOffsets(alter_share_group_offsets::handle(f, r).await)
+        }
+        RequestKind::DeleteShareGroupOffsets(r) => {
+            ResponseKind::DeleteShareGroupOffsets(delete_share_group_offsets::handle(f, r).await)
         }
         RequestKind::OffsetCommit(r) => ResponseKind::OffsetCommit(offset_commit::handle(f, r).await),
         RequestKind::OffsetFetch(r) => ResponseKind::OffsetFetch(offset_fetch::handle(f, r, v).await),

@@ -12,6 +12,18 @@ use protocol::ResponseError;
 /// Kafka's name for its share assignor, which this one stands for.
 const ASSIGNOR: &str = "simple";
 
+/// Whether `group` is a share group with no members here, as changing its
+/// offsets or deleting it needs; the error to answer otherwise.
+pub fn empty_share_group<B: Broker>(f: &Facade<B>, group: &str) -> Result<(), (ResponseError, String)> {
+    if !f.broker.share_groups().iter().any(|g| g == group) {
+        return Err((ResponseError::GroupIdNotFound, format!("{group} is not a share group")));
+    }
+    if f.share_groups.has_members(group) {
+        return Err((ResponseError::NonEmptyGroup, format!("share group {group} has members: stop them first")));
+    }
+    Ok(())
+}
+
 pub fn handle<B: Broker>(f: &Facade<B>, req: ShareGroupDescribeRequest) -> ShareGroupDescribeResponse {
     let known = f.broker.share_groups();
     let groups = req
