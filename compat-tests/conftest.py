@@ -21,10 +21,26 @@ ROOT = Path(__file__).resolve().parent.parent
 BIN = os.environ.get("QUEEN_BIN", str(ROOT / "target" / "debug" / "queen"))
 
 
+# Ports are picked below the kernel's ephemeral range (32768 and up): a port
+# handed out by bind(:0) can be reused as the local end of an outgoing
+# connection while a killed node is down, and its restart then cannot listen.
+# A cursor keeps one session from picking a port twice; a start drawn from the
+# pid and the clock keeps concurrent sessions apart.
+_PORT_LOW, _PORT_SPAN = 20_000, 12_000
+_port_cursor = [(os.getpid() * 7919 ^ time.time_ns()) % _PORT_SPAN]
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    for _ in range(_PORT_SPAN):
+        port = _PORT_LOW + _port_cursor[0] % _PORT_SPAN
+        _port_cursor[0] += 1
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port between {_PORT_LOW} and {_PORT_LOW + _PORT_SPAN}")
 
 
 class PortTaken(RuntimeError):

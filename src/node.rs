@@ -41,9 +41,10 @@ use crate::store::checkpoint::{CheckpointError, CheckpointFile};
 use crate::store::checkpointer::Checkpointer;
 use crate::store::{scrub, Store};
 use crate::test_hooks::{TestHookError, TestHooks};
+use facade::groups::ShareGroups;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Duration;
 
 /// The replicator a data directory belongs to (storage.md): one node's,
@@ -134,6 +135,10 @@ pub struct Node {
     /// Held by every reclaim pass, and by a snapshot's build for its whole
     /// copy (`state_machine/snapshot.rs`).
     pub reclaim: Arc<Mutex<()>>,
+    /// The Kafka listener's share group members (KIP-932 keeps them in the
+    /// coordinator's memory), set once the listener starts, so that the
+    /// HTTP consumer-group view can show who holds a share group's records.
+    pub kafka_share_members: OnceLock<Arc<ShareGroups>>,
     /// This process's hold on the data directory, for as long as it runs.
     _dir_lock: DataDirLock,
 }
@@ -344,6 +349,7 @@ impl Node {
             checkpoint,
             clock,
             reclaim,
+            kafka_share_members: OnceLock::new(),
             _dir_lock: dir_lock,
         })
     }

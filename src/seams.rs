@@ -38,6 +38,7 @@ pub mod boot {
 
 /// The planner: commands, their entries of effects, and apply.
 pub mod planner {
+    pub use crate::internal_kv::SHARE_GROUPS;
     pub use crate::planner::apply::apply;
     pub use crate::planner::command::{
         AckItem, AckOutcome, AckStatus, Answer, Claim, Command, ConfigureQueue, PopRequest, PushBody, PushItem,
@@ -46,6 +47,8 @@ pub mod planner {
     pub use crate::planner::effect::{Effect, Entry, EntryBody};
     pub use crate::planner::kafka_txn::{KafkaTxnAnswer, KafkaTxnOp, TxnProducer, TxnRefusal};
     pub use crate::planner::kv::{row_key, Expiry, KvAnswer, KvKind, KvOp, KvResult};
+    pub use crate::planner::share::{AckKind, ShareAck, ShareAnswer, ShareOp};
+    pub use crate::planner::share_config::{AUTO_OFFSET_RESET, DELIVERY_COUNT_LIMIT, LOCK_DURATION_MS};
     pub use crate::planner::timers::{TimerOp, TimerResult, TimerVerb};
     pub use crate::planner::{Planned, Planner};
 }
@@ -76,7 +79,7 @@ pub mod reclaim {
 pub mod store {
     pub use crate::store::checkpoint::CheckpointFile;
     pub use crate::store::checkpointer::Checkpointer;
-    pub use crate::store::rows::{KvRow, Member, Membership};
+    pub use crate::store::rows::{CursorRow, KvRow, Member, Membership};
     pub use crate::store::Store;
 }
 

@@ -51,10 +51,16 @@ async fn a_follower_is_replaced_through_the_membership_api_under_load_and_serves
     env.push(("QUEEN_RAFT_JOIN".into(), "true".into()));
     cluster.nodes[gone] = Some(start(&dir, &env).await);
     assert!(cluster.node(gone).log_text().contains("this fresh node joins an existing cluster"));
+    // Until it is added it serves nothing, and says so (Kubernetes keeps
+    // such a pod NotReady).
+    let (status, health) = cluster.call(gone, reqwest::Method::GET, "/health", None).await;
+    assert_eq!((status, health["status"].as_str()), (503, Some("joining")), "{health}");
 
     // 4. Add it as a learner, then promote it (again while it still copies).
     let membership = cluster.add_voter(healthy, id, &cluster.raft_addr(gone)).await;
     assert_eq!(membership["voters"].as_array().unwrap().len(), 3, "{membership}");
+    let (status, health) = cluster.call(gone, reqwest::Method::GET, "/health", None).await;
+    assert_eq!((status, health["status"].as_str()), (200, Some("healthy")), "{health}");
     tokio::time::sleep(Duration::from_millis(500)).await;
     stop.store(true, Ordering::Release);
     let retried = load.await.unwrap();

@@ -1,6 +1,6 @@
 """The dashboard in a real browser: Debian's Chromium, headless, driven by
 Playwright through executable_path (no browser download). A node holding
-queues, consumer groups, dead letters and traces; each view is loaded,
+queues, consumer groups (a share group among them), dead letters and traces; each view is loaded,
 checked against the HTTP API, and photographed into the output directory
 (QUEEN_DASHBOARD_SHOTS, default target/dashboard-screenshots); a dead letter
 is retried from the page; any console error fails the test."""
@@ -94,6 +94,14 @@ def seed(node):
     ack(node, got["messages"][1], "completed")
     # A consumer group on emails that has not started yet: lag 4.
     pop(node, "emails", "archiver", batch=1)
+    # A share group on jobs: two pops hold a record each under their own
+    # leases; a third record failed once and waits out its retry delay.
+    call(node, "POST", "/api/v1/configure", {"queue": "jobs", "options": {"retryDelay": 3_600_000}})
+    for i in range(5):
+        push(node, "jobs", "Default", f"job-{i}", {"job": i})
+    first = pop(node, "jobs", "workers", shared="true", batch=2, leaseSeconds=600)
+    pop(node, "jobs", "workers", batch=1, leaseSeconds=600)
+    ack(node, first["messages"][0], "failed", group="workers", error="worker crashed")
     # Traces, under two names, on orders' messages.
     page = call(node, "GET", "/api/v1/messages?queue=orders&limit=100")
     by_tid = {m["transactionId"]: m for m in page["messages"]}
@@ -298,6 +306,28 @@ def test_every_view_against_the_api(seeded, browser):
         cells = row_cells(page, "group-partitions", f'emails/{part["partition"]}')
         assert n(cells["lag"]) == part["lag"] > 0 and n(cells["highWatermark"]) == part["highWatermark"]
         p.shot("consumer-groups")
+
+        # A share group: its members, the records they hold with their
+        # delivery counts, and the record waiting for another delivery.
+        workers = [g for g in groups if g["name"] == "workers"][0]
+        assert workers["share"] is True and workers["inFlight"] == 2, workers
+        assert page.locator('[data-table="groups"] tr[data-row="workers"][data-share="true"]').count() == 1
+        page.click('[data-table="groups"] tr[data-row="workers"]')
+        page.wait_for_selector('tr[data-detail="workers"] [data-table="share-in-flight"]')
+        assert len(workers["members"]) == 2, workers["members"]
+        for m in workers["members"]:
+            assert m["kind"] == "holder" and m["inFlight"] == 1, m
+            assert n(row_cells(page, "share-members", m["memberId"])["inFlight"]) == 1
+        share = workers["queues"][0]["partitions"][0]["share"]
+        assert share["inFlightCount"] == 2 and [r["deliveryCount"] for r in share["inFlight"]] == [1, 1], share
+        assert {r["holder"] for r in share["inFlight"]} == {m["memberId"] for m in workers["members"]}
+        for r in share["inFlight"]:
+            cells = row_cells(page, "share-in-flight", f'jobs/Default/{r["offset"]}')
+            assert cells["holder"] == r["holder"] and n(cells["deliveryCount"]) == r["deliveryCount"], (r, cells)
+        assert [r["deliveries"] for r in share["redelivery"]] == [1], share
+        waiting = share["redelivery"][0]
+        assert n(row_cells(page, "share-redelivery", f'jobs/Default/{waiting["offset"]}')["deliveries"]) == 1
+        p.shot("share-group")
 
         # Traces: the names, and a name's events.
         page.click('nav a[data-nav="traces"]')

@@ -17,10 +17,12 @@
 //   configure GROUP NAME=VALUE...   sets share group configs (Admin API)
 //   hold TOPIC GROUP                acquires records, prints "held O,O,..",
 //                                   and holds them without acknowledging
-//   drain TOPIC GROUP MAX_S IDLE_S  reads (accepting) until IDLE_S seconds
+//   drain TOPIC GROUP MAX_S IDLE_S [PAUSE_MS]
+//                                   reads (accepting) until IDLE_S seconds
 //                                   pass with nothing new after a record,
-//                                   or MAX_S in all; prints "got OFFSET
-//                                   DELIVERY_COUNT VALUE" per record
+//                                   or MAX_S in all, pausing PAUSE_MS after
+//                                   each poll that got records; prints "got
+//                                   OFFSET DELIVERY_COUNT VALUE" per record
 //   renew TOPIC GROUP SECONDS       one member holds the topic's one record
 //                                   for SECONDS by renewing its lock (v2's
 //                                   RENEW, record-limit acquire mode) and
@@ -125,7 +127,8 @@ public class ShareGroups {
                     System.out.println("configured");
                 }
                 case "hold" -> hold(args[1], args[2]);
-                case "drain" -> drain(args[1], args[2], Integer.parseInt(args[3]), Integer.parseInt(args[4]));
+                case "drain" -> drain(args[1], args[2], Integer.parseInt(args[3]), Integer.parseInt(args[4]),
+                        args.length > 5 ? Integer.parseInt(args[5]) : 0);
                 case "renew" -> renew(args[1], args[2], Integer.parseInt(args[3]));
                 default -> throw new IllegalArgumentException("unknown mode " + args[0]);
             }
@@ -282,7 +285,7 @@ public class ShareGroups {
         }
     }
 
-    static void drain(String topic, String group, int maxSeconds, int idleSeconds) {
+    static void drain(String topic, String group, int maxSeconds, int idleSeconds, int pauseMs) throws InterruptedException {
         try (KafkaShareConsumer<String, String> c = consumer(group, false, 50)) {
             c.subscribe(List.of(topic));
             long end = System.currentTimeMillis() + maxSeconds * 1000L;
@@ -294,6 +297,9 @@ public class ShareGroups {
                     lastRecord = System.currentTimeMillis();
                 }
                 System.out.flush();
+                if (!records.isEmpty() && pauseMs > 0) {
+                    Thread.sleep(pauseMs);
+                }
                 if (lastRecord > 0 && System.currentTimeMillis() - lastRecord > idleSeconds * 1000L) {
                     break;
                 }

@@ -202,9 +202,39 @@ def test_an_http_consumer_and_a_kafka_share_consumer_split_one_queue(node):
         except Exception as e:  # reported by the test, not lost in the thread
             failed.append(e)
 
+    # The Kafka member starts first and takes a few records at a time, so
+    # that however long its JVM takes to start, both have records to split.
+    kafka = subprocess.Popen(
+        ["java", "-cp", classpath(), "ShareGroups.java", "drain", topic, group, "60", "4", "300"],
+        cwd=HERE,
+        env=dict(os.environ, BOOTSTRAP=node.bootstrap),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines, first_record = [], threading.Event()
+
+    def read_kafka():
+        for line in kafka.stdout:
+            lines.append(line)
+            if line.startswith("got "):
+                first_record.set()
+
+    reader = threading.Thread(target=read_kafka)
+    reader.start()
     http = threading.Thread(target=http_consumer)
+    if not first_record.wait(90):
+        kafka.kill()
+        pytest.fail(f"the Kafka share consumer got nothing in 90 s:\n{kafka.stderr.read()[-4000:]}")
+    # The consumer-group view (the dashboard's) names the Kafka member.
+    with urllib.request.urlopen(f"{node.url}/api/v1/consumer-groups/{group}", timeout=10) as r:
+        view = json.load(r)
+    members = [m for m in view["members"] if m["kind"] == "kafka"]
+    assert view["share"] and len(members) == 1 and members[0]["partitions"] >= 1 and members[0]["clientId"], view
     http.start()
-    by_kafka = [v for _, _, v in drained(java(node, "drain", topic, group, "60", "4"))]
+    assert kafka.wait(timeout=120) == 0, kafka.stderr.read()[-4000:]
+    reader.join()
+    by_kafka = [v for _, _, v in drained("".join(lines))]
     http.join()
     assert not failed, failed
     assert by_http and by_kafka, (len(by_http), len(by_kafka))

@@ -39,7 +39,8 @@ pub struct Facade<B: Broker> {
     /// Groups of the consumer group protocol (KIP-848).
     pub consumer_groups: groups::ConsumerGroups,
     /// Share groups' members (KIP-932); their records' states are the broker's.
-    pub share_groups: groups::ShareGroups,
+    /// Shared with the HTTP API's consumer-group view, which shows them.
+    pub share_groups: Arc<groups::ShareGroups>,
     pub share_sessions: share_sessions::ShareSessions,
 }
 
@@ -50,7 +51,7 @@ impl<B: Broker> Facade<B> {
             groups::ConsumerGroups::new(config.consumer_session_timeout, config.consumer_heartbeat_interval);
         // Share groups take Kafka's same defaults as consumer groups.
         let share_groups =
-            groups::ShareGroups::new(config.consumer_session_timeout, config.consumer_heartbeat_interval);
+            Arc::new(groups::ShareGroups::new(config.consumer_session_timeout, config.consumer_heartbeat_interval));
         let share_sessions = share_sessions::ShareSessions::default();
         Arc::new(Self { broker, config, groups, consumer_groups, share_groups, share_sessions })
     }

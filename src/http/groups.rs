@@ -4,24 +4,27 @@
 use super::body::{optional_object, Fields};
 use super::error::ApiError;
 use super::ids::iso_time;
+use super::share_view;
 use crate::node::Node;
 use crate::planner::command::{Command, SeekTo};
 use crate::replicate::typed::Typed;
-use crate::store::Store;
+use crate::share_groups;
+use crate::store::{CursorKey, Store};
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::Json;
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
-/// One group's position on one partition.
-fn partition_view(store: &Store, key: &(u64, u64, String), now_us: i64) -> Option<Value> {
+/// One group's position on one partition; a share group's also names the
+/// records its members hold.
+fn partition_view(store: &Store, key: &CursorKey, now_us: i64, share: bool) -> Option<Value> {
     let cursor = store.cursors.get(key)?;
     let row = store.partition(key.0, key.1)?;
     let pending = row.next_offset.saturating_sub(cursor.committed).saturating_sub(cursor.done_above.len() as u64);
     let oldest_us = (pending > 0).then(|| store.locator.timestamp_of(key.0, key.1, cursor.committed)).flatten();
-    Some(json!({
+    let mut view = json!({
         "partition": row.name,
         "committedOffset": cursor.committed,
         "highWatermark": row.next_offset,
@@ -29,16 +32,24 @@ fn partition_view(store: &Store, key: &(u64, u64, String), now_us: i64) -> Optio
         "lagSeconds": oldest_us.map_or(0.0, |t| ((now_us - t).max(0) as f64) / 1e6),
         "leased": cursor.lease.as_ref().is_some_and(|l| l.expires_us > now_us),
         "leaseExpiresAt": cursor.lease.as_ref().map(|l| iso_time(l.expires_us)),
-    }))
+    });
+    if share {
+        view["share"] = share_view::partition(store, key, now_us);
+    }
+    Some(view)
 }
 
-/// Every group, with its queues and partitions.
-fn describe_all(store: &Store) -> BTreeMap<String, BTreeMap<String, Vec<Value>>> {
-    let now_us = chrono::Utc::now().timestamp_micros();
+/// Every group, with its queues and partitions; share groups named even
+/// before any member took a record.
+fn describe_all(store: &Store, now_us: i64) -> BTreeMap<String, BTreeMap<String, Vec<Value>>> {
+    let shares: BTreeSet<String> = share_groups::names(store).into_iter().collect();
     let mut out: BTreeMap<String, BTreeMap<String, Vec<Value>>> = BTreeMap::new();
+    for name in &shares {
+        out.entry(name.clone()).or_default();
+    }
     for (key, _) in store.cursors.iter() {
         let Some(queue) = store.queue_name(key.0) else { continue };
-        if let Some(view) = partition_view(store, key, now_us) {
+        if let Some(view) = partition_view(store, key, now_us, shares.contains(&key.2)) {
             out.entry(key.2.clone()).or_default().entry(queue.to_string()).or_default().push(view);
         }
     }
@@ -50,23 +61,34 @@ fn describe_all(store: &Store) -> BTreeMap<String, BTreeMap<String, Vec<Value>>>
     out
 }
 
-fn group_json(name: &str, queues: &BTreeMap<String, Vec<Value>>) -> Value {
+/// A group's view; a share group's names its members and how many records
+/// they hold.
+fn group_json(node: &Node, store: &Store, now_us: i64, name: &str, queues: &BTreeMap<String, Vec<Value>>) -> Value {
     let lag: u64 = queues.values().flatten().map(|p| p["lag"].as_u64().unwrap_or(0)).sum();
+    let in_flight: u64 = queues.values().flatten().map(|p| p["share"]["inFlightCount"].as_u64().unwrap_or(0)).sum();
     let queues: Vec<Value> = queues.iter().map(|(q, parts)| json!({"queueName": q, "partitions": parts})).collect();
-    json!({"name": name, "consumerGroup": name, "totalLag": lag, "queues": queues})
+    let mut view = json!({"name": name, "consumerGroup": name, "totalLag": lag, "queues": queues});
+    if share_groups::row(store, name).is_some() {
+        view["share"] = json!(true);
+        view["inFlight"] = json!(in_flight);
+        view["members"] = Value::Array(share_view::members(node, store, name, now_us));
+    }
+    view
 }
 
 pub async fn list(State(node): State<Arc<Node>>) -> Json<Value> {
-    let all = describe_all(&node.view.local());
-    Json(Value::Array(all.iter().map(|(g, q)| group_json(g, q)).collect()))
+    let (store, now_us) = (node.view.local(), chrono::Utc::now().timestamp_micros());
+    let all = describe_all(&store, now_us);
+    Json(Value::Array(all.iter().map(|(g, q)| group_json(&node, &store, now_us, g, q)).collect()))
 }
 
 pub async fn describe(State(node): State<Arc<Node>>, Path(group): Path<String>) -> Result<Json<Value>, ApiError> {
-    let all = describe_all(&node.view.local());
+    let (store, now_us) = (node.view.local(), chrono::Utc::now().timestamp_micros());
+    let all = describe_all(&store, now_us);
     let queues = all.get(&group).ok_or_else(|| {
         ApiError::new(axum::http::StatusCode::NOT_FOUND, "unknown_consumer_group", format!("no consumer group {group}"))
     })?;
-    Ok(Json(group_json(&group, queues)))
+    Ok(Json(group_json(&node, &store, now_us, &group, queues)))
 }
 
 pub async fn lagging(
@@ -77,7 +99,7 @@ pub async fn lagging(
         Some(v) => v.parse().map_err(|_| ApiError::bad_request("invalid_field", "minLagSeconds must be a number"))?,
         None => 60.0,
     };
-    let all = describe_all(&node.view.local());
+    let all = describe_all(&node.view.local(), chrono::Utc::now().timestamp_micros());
     let mut out = Vec::new();
     for (group, queues) in &all {
         for (queue, parts) in queues {

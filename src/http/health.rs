@@ -10,16 +10,22 @@ use std::sync::Arc;
 
 /// 200 while the node serves; 503 once a cluster node stopped: on an entry
 /// apply refused (`raft.apply.failure` names it and the way out), or on a
-/// log it could not write (a full volume; its log says so).
+/// log it could not write (a full volume; its log says so); and 503 while a
+/// node started with QUEEN_RAFT_JOIN waits to be added (recovery.md: it is
+/// NotReady until then).
 pub async fn health(State(node): State<Arc<Node>>) -> (StatusCode, Json<Value>) {
     let applied = node.view.local().applied;
     let raft = node.replicator.raft_status();
-    let stopped = raft.as_ref().is_some_and(|r| r.role == "stopped");
-    let code = if stopped { StatusCode::SERVICE_UNAVAILABLE } else { StatusCode::OK };
+    let status = match &raft {
+        Some(r) if r.role == "stopped" => "stopped",
+        Some(r) if r.joining => "joining",
+        _ => "healthy",
+    };
+    let code = if status == "healthy" { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
     (
         code,
         Json(json!({
-            "status": if stopped { "stopped" } else { "healthy" },
+            "status": status,
             "version": env!("CARGO_PKG_VERSION"),
             "replicator": node.replicator_name,
             "role": raft.as_ref().map_or("leader", |r| r.role),

@@ -25,6 +25,7 @@ pub(crate) mod push;
 pub(crate) mod push_binary;
 pub(crate) mod queues;
 pub(crate) mod resources;
+pub(crate) mod share_view;
 pub(crate) mod status;
 pub(crate) mod storage_gate;
 pub(crate) mod streams;

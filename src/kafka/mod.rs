@@ -35,7 +35,9 @@ pub async fn serve(node: Arc<Node>, listener: TcpListener, mut config: FacadeCon
         tls = tls.is_some(),
         "kafka listener ready"
     );
-    let facade = Facade::new(Arc::new(broker::QueenBroker::new(node)), config);
+    let facade = Facade::new(Arc::new(broker::QueenBroker::new(node.clone())), config);
+    // Only one listener runs per node; the first set is the one there is.
+    let _ = node.kafka_share_members.set(facade.share_groups.clone());
     facade::serve(listener, facade, tls).await;
 }
 

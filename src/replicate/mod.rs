@@ -107,6 +107,9 @@ pub struct RaftStatus {
     /// The effect catalogue versions of the cluster version gate.
     pub catalogue: raft::version_gate::Versions,
     pub voters: Vec<u64>,
+    /// Started on an empty directory with QUEEN_RAFT_JOIN and not added to
+    /// the membership yet: it serves nothing until it is (recovery.md).
+    pub joining: bool,
     /// An entry apply refused, and the entries applied as no-ops.
     pub apply: raft::apply_guard::ApplyReport,
 }

@@ -17,8 +17,30 @@ pub mod volume;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_queen");
 
+/// A port no one listens on, picked below the kernel's ephemeral range
+/// (32768 and up): a port the kernel handed out with `bind(:0)` can be given
+/// again as the local end of an outgoing connection while a killed node is
+/// down, and its restart on that port then fails with "address in use".
+/// A process-wide cursor keeps the tests of one binary from picking the same
+/// port twice; a start drawn from the pid and the clock keeps two binaries
+/// apart.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const LOW: u32 = 20_000;
+    const SPAN: u32 = 12_000;
+    static NEXT: AtomicU32 = AtomicU32::new(u32::MAX);
+    if NEXT.load(Ordering::Relaxed) == u32::MAX {
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+        let start = (std::process::id().wrapping_mul(7919) ^ nanos) % SPAN;
+        let _ = NEXT.compare_exchange(u32::MAX, start, Ordering::Relaxed, Ordering::Relaxed);
+    }
+    for _ in 0..SPAN {
+        let port = (LOW + NEXT.fetch_add(1, Ordering::Relaxed) % SPAN) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port between {LOW} and {}", LOW + SPAN)
 }
 
 /// A running node.
@@ -97,10 +119,12 @@ impl Node {
         Node::start_with_client(&self.dir, &env, self.http.clone()).await
     }
 
-    /// True once healthy; false when the node exited because a port was
-    /// taken. Only the log past byte `from` is this attempt's, and its
-    /// "listening" line proves that the node answering is this one, not
-    /// another test's that holds the port.
+    /// True once healthy, or waiting to be added to a cluster (503
+    /// `joining`, as a node started with QUEEN_RAFT_JOIN answers until it
+    /// is); false when the node exited because a port was taken. Only the
+    /// log past byte `from` is this attempt's, and its "listening" line
+    /// proves that the node answering is this one, not another test's that
+    /// holds the port.
     async fn wait_healthy(&mut self, from: usize) -> bool {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
@@ -108,6 +132,10 @@ impl Node {
             if listening {
                 if let Ok(r) = self.http.get(self.url("/health")).send().await {
                     if r.status().is_success() {
+                        return true;
+                    }
+                    let body: Value = r.json().await.unwrap_or_default();
+                    if body["status"] == "joining" {
                         return true;
                     }
                 }

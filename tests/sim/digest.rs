@@ -14,6 +14,7 @@ pub fn digest(store: &Store) -> Vec<String> {
     out.extend(store.queues.iter().map(|(k, v)| format!("queue {k:?} {v:?}")));
     out.extend(store.partitions.iter().map(|(k, v)| format!("partition {k:?} {v:?}")));
     out.extend(store.cursors.iter().map(|(k, v)| format!("cursor {k:?} {v:?}")));
+    out.extend(store.shares.iter().map(|(k, v)| format!("share {k:?} {v:?}")));
     out.extend(store.groups.iter().map(|(k, v)| format!("group {k:?} {v:?}")));
     out.extend(store.dlq.iter().map(|(k, v)| format!("dlq {k:?} {v:?}")));
     out.extend(store.kv.iter().map(|(k, v)| format!("kv {k:?} {v:?}")));

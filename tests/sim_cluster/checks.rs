@@ -5,7 +5,8 @@
 //! partition's offsets run without a gap (a Kafka transaction's marker
 //! filling its own) and hold no transactionId twice, every Kafka
 //! transaction's records are what its end made them (`kafka_txns.rs`), and
-//! every KV key holds what its writes allow.
+//! every KV key holds what its writes allow, and the share group's records
+//! are what its members' answers allow (`shares.rs`).
 
 use super::digest::digest;
 use super::kv_history::KV_NS;
@@ -96,6 +97,7 @@ pub fn node(
     broke.extend(super::kafka_txns::check(id, &store, &model.txns, |q, p, offset| {
         read(&store, &up.files, q, p, offset)
     }));
+    broke.extend(super::shares::check(id, &store, &model.shares));
     for ((q, p), row) in store.partitions.iter() {
         let mut seen = HashMap::new();
         for offset in 0..row.next_offset {

@@ -29,6 +29,7 @@ mod network;
 mod node;
 mod pops;
 mod run;
+mod shares;
 mod workload;
 
 use run::{Outcome, Plan, Run};
@@ -179,13 +180,17 @@ fn regression_seeds() {
 }
 
 /// How many seeds the simulator may take to catch reads answered without
-/// a read index (the test-only switch `Plan::confirm_reads` off).
-const CATCH_UNCONFIRMED_WITHIN: u64 = 80;
+/// a read index (the test-only switch `Plan::confirm_reads` off). Seed 123
+/// is the first to catch it with today's workload (about one seed in a
+/// hundred gives a stale leader a read to answer in a window the checker can
+/// see); a change to the workload's draws moves it.
+const CATCH_UNCONFIRMED_WITHIN: u64 = 130;
 
 /// The checks are worth their keep: with answers given without confirming
 /// leadership, as before the read index, some seed within a bounded number
-/// finds a history that is not linearizable (a stale leader's read), or a
-/// stale leader's refusal of a transactional producer.
+/// finds a history that is not linearizable (a stale leader's read), a
+/// stale leader's refusal of a transactional producer, or a share group's
+/// record held by two members at once.
 #[test]
 fn reads_without_a_read_index_are_caught() {
     let plan = Plan { confirm_reads: false, ..Plan::partitions() };
@@ -206,8 +211,13 @@ fn reads_without_a_read_index_are_caught() {
             // A stale leader's refusal of a transactional producer it has
             // not seen initialized is the same bug, seen by kafka_txns.rs.
             let stale_refusal = message.contains("in an open transaction was refused");
+            // A record a member holds delivered to another member, planned
+            // by a leader on a store behind its own, is the same bug, seen
+            // by shares.rs.
+            let stale_acquisition =
+                message.contains("held by two members at once") || message.contains("acquired twice as delivery");
             assert!(
-                message.contains("not linearizable") || stale_refusal,
+                message.contains("not linearizable") || stale_refusal || stale_acquisition,
                 "seed {seed} failed without the read index, and not on linearizability: {message}"
             );
             eprintln!("reads without a read index caught at seed {seed}: {message}");
@@ -242,35 +252,39 @@ fn a_seed_replays_bit_for_bit() {
 }
 
 /// Runs `QUEEN_SIM_SEEDS` seeds (or `QUEEN_SIM_SEED` alone) of `plan`;
-/// answers how many snapshots their nodes installed.
-fn run_seeds(plan: Plan, default_count: u64) -> u64 {
+/// answers how many snapshots their nodes installed, and how many records
+/// the share group's members were delivered.
+fn run_seeds(plan: Plan, default_count: u64) -> (u64, u64) {
     let (first, count) = match env_u64("QUEEN_SIM_SEED") {
         Some(seed) => (seed, 1),
         None => (env_u64("QUEEN_SIM_FIRST_SEED").unwrap_or(0), env_u64("QUEEN_SIM_SEEDS").unwrap_or(default_count)),
     };
     let started = Instant::now();
-    let mut snapshots = 0;
+    let (mut snapshots, mut share_deliveries) = (0, 0);
     for seed in first..first + count {
         let at = Instant::now();
         let o = run_seed(seed, plan);
         eprintln!("seed {seed}: {} nodes, {:.1}s: {o:?}", o.nodes, at.elapsed().as_secs_f64());
         snapshots += o.snapshots_installed;
+        share_deliveries += o.share_deliveries;
     }
     eprintln!(
         "simulated cluster seeds {first}..{} ({plan:?}): {count} seeds in {:.1}s",
         first + count,
         started.elapsed().as_secs_f64()
     );
-    snapshots
+    (snapshots, share_deliveries)
 }
 
 #[test]
 fn seeds() {
-    let snapshots = run_seeds(Plan::default(), 24);
+    let (snapshots, share_deliveries) = run_seeds(Plan::default(), 24);
     // A node away past the purge hold (a second) is sent a snapshot, stages
-    // it, exits and installs it at its next boot: the default seeds do so.
+    // it, exits and installs it at its next boot: the default seeds do so;
+    // and the share group's members take records.
     if env_u64("QUEEN_SIM_SEED").is_none() {
         assert!(snapshots > 0, "no node installed a snapshot in the default seeds");
+        assert!(share_deliveries > 0, "no share group member was delivered a record in the default seeds");
     }
 }
 

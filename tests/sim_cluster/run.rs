@@ -82,6 +82,10 @@ pub struct Outcome {
     /// Messages pops delivered, and completions answered.
     pub pops_delivered: u64,
     pub completions: u64,
+    /// Records the share group's members acquired, and acknowledgements
+    /// that applied.
+    pub share_deliveries: u64,
+    pub share_acks: u64,
     /// KV operations in the linearizability check, and those without an answer.
     pub kv_ops: u64,
     pub kv_unanswered: u64,
@@ -603,6 +607,8 @@ impl Run {
         o.txn_records_aborted = model.txns.aborted.len() as u64;
         o.pops_delivered = model.pops.delivered;
         o.completions = model.pops.completions;
+        o.share_deliveries = model.shares.acquired;
+        o.share_acks = model.shares.acknowledged;
         o.entries_answered = self.ledger.answered_count() as u64;
         o.committed = committed.len() as u64;
         o.terms = terms as u64;

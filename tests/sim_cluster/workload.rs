@@ -1,7 +1,8 @@
 //! The clients: pushes with fresh transactionIds and retries (of answered
 //! pushes, and of pushes whose outcome is not known), KV writes and reads,
 //! Kafka transactions (`kafka_txns.rs`), a consumer group's pops and acks
-//! (`pops.rs`), each sent to a node the seed picks
+//! (`pops.rs`), a share group's acquisitions and acknowledgements
+//! (`shares.rs`), each sent to a node the seed picks
 //! and on to the leader that node names;
 //! and the model of what they were answered, which every answer is checked
 //! against as it comes.
@@ -10,6 +11,7 @@ use super::kafka_txns::{TxnModel, TxnSent};
 use super::kv_history::{self, KvCall, KvHistory};
 use super::node::{Recorded, WRITE_TIMEOUT};
 use super::pops::{PopModel, PopSent};
+use super::shares::{ShareModel, ShareSent};
 use queen::seams::message::Message;
 use queen::seams::planner::{Answer, Command, PushItem, PushStatus};
 use queen::seams::raft::RaftReplicator;
@@ -40,6 +42,7 @@ pub struct Model {
     pub kv: KvHistory,
     pub txns: TxnModel,
     pub pops: PopModel,
+    pub shares: ShareModel,
     pub answers: u64,
     pub unknown_outcomes: u64,
     pub violations: Vec<String>,
@@ -65,6 +68,7 @@ enum Sent {
     Kv(kv_history::Sent),
     Txn(TxnSent),
     Pop(PopSent),
+    Share(ShareSent),
 }
 
 impl Clients {
@@ -97,7 +101,15 @@ impl Clients {
             let (command, sent) = pops.next(rng, acked);
             return (command, Sent::Pop(sent));
         }
-        let store = (roll < 55).then(|| self.stores.lock().expect("stores lock").get(&to).cloned()).flatten();
+        let store = (roll < 55 || (70..80).contains(&roll))
+            .then(|| self.stores.lock().expect("stores lock").get(&to).cloned())
+            .flatten();
+        if let (Some(store), true) = (&store, roll >= 70) {
+            if let Some((command, sent)) = model.shares.next(rng, &store.read().expect("store lock")) {
+                return (command, Sent::Share(sent));
+            }
+        }
+        let store = store.filter(|_| roll < 55);
         if let Some(store) = store {
             let mut partitions: Vec<(String, String)> =
                 model.acked.keys().map(|(q, p, _)| (q.clone(), p.clone())).collect();
@@ -213,6 +225,7 @@ fn settle(model: &mut Model, command: &Command, sent: Sent, answer: Result<Answe
             model.pops.popped(called_at, claims, &mut model.violations)
         }
         (Sent::Pop(PopSent::Ack { completes }), Ok(Answer::Acked(outcomes))) => model.pops.acked(completes, &outcomes),
+        (Sent::Share(sent), answer) => model.shares.settle(sent, answer, &mut model.violations),
         (Sent::Pop(_), Err(_)) => {}
         (Sent::Push(_), Err(_)) => {}
         (_, Ok(other)) => model.violations.push(format!("{command:?} was answered {other:?}")),

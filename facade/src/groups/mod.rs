@@ -19,4 +19,4 @@ pub use consumer_group::{Beat, ConsumerGroup, Topic};
 pub use consumer_groups::ConsumerGroups;
 pub use coordinator::Coordinator;
 pub use group::{JoinAsk, JoinOutcome, State, SyncOutcome};
-pub use share_groups::{ShareBeat, ShareGroups};
+pub use share_groups::{ShareBeat, ShareGroups, ShareMember};

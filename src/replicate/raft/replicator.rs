@@ -101,6 +101,9 @@ struct Inner<SM: Machine> {
     derailed: Arc<AtomicBool>,
     /// Confirms this node's leadership for reads (`read_confirm.rs`).
     reads: Arc<ReadConfirmer<SM>>,
+    /// Started with QUEEN_RAFT_JOIN: until a membership names this node, it
+    /// waits to be added.
+    join: bool,
 }
 
 /// A cluster node's replicator, over Queen's state machine (`RaftMachine`)
@@ -235,6 +238,7 @@ impl<SM: Machine> RaftReplicator<SM> {
             catalogue: cluster.catalogue,
             derailed,
             reads: reads.clone(),
+            join: cluster.join,
         });
         let server = Arc::new(Server {
             raft: raft.clone(),
@@ -738,6 +742,7 @@ impl<SM: Machine> Replicator for RaftReplicator<SM> {
                 cluster: version_gate::cluster_catalogue(&self.inner.store.read().expect("store lock")),
             },
             voters: m.membership_config.membership().voter_ids().collect(),
+            joining: self.inner.join && m.membership_config.membership().get_node(&self.inner.me).is_none(),
             apply,
         })
     }

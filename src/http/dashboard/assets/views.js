@@ -318,6 +318,32 @@ const dlq = {
 
 // ---- Consumer groups ------------------------------------------------------
 
+// A share group opened: its members (Kafka share consumers, and the holders
+// of records such as HTTP pops' leases), the records held now with their
+// delivery counts, and those waiting for another delivery.
+function shareDetail(g, parts) {
+  const held = parts.flatMap((p) => p.share.inFlight.map((r) => ({ ...r, queue: p.queue, partition: p.partition })));
+  const again = parts.flatMap((p) => p.share.redelivery.map((r) => ({ ...r, queue: p.queue, partition: p.partition })));
+  return h("div", { "data-share-detail": g.name },
+    h("h2", { style: "margin-top:12px" }, "Members"),
+    table("share-members", ["Member", "Kind", "Client", "#Partitions", "#In flight"], g.members.map((m) =>
+      h("tr", { "data-row": m.memberId }, cell("memberId", h("code", m.memberId)), cell("kind", m.kind),
+        cell("clientId", m.clientId ? `${m.clientId} (${m.clientHost})` : "–"),
+        cell("partitions", m.partitions === undefined ? "–" : num(m.partitions), true), cell("inFlight", num(m.inFlight), true))),
+    "No member: no Kafka share consumer here, and no record held."),
+    h("h2", { style: "margin-top:12px" }, "In flight"),
+    table("share-in-flight", ["Queue", "Partition", "#Offset", "Holder", "#Delivery", "Lock until"], held.map((r) =>
+      h("tr", { "data-row": `${r.queue}/${r.partition}/${r.offset}` }, cell("queue", queueLink(r.queue)), cell("partition", r.partition),
+        cell("offset", num(r.offset), true), cell("holder", h("code", r.holder)), cell("deliveryCount", num(r.deliveryCount), true),
+        cell("lockExpiresAt", time(r.lockExpiresAt)))),
+    "No record is held now."),
+    again.length ? h("div",
+      h("h2", { style: "margin-top:12px" }, "Waiting for another delivery"),
+      table("share-redelivery", ["Queue", "Partition", "#Offset", "#Deliveries so far"], again.map((r) =>
+        h("tr", { "data-row": `${r.queue}/${r.partition}/${r.offset}` }, cell("queue", queueLink(r.queue)), cell("partition", r.partition),
+          cell("offset", num(r.offset), true), cell("deliveries", num(r.deliveries), true))))) : null);
+}
+
 const groups = {
   title: "Consumer groups",
   async load() {
@@ -330,17 +356,21 @@ const groups = {
     for (const g of list) {
       const parts = g.queues.flatMap((x) => x.partitions.map((p) => ({ ...p, queue: x.queueName })));
       const oldest = Math.max(0, ...parts.map((p) => p.lagSeconds));
-      rows.push(h("tr.clickable", { "data-row": g.name, onclick: () => toggle("groups", g.name, ctx) },
-        cell("name", g.name === "__QUEUE_MODE__" ? h("span", g.name, " ", h("small.muted", "queue mode")) : g.name),
+      const name = g.name === "__QUEUE_MODE__" ? h("span", g.name, " ", h("small.muted", "queue mode"))
+        : g.share ? h("span", g.name, " ", badge("share")) : g.name;
+      rows.push(h("tr.clickable", { "data-row": g.name, "data-share": g.share ? "true" : null, onclick: () => toggle("groups", g.name, ctx) },
+        cell("name", name),
         cell("queues", g.queues.map((x) => h("span.badge", x.queueName))), cell("partitions", num(parts.length), true),
         cell("totalLag", num(g.totalLag), true), cell("lagSeconds", duration(oldest), true)));
       if (isOpen("groups", g.name)) {
         rows.push(h("tr.detail", { "data-detail": g.name }, h("td", { colspan: 5 },
-          table("group-partitions", ["Queue", "Partition", "#Committed", "#High watermark", "#Lag", "#Oldest", "Lease"],
+          table("group-partitions", ["Queue", "Partition", "#Committed", "#High watermark", "#Lag", "#Oldest", g.share ? "#In flight" : "Lease"],
             parts.map((p) => h("tr", { "data-row": `${p.queue}/${p.partition}` }, cell("queue", queueLink(p.queue)), cell("partition", p.partition),
               cell("committedOffset", num(p.committedOffset), true), cell("highWatermark", num(p.highWatermark), true),
               cell("lag", num(p.lag), true), cell("lagSeconds", duration(p.lagSeconds), true),
-              cell("leased", p.leased ? `until ${time(p.leaseExpiresAt)}` : "–")))))));
+              g.share ? cell("inFlight", num(p.share.inFlightCount), true)
+                : cell("leased", p.leased ? `until ${time(p.leaseExpiresAt)}` : "–")))),
+          g.share ? shareDetail(g, parts) : null)));
       }
     }
     return h("div",
