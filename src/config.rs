@@ -32,6 +32,11 @@ pub struct Settings {
     #[arg(long, env = "QUEEN_RAFT_TOKEN", hide_env_values = true)]
     pub raft_token: Option<String>,
 
+    /// The raft groups of a cluster, group 0 included. Fixed when the directory is founded; this
+    /// build runs one.
+    #[arg(long, env = "QUEEN_RAFT_GROUPS", default_value_t = 1)]
+    pub raft_groups: u32,
+
     /// A node with an empty directory waits to be added to an existing cluster instead of founding one.
     #[arg(long, env = "QUEEN_RAFT_JOIN", default_value_t = false, action = clap::ArgAction::Set)]
     pub raft_join: bool,

@@ -175,8 +175,12 @@ impl Node {
         // The layout first: its FORMAT says whether this build can read the
         // checkpoint's rows at all.
         let qlog_root = dir.join("qlog");
-        let wanted =
-            Layout { lanes: settings.qlog_lanes, shards: settings.qlog_shards, replicator: replicator_name.into() };
+        let wanted = Layout {
+            lanes: settings.qlog_lanes,
+            shards: settings.qlog_shards,
+            replicator: replicator_name.into(),
+            groups: settings.raft_groups,
+        };
         let target = if cluster.is_some() { RAFT_FORMAT } else { FORMAT };
         let site = LogSite { storage: OsStorage::shared(), root: qlog_root.clone(), wanted, format: target };
         let laid_out = site.lay_out()?;

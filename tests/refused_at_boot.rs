@@ -179,6 +179,37 @@ async fn a_directory_of_another_replicator_is_refused() {
     assert!(log.contains("written by the openraft replicator"), "{log}");
 }
 
+/// `QUEEN_RAFT_GROUPS` is fixed when the directory is founded: a directory
+/// that names another number of groups (one founded by a build that runs
+/// several) is refused naming both, one without `GROUPS` (founded before the
+/// file existed) boots as one group, and a number this build does not run is
+/// refused before anything is opened.
+#[tokio::test]
+async fn a_directory_founded_with_other_raft_groups_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let mut node = Node::start(&dir, &[]).await;
+    push_n(&node, "g", 3, 0).await;
+    node.terminate();
+    assert_eq!(std::fs::read_to_string(dir.join("qlog/GROUPS")).unwrap(), "1\n");
+
+    std::fs::remove_file(dir.join("qlog/GROUPS")).unwrap();
+    let mut node = Node::start(&dir, &[]).await;
+    assert_eq!(node.read_all("g", "Default").await.records.len(), 3);
+    node.terminate();
+
+    std::fs::write(dir.join("qlog/GROUPS"), "4\n").unwrap();
+    let log = expect_refusal(&dir, &[]);
+    assert!(
+        log.contains("founded with QUEEN_RAFT_GROUPS=4 and this node was started with QUEEN_RAFT_GROUPS=1"),
+        "{log}"
+    );
+
+    let log = expect_refusal(&tmp.path().join("fresh"), &[("QUEEN_RAFT_GROUPS", "4")]);
+    assert!(log.contains("QUEEN_RAFT_GROUPS=4: this build runs one raft group per node"), "{log}");
+    assert!(!tmp.path().join("fresh/qlog").exists(), "a refused boot founded nothing");
+}
+
 #[tokio::test]
 async fn a_directory_of_an_earlier_format_is_refused() {
     let tmp = tempfile::tempdir().unwrap();

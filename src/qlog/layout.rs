@@ -1,7 +1,9 @@
 //! The layout of `qlog/`, fixed when the directory is created: `LANES`,
 //! `SHARDS`, `REPLICATOR` (which replicator wrote the directory; a data
-//! directory never moves between replicators) and `FORMAT` (the version of
-//! the record and checkpoint formats it holds).
+//! directory never moves between replicators), `GROUPS` (the raft groups
+//! of a cluster, `QUEEN_RAFT_GROUPS`; a directory founded before the file
+//! existed has one) and `FORMAT` (the version of the record and checkpoint
+//! formats it holds).
 
 use crate::storage::{read_settled, replace_durable, Storage};
 use std::path::{Path, PathBuf};
@@ -36,6 +38,8 @@ pub struct Layout {
     /// 0: one log per queue. K > 0: queue id % K picks one of K shared logs.
     pub shards: u32,
     pub replicator: String,
+    /// The raft groups of the cluster, group 0 included (1 on a single node).
+    pub groups: u32,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -48,6 +52,8 @@ pub enum LayoutError {
     ForeignReplicator { path: PathBuf, found: String, wanted: String },
     #[error("{path} is missing while the qlog directory exists: the layout is fixed when the directory is created")]
     Missing { path: PathBuf },
+    #[error("{path}: this data directory was founded with QUEEN_RAFT_GROUPS={found} and this node was started with QUEEN_RAFT_GROUPS={wanted}; the number of raft groups is fixed when the directory is founded")]
+    ForeignGroups { path: PathBuf, found: u32, wanted: u32 },
     #[error("{path}: this data directory holds on-disk format {found} and this build reads format {wanted} (and upgrades the older formats 3 and 4 at boot) only; start it with the build that wrote it, or on a new directory")]
     ForeignFormat { path: PathBuf, found: String, wanted: u32 },
 }
@@ -84,6 +90,7 @@ impl Layout {
                 ("LANES", wanted.lanes.to_string()),
                 ("SHARDS", wanted.shards.to_string()),
                 ("REPLICATOR", wanted.replicator.clone()),
+                ("GROUPS", wanted.groups.to_string()),
                 ("FORMAT", wanted_format.to_string()),
             ] {
                 let path = root.join(name);
@@ -107,7 +114,12 @@ impl Layout {
             let found = read(name)?;
             found.parse().map_err(|_| LayoutError::Invalid { path: root.join(name), found })
         };
-        let layout = Layout { lanes: number("LANES")?, shards: number("SHARDS")?, replicator: read("REPLICATOR")? };
+        let groups = match number("GROUPS") {
+            Err(LayoutError::Missing { .. }) => 1,
+            other => other?,
+        };
+        let layout =
+            Layout { lanes: number("LANES")?, shards: number("SHARDS")?, replicator: read("REPLICATOR")?, groups };
         let format = match read("FORMAT") {
             Ok(found) => found,
             Err(LayoutError::Missing { .. }) => "1 (no FORMAT file)".to_string(),
@@ -126,6 +138,10 @@ impl Layout {
                 found: layout.replicator,
                 wanted: wanted.replicator.clone(),
             });
+        }
+        if layout.groups != wanted.groups {
+            let path = root.join("GROUPS");
+            return Err(LayoutError::ForeignGroups { path, found: layout.groups, wanted: wanted.groups });
         }
         Ok((layout, format))
     }

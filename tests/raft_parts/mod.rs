@@ -33,7 +33,7 @@ pub fn open() -> (Dir, RaftMachine) {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("qlog");
     let storage = OsStorage::shared();
-    let wanted = Layout { lanes: 1, shards: 0, replicator: "openraft".into() };
+    let wanted = Layout { lanes: 1, shards: 0, replicator: "openraft".into(), groups: 1 };
     let site = LogSite { storage: storage.clone(), root, wanted, format: RAFT_FORMAT };
     let writing = Writing {
         segment_bytes: 1 << 20,

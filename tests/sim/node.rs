@@ -90,7 +90,7 @@ impl SimNode {
     /// the real boot path; a refusal is answered as its FATAL line's text.
     pub fn boot(storage: &SimStorage, checkpoint_dir: &Path, segment_bytes: u64) -> Result<SimNode, String> {
         let root = PathBuf::from(QLOG_ROOT);
-        let wanted = Layout { lanes: 1, shards: 0, replicator: "local".into() };
+        let wanted = Layout { lanes: 1, shards: 0, replicator: "local".into(), groups: 1 };
         let site = LogSite { storage: Arc::new(storage.clone()), root, wanted, format: FORMAT };
         let laid_out = site.lay_out().map_err(|e| e.to_string())?;
         let checkpoint = CheckpointFile::open(checkpoint_dir).map_err(|e| e.to_string())?;

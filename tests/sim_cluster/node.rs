@@ -192,7 +192,7 @@ pub async fn boot(
         trace(|| format!("node {id}: installed the staged snapshot, applied through {}", installed.applied));
     }
     let root = PathBuf::from(QLOG_ROOT);
-    let wanted = Layout { lanes: 1, shards: 0, replicator: "openraft".into() };
+    let wanted = Layout { lanes: 1, shards: 0, replicator: "openraft".into(), groups: 1 };
     let laid_out =
         LogSite { storage: shared.clone(), root, wanted, format: RAFT_FORMAT }.lay_out().map_err(|e| e.to_string())?;
     let guard = Arc::new(ApplyGuard::open(shared.clone(), Path::new(RAFT_DIR), None, None).map_err(|e| e.to_string())?);

@@ -1,6 +1,6 @@
 //! The cluster settings a node boots with: `QUEEN_RAFT_NODE_ID`,
-//! `QUEEN_RAFT_PEERS`, `QUEEN_RAFT_TOKEN`, `QUEEN_RAFT_ADDR` and
-//! `QUEEN_RAFT_JOIN`, checked before anything opens, so a mistake is one
+//! `QUEEN_RAFT_PEERS`, `QUEEN_RAFT_TOKEN`, `QUEEN_RAFT_ADDR`,
+//! `QUEEN_RAFT_JOIN` and `QUEEN_RAFT_GROUPS`, checked before anything opens, so a mistake is one
 //! FATAL line that names it.
 
 use super::replicator::Cluster;
@@ -22,6 +22,8 @@ pub enum FoundingError {
     NotListed(u64),
     #[error("QUEEN_RAFT_TOKEN is not set: a cluster's nodes admit each other by it, so every node needs the same one")]
     NoToken,
+    #[error("QUEEN_RAFT_GROUPS={0}: this build runs one raft group per node (QUEEN_RAFT_GROUPS=1, the default); several groups per node are not built yet")]
+    Groups(u32),
 }
 
 /// Parses `ID=RAFT_ADDR[/HTTP_ADDR[/KAFKA_ADDR]]`, comma-separated.
@@ -48,6 +50,9 @@ pub fn parse_peers(text: &str) -> Result<BTreeMap<u64, Member>, FoundingError> {
 /// The cluster this node belongs to, or `None` for a single node; a test
 /// may have its build say it reads another effect catalogue version.
 pub fn cluster(settings: &Settings, catalogue: Option<u32>) -> Result<Option<Cluster>, FoundingError> {
+    if settings.raft_groups != 1 {
+        return Err(FoundingError::Groups(settings.raft_groups));
+    }
     let (me, peers) = match (settings.raft_node_id, settings.raft_peers.as_deref()) {
         (None, None) => return Ok(None),
         (Some(me), Some(peers)) => (me, parse_peers(peers)?),
