@@ -4,25 +4,15 @@
 
 mod common;
 
-use common::{free_port, push_body, BIN};
+use common::{free_ports_in_a_row, push_body, BIN};
 use serde_json::{json, Value};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// A base port with the next `n - 1` free too, for each of the three kinds.
-fn free_run(n: u16) -> u16 {
-    loop {
-        let base = free_port();
-        if base < u16::MAX - n && (1..n).all(|i| std::net::TcpListener::bind(("127.0.0.1", base + i)).is_ok()) {
-            return base;
-        }
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_command_starts_three_nodes_that_replicate_and_stops_them_on_sigterm() {
     let tmp = tempfile::tempdir().unwrap();
-    let (http, kafka, raft) = (free_run(3), free_run(3), free_run(3));
+    let (http, kafka, raft) = (free_ports_in_a_row(3), free_ports_in_a_row(3), free_ports_in_a_row(3));
     let mut launcher = Command::new(BIN)
         .args(["cluster", "--nodes", "3", "--dir"])
         .arg(tmp.path())

@@ -21,10 +21,15 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_queen");
 /// (32768 and up): a port the kernel handed out with `bind(:0)` can be given
 /// again as the local end of an outgoing connection while a killed node is
 /// down, and its restart on that port then fails with "address in use".
-/// A process-wide cursor keeps the tests of one binary from picking the same
-/// port twice; a start drawn from the pid and the clock keeps two binaries
-/// apart.
 pub fn free_port() -> u16 {
+    free_ports_in_a_row(1)
+}
+
+/// The first of `n` consecutive free ports, picked as [`free_port`] picks
+/// one. A process-wide cursor hands each port out once, so the tests of one
+/// binary never pick the same port twice nor overlap two runs; a start drawn
+/// from the pid and the clock keeps two binaries apart.
+pub fn free_ports_in_a_row(n: u32) -> u16 {
     use std::sync::atomic::{AtomicU32, Ordering};
     const LOW: u32 = 20_000;
     const SPAN: u32 = 12_000;
@@ -35,12 +40,16 @@ pub fn free_port() -> u16 {
         let _ = NEXT.compare_exchange(u32::MAX, start, Ordering::Relaxed, Ordering::Relaxed);
     }
     for _ in 0..SPAN {
-        let port = (LOW + NEXT.fetch_add(1, Ordering::Relaxed) % SPAN) as u16;
-        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
-            return port;
+        let first = NEXT.fetch_add(n, Ordering::Relaxed) % SPAN;
+        if first + n > SPAN {
+            continue;
+        }
+        let free = (0..n).all(|i| std::net::TcpListener::bind(("127.0.0.1", (LOW + first + i) as u16)).is_ok());
+        if free {
+            return (LOW + first) as u16;
         }
     }
-    panic!("no free port between {LOW} and {}", LOW + SPAN)
+    panic!("no {n} free ports in a row between {LOW} and {}", LOW + SPAN)
 }
 
 /// A running node.
