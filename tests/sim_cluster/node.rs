@@ -268,10 +268,6 @@ pub async fn boot(
         catalogue: EFFECT_CATALOGUE,
     };
     let reclaim = ReclaimBound { checkpointed, below: Arc::default() };
-    let replicator = RaftReplicator::launch(cluster, log.clone(), recorded, reclaim, clock, ground)
-        .await
-        .map_err(|e| e.to_string())?;
-    let raft = replicator.raft().clone();
 
     let stopped = Arc::new(AtomicBool::new(false));
     let syncer = {
@@ -300,6 +296,18 @@ pub async fn boot(
             }
         })
     };
+    // The syncer runs from the log's opening, as a process's thread does:
+    // a founder writes its membership again before openraft starts
+    // (`refound.rs`) and waits for it to be durable.
+    let replicator = match RaftReplicator::launch(cluster, log.clone(), recorded, reclaim, clock, ground).await {
+        Ok(replicator) => replicator,
+        Err(e) => {
+            syncer.abort();
+            committed.abort();
+            return Err(e.to_string());
+        }
+    };
+    let raft = replicator.raft().clone();
     let leaders = tokio::spawn(watch_leadership(raft, id, ledger));
     let replicator = Arc::new(replicator);
     let tasks = vec![syncer, committed, leaders];

@@ -262,6 +262,28 @@ impl RaftLog {
         durable.recv().map_err(|_| io::Error::other("the log stopped before the entry was durable"))
     }
 
+    /// As [`RaftLog::append_before_start`], for a caller on a runtime (the
+    /// cluster simulator steps the syncer on the same thread): the wait is
+    /// for the log's durable point, and a log that fails ends it with the
+    /// failure.
+    pub async fn append_before_launch(&self, entry: Entry) -> io::Result<()> {
+        let index = entry.id.index;
+        // Nobody waits on this one: the durable point is waited for instead.
+        let (done, _) = std::sync::mpsc::channel();
+        self.shared.open.start_after(index - 1);
+        self.shared.open.add(vec![Appended { entries: vec![entry], flushed: Flushed::Boot(done) }]);
+        self.durable_through(index).await;
+        match self.failure() {
+            Some(why) => Err(io::Error::other(why)),
+            None => Ok(()),
+        }
+    }
+
+    /// The vote last saved, as openraft reads it at its start.
+    pub fn saved_vote(&self) -> io::Result<Option<Vote>> {
+        self.shared.state.vote().map_err(io_error)
+    }
+
     /// Drains what is staged, then stops the syncer.
     pub fn stop(&self) {
         self.shared.open.close();

@@ -12,6 +12,7 @@ pub mod membership;
 pub(crate) mod network;
 pub(crate) mod proposer;
 pub(crate) mod read_confirm;
+mod refound;
 pub mod replicator;
 mod rpc;
 pub mod runtime;

@@ -16,6 +16,7 @@ use super::membership::{self, ChangeRefusal, MembershipChange, MembershipView};
 use super::network::Peers;
 use super::proposer::{self, OnAnswered, Seat};
 use super::read_confirm::ReadConfirmer;
+use super::refound;
 use super::rpc::{Request, Response};
 use super::server::{exit_to_install, Changed, Forwarded, ForwardedAt, Leader, Server, StagedExit};
 use super::snapshot_transfer::Inbox;
@@ -208,6 +209,17 @@ impl<SM: Machine> RaftReplicator<SM> {
         let (store, apply_watch, guard) = (queen.store.clone(), queen.after.apply_watch.clone(), queen.guard.clone());
         let peers = Peers::new(cluster.me, cluster.token.clone(), ground.transport, ground.storage.clone());
         let config = Arc::new(config().validate().map_err(|e| ClusterError::Start(e.to_string()))?);
+        let founder = cluster.peers.keys().next() == Some(&cluster.me);
+        if founder && !cluster.join {
+            let again = refound::found_again_if_cut_short(&log, cluster.me, &cluster.peers)
+                .await
+                .map_err(|e| ClusterError::Start(format!("writing the founding membership again: {e}")))?;
+            if again {
+                tracing::warn!(
+                    "this founder's first boot was cut short before its membership was durable: written again"
+                );
+            }
+        }
         let raft = Raft::new(cluster.me, config, peers.clone(), log.clone(), machine)
             .await
             .map_err(|e| ClusterError::Start(e.to_string()))?;
@@ -255,7 +267,6 @@ impl<SM: Machine> RaftReplicator<SM> {
         tasks.spawn(hold_purges(raft.clone(), cluster.purge_hold, reclaim));
         tasks.spawn(stop_when_the_log_fails(raft.clone(), log.clone()));
         tasks.spawn(raise_catalogue(inner.clone()));
-        let founder = cluster.peers.keys().next() == Some(&cluster.me);
         if founder && !cluster.join {
             let initialized = raft.is_initialized().await.map_err(|e| ClusterError::Start(e.to_string()))?;
             if !initialized {
