@@ -16,12 +16,11 @@ const LISTED: usize = 100;
 
 /// The share-group fields of one partition's view.
 pub fn partition(store: &Store, key: &CursorKey, now_us: i64) -> Value {
-    let failures = store.cursors.get(key).map(|c| c.failures.clone()).unwrap_or_default();
-    let deliveries = |offset: &u64| failures.get(offset).copied().unwrap_or(0);
-    let row = store.shares.get(key).cloned().unwrap_or_default();
-    let held: Vec<Value> = row
-        .held
-        .iter()
+    let deliveries = |offset: &u64| store.cursors.get(key).and_then(|c| c.failures.get(offset)).copied().unwrap_or(0);
+    let holds = store.shares.get(key).map(|row| &row.held);
+    let held: Vec<Value> = holds
+        .into_iter()
+        .flatten()
         .filter(|(_, hold)| hold.expires_us > now_us)
         .map(|(offset, hold)| {
             json!({
@@ -33,9 +32,12 @@ pub fn partition(store: &Store, key: &CursorKey, now_us: i64) -> Value {
             })
         })
         .collect();
-    let is_held = |offset: &u64| row.held.get(offset).is_some_and(|hold| hold.expires_us > now_us);
-    let again: Vec<Value> = failures
-        .keys()
+    let is_held = |offset: &u64| holds.and_then(|h| h.get(offset)).is_some_and(|hold| hold.expires_us > now_us);
+    let again: Vec<Value> = store
+        .cursors
+        .get(key)
+        .into_iter()
+        .flat_map(|c| c.failures.keys())
         .filter(|offset| !is_held(offset))
         .map(|offset| json!({"offset": offset, "deliveries": deliveries(offset)}))
         .collect();
