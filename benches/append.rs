@@ -186,7 +186,8 @@ async fn append_run(
                 let mut n = (w as u64) << 40;
                 while start.elapsed() < length {
                     let t = Instant::now();
-                    node.replicator
+                    node.group0()
+                        .replicator
                         .propose(Command::Push(vec![item(format!("bench-{}", w % queues), n, size, zstd)]))
                         .await
                         .unwrap();
@@ -205,7 +206,7 @@ async fn append_run(
     let cpu = cpu_used() - cpu_before;
     let per_commit = node.metrics.entries_applied.get() as f64 / node.metrics.group_commits.get().max(1) as f64;
     let disk_busy = node.metrics.qlog_sync_seconds.get() / elapsed.as_secs_f64();
-    node.replicator.stop();
+    node.group0().replicator.stop();
     lat.sort();
     Run {
         messages: lat.len() as u64,
@@ -241,7 +242,7 @@ async fn fanout_run(dir: &Path, queues: u64, rate: u64, length: Duration) -> (u6
     let node = Arc::new(Node::boot(settings(dir, 0)).unwrap());
     // Create the queues first, so the figure is the steady state.
     for q in 0..queues {
-        node.replicator.propose(Command::Push(vec![item(format!("fan-{q}"), q, PAYLOAD, 1)])).await.unwrap();
+        node.group0().replicator.propose(Command::Push(vec![item(format!("fan-{q}"), q, PAYLOAD, 1)])).await.unwrap();
     }
     let before = qlog_bytes(dir);
     let writers = 64u64;
@@ -259,7 +260,8 @@ async fn fanout_run(dir: &Path, queues: u64, rate: u64, length: Duration) -> (u6
                         tokio::time::sleep(wait).await;
                     }
                     let q = n.wrapping_mul(2654435761) % queues;
-                    node.replicator
+                    node.group0()
+                        .replicator
                         .propose(Command::Push(vec![item(format!("fan-{q}"), n, PAYLOAD, 1)]))
                         .await
                         .unwrap();
@@ -274,7 +276,7 @@ async fn fanout_run(dir: &Path, queues: u64, rate: u64, length: Duration) -> (u6
     for t in tasks {
         messages += t.await.unwrap();
     }
-    node.replicator.stop();
+    node.group0().replicator.stop();
     (messages, qlog_bytes(dir) - before, PAYLOAD)
 }
 
@@ -291,7 +293,7 @@ async fn fill(dir: &Path, bytes: u64) -> u64 {
                 for i in (w..pushes).step_by(writers as usize) {
                     let items =
                         (0..per_push).map(|k| item(format!("fill-{}", i % 64), i * per_push + k, 1024, 1)).collect();
-                    node.replicator.propose(Command::Push(items)).await.unwrap();
+                    node.group0().replicator.propose(Command::Push(items)).await.unwrap();
                 }
             })
         })
@@ -299,7 +301,7 @@ async fn fill(dir: &Path, bytes: u64) -> u64 {
     for t in tasks {
         t.await.unwrap();
     }
-    node.replicator.stop();
+    node.group0().replicator.stop();
     qlog_bytes(dir)
 }
 

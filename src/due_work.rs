@@ -21,8 +21,8 @@ pub async fn run(node: Arc<Node>, tick: Duration, due: fn(&Store, i64) -> bool, 
     loop {
         interval.tick().await;
         let now_us = chrono::Utc::now().timestamp_micros();
-        let is_due = due(&node.view.local(), now_us);
-        if is_due && node.replicator.propose(command()).await.is_err() {
+        let is_due = due(&node.group0().view.local(), now_us);
+        if is_due && node.group0().replicator.propose(command()).await.is_err() {
             return;
         }
     }

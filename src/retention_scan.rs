@@ -40,7 +40,7 @@ pub async fn run(node: Arc<Node>) {
             let slice = budget.min(PARTITIONS_PER_LOCK);
             let window = node.settings.txn_window_min_s;
             let judge = (now_us, window, cleanup);
-            let next = scan(&node.view.local(), scan_from, slice, judge, &mut found);
+            let next = scan(&node.group0().view.local(), scan_from, slice, judge, &mut found);
             budget -= slice;
             match next {
                 Some(key) => scan_from = key,
@@ -61,18 +61,20 @@ pub async fn run(node: Arc<Node>) {
             node.metrics.partitions_cleaned_up.inc_by(cleaned);
         }
         let n = node.clone();
-        let checkpointed = node.checkpointed.load(Ordering::Acquire);
-        let policy = Policy { shared_logs: n.layout.shards > 0, min_dead_pct: n.settings.compact_min_dead_pct };
+        let checkpointed = node.group0().checkpointed.load(Ordering::Acquire);
+        let policy =
+            Policy { shared_logs: n.group0().layout.shards > 0, min_dead_pct: n.settings.compact_min_dead_pct };
         let pass = move || {
             // A snapshot's build holds it for its copy: see its module.
-            let _held = n.reclaim.lock().expect("reclaim lock");
+            let group = n.group0();
+            let _held = group.reclaim.lock().expect("reclaim lock");
             let pass = Pass {
-                root: &n.qlog_root,
-                files: &n.files,
-                store: &n.state,
+                root: &group.qlog_root,
+                files: &group.files,
+                store: &group.state,
                 checkpointed,
                 policy,
-                retired: &n.retired,
+                retired: &group.retired,
                 clock: &*n.clock,
             };
             pass.run(reclaim_from)
@@ -107,7 +109,7 @@ async fn propose_in_chunks(
 ) -> Option<u64> {
     let mut changed = 0;
     for chunk in partitions.chunks(PARTITIONS_PER_ENTRY) {
-        match node.replicator.propose(command(chunk.to_vec())).await {
+        match node.group0().replicator.propose(command(chunk.to_vec())).await {
             Ok(Answer::Retained { partitions } | Answer::CleanedUp { partitions }) => changed += partitions as u64,
             Ok(_) => {}
             Err(_) => return None,

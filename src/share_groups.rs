@@ -60,7 +60,7 @@ pub fn names(store: &Store) -> Vec<String> {
 }
 
 fn refuse_before_catalogue_4(node: &Node) -> Result<(), ShareGroupError> {
-    match node.settings.raft_node_id.is_none() || cluster_catalogue(&node.view.local()) >= 4 {
+    match node.settings.raft_node_id.is_none() || cluster_catalogue(&node.group0().view.local()) >= 4 {
         true => Ok(()),
         false => Err(ShareGroupError::NotYet),
     }
@@ -77,7 +77,7 @@ async fn write(node: &Node, group: &str, row: &Map<String, Value>) -> Result<(),
         },
         required: true,
     };
-    match node.replicator.ask(Typed::kv(vec![op])).await? {
+    match node.group0().replicator.ask(Typed::kv(vec![op])).await? {
         KvAnswer::Results(results) if matches!(results.first(), Some(KvResult::Write { applied: Ok(()), .. })) => {
             Ok(())
         }
@@ -87,7 +87,7 @@ async fn write(node: &Node, group: &str, row: &Map<String, Value>) -> Result<(),
 
 /// Makes `group` a share group, if it is not one already.
 pub async fn declare(node: &Node, group: &str) -> Result<(), ShareGroupError> {
-    if row(&node.view.local(), group).is_some() {
+    if row(&node.group0().view.local(), group).is_some() {
         return Ok(());
     }
     refuse_before_catalogue_4(node)?;
@@ -96,7 +96,7 @@ pub async fn declare(node: &Node, group: &str) -> Result<(), ShareGroupError> {
 
 /// Makes `group` an ordinary group again: its row and configs go.
 pub async fn forget(node: &Node, group: &str) -> Result<(), ShareGroupError> {
-    if row(&node.view.local(), group).is_none() {
+    if row(&node.group0().view.local(), group).is_none() {
         return Ok(());
     }
     let op = KvOp {
@@ -104,7 +104,7 @@ pub async fn forget(node: &Node, group: &str) -> Result<(), ShareGroupError> {
         kind: KvKind::Delete { key: group.to_string(), expect: None },
         required: false,
     };
-    node.replicator.ask(Typed::kv(vec![op])).await?;
+    node.group0().replicator.ask(Typed::kv(vec![op])).await?;
     Ok(())
 }
 
@@ -116,7 +116,7 @@ pub async fn set(
     settings: &[(String, Option<String>)],
     validate_only: bool,
 ) -> Result<(), ShareGroupError> {
-    let mut row = row(&node.view.local(), group).unwrap_or_default();
+    let mut row = row(&node.group0().view.local(), group).unwrap_or_default();
     for (name, value) in settings {
         match value {
             Some(v) => {

@@ -43,7 +43,8 @@ async fn a_snapshot_taken_under_writes_boots_another_node_with_every_answered_wr
     let (source_dir, target_dir) = (tmp.path().join("a"), tmp.path().join("b"));
     let node = Arc::new(Node::boot(settings(&source_dir)).unwrap());
     for n in 0..60 {
-        let answer = node.replicator.ask(Typed::push(vec![push("orders", n), push("audit", n)])).await.unwrap();
+        let answer =
+            node.group0().replicator.ask(Typed::push(vec![push("orders", n), push("audit", n)])).await.unwrap();
         assert!(answer.is_ok(), "push {n} refused");
     }
     let put = KvOp {
@@ -51,7 +52,7 @@ async fn a_snapshot_taken_under_writes_boots_another_node_with_every_answered_wr
         kind: KvKind::Put { key: "color".into(), value: "\"blue\"".into(), expiry: Expiry::Forever, expect: None },
         required: true,
     };
-    node.replicator.ask(Typed::kv(vec![put])).await.unwrap();
+    node.group0().replicator.ask(Typed::kv(vec![put])).await.unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
 
     // Writes go on while the snapshot is built.
@@ -61,7 +62,7 @@ async fn a_snapshot_taken_under_writes_boots_another_node_with_every_answered_wr
         tokio::spawn(async move {
             let mut n = 60;
             while writing.load(Ordering::Relaxed) {
-                node.replicator.ask(Typed::push(vec![push("orders", n)])).await.unwrap().unwrap();
+                node.group0().replicator.ask(Typed::push(vec![push("orders", n)])).await.unwrap().unwrap();
                 n += 1;
             }
             n
@@ -76,7 +77,10 @@ async fn a_snapshot_taken_under_writes_boots_another_node_with_every_answered_wr
         tokio::task::spawn_blocking(move || {
             let data_dir = &node.settings.data_dir;
             let site = Site { storage: &OsStorage, data_dir, store_dir: &data_dir.join("store") };
-            snapshot::build(&Source { site, checkpoint: &node.checkpoint, reclaim: &node.reclaim }, &into)
+            snapshot::build(
+                &Source { site, checkpoint: &node.group0().checkpoint, reclaim: &node.group0().reclaim },
+                &into,
+            )
         })
         .await
         .unwrap()
@@ -88,7 +92,7 @@ async fn a_snapshot_taken_under_writes_boots_another_node_with_every_answered_wr
     assert!(built.files >= 2, "{built:?}");
     assert!(built.applied.index >= 61, "the copied checkpoint holds the writes before it: {built:?}");
     assert_eq!(snapshot::manifest(&OsStorage, &into).unwrap(), Some(built.clone()));
-    node.replicator.stop();
+    node.group0().replicator.stop();
 
     let target = common::Node::start(&target_dir, &[("QUEEN_RAFT_SEGMENT_BYTES", "4096")]).await;
     assert!(target.log_text().contains("installed the staged snapshot"), "{}", target.log_text());

@@ -65,7 +65,8 @@ async fn acknowledge(node: &Node, fields: Vec<Fields<'_>>, group: Option<&str>) 
     let parsed = fields.iter().map(|f| item(f, group)).collect::<Result<Vec<_>, _>>()?;
     let commands: Vec<AckItem> = parsed.iter().filter_map(|p| p.as_ref().ok().cloned()).collect();
     let mut outcomes =
-        if commands.is_empty() { Vec::new() } else { node.replicator.ask(Typed::ack(commands)).await? }.into_iter();
+        if commands.is_empty() { Vec::new() } else { node.group0().replicator.ask(Typed::ack(commands)).await? }
+            .into_iter();
     let results = parsed
         .iter()
         .zip(&fields)

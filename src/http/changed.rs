@@ -24,7 +24,7 @@ pub async fn changed(
     let body = json_object(body)?;
     let entries = super::body::Fields::new(&body, "").array("entries")?;
     let asks = objects(entries, "entries")?;
-    let store = node.view.local();
+    let store = node.group0().view.local();
     // Every batch not applied yet is later than the last one applied.
     let safe_us = store.applied_us + 1;
     let mut out = Vec::with_capacity(asks.len());

@@ -44,7 +44,7 @@ async fn persist(node: &Node, queue: &str, options: Option<&Value>) -> Result<()
         None => KvKind::Delete { key: queue.to_string(), expect: None },
     };
     let op = KvOp { ns: EPHEMERAL_DECLARATIONS.to_string(), kind, required: false };
-    node.replicator.ask(Typed::kv(vec![op])).await?;
+    node.group0().replicator.ask(Typed::kv(vec![op])).await?;
     Ok(())
 }
 

@@ -56,7 +56,7 @@ pub async fn fetch(
         .collect::<Result<Vec<_>, ApiError>>()?;
 
     // A reader acts on what it fetches: it reads the committed log.
-    node.view.gate().await?;
+    node.group0().view.gate().await?;
     // File reads block: keep them off the async workers.
     let answer = tokio::task::spawn_blocking(move || {
         let mut budget = call_budget;
@@ -70,7 +70,7 @@ pub async fn fetch(
 
 fn read_entry(node: &Node, ask: &Ask, call_budget: &mut u64) -> Result<Value, ApiError> {
     let view = {
-        let store = node.view.local();
+        let store = node.group0().view.local();
         store.queue_id(&ask.queue).and_then(|q| store.partition_id(q, &ask.partition).map(|p| (q, p))).map(|(q, p)| {
             let row = store.partition(q, p).expect("a named partition has a row");
             (q, p, row.next_offset, row.log_start)
@@ -98,7 +98,7 @@ fn read_records(
     budget: u64,
 ) -> Result<(Vec<Value>, u64), ApiError> {
     let (messages, used) =
-        node.reader.read_from::<Message>(queue, partition, offset, high, budget).map_err(ApiError::storage)?;
+        node.group0().reader.read_from::<Message>(queue, partition, offset, high, budget).map_err(ApiError::storage)?;
     let records = messages
         .into_iter()
         .map(|m| {

@@ -77,13 +77,13 @@ fn group_json(node: &Node, store: &Store, now_us: i64, name: &str, queues: &BTre
 }
 
 pub async fn list(State(node): State<Arc<Node>>) -> Json<Value> {
-    let (store, now_us) = (node.view.local(), chrono::Utc::now().timestamp_micros());
+    let (store, now_us) = (node.group0().view.local(), chrono::Utc::now().timestamp_micros());
     let all = describe_all(&store, now_us);
     Json(Value::Array(all.iter().map(|(g, q)| group_json(&node, &store, now_us, g, q)).collect()))
 }
 
 pub async fn describe(State(node): State<Arc<Node>>, Path(group): Path<String>) -> Result<Json<Value>, ApiError> {
-    let (store, now_us) = (node.view.local(), chrono::Utc::now().timestamp_micros());
+    let (store, now_us) = (node.group0().view.local(), chrono::Utc::now().timestamp_micros());
     let all = describe_all(&store, now_us);
     let queues = all.get(&group).ok_or_else(|| {
         ApiError::new(axum::http::StatusCode::NOT_FOUND, "unknown_consumer_group", format!("no consumer group {group}"))
@@ -99,7 +99,7 @@ pub async fn lagging(
         Some(v) => v.parse().map_err(|_| ApiError::bad_request("invalid_field", "minLagSeconds must be a number"))?,
         None => 60.0,
     };
-    let all = describe_all(&node.view.local(), chrono::Utc::now().timestamp_micros());
+    let all = describe_all(&node.group0().view.local(), chrono::Utc::now().timestamp_micros());
     let mut out = Vec::new();
     for (group, queues) in &all {
         for (queue, parts) in queues {
@@ -121,7 +121,7 @@ fn delete_metadata(q: &HashMap<String, String>) -> bool {
 }
 
 async fn changed(node: &Node, command: Command) -> Result<usize, ApiError> {
-    Ok(node.replicator.ask(Typed::group(command)).await?)
+    Ok(node.group0().replicator.ask(Typed::group(command)).await?)
 }
 
 pub async fn delete(

@@ -14,8 +14,8 @@ use std::sync::Arc;
 /// node started with QUEEN_RAFT_JOIN waits to be added (recovery.md: it is
 /// NotReady until then).
 pub async fn health(State(node): State<Arc<Node>>) -> (StatusCode, Json<Value>) {
-    let applied = node.view.local().applied;
-    let raft = node.replicator.raft_status();
+    let applied = node.group0().view.local().applied;
+    let raft = node.group0().replicator.raft_status();
     let status = match &raft {
         Some(r) if r.role == "stopped" => "stopped",
         Some(r) if r.joining => "joining",

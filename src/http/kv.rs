@@ -231,7 +231,7 @@ async fn run(node: &Node, ops: Vec<KvOp>) -> Result<Result<Vec<Value>, Value>, A
             }
         }
     }
-    let answer = node.replicator.ask(Typed::kv(ops.clone())).await?;
+    let answer = node.group0().replicator.ask(Typed::kv(ops.clone())).await?;
     Ok(match answer {
         KvAnswer::Results(results) => Ok(results.iter().enumerate().map(|(i, r)| result_json(i, &ops[i], r)).collect()),
         KvAnswer::Precondition { failed_index, reason, row } => Err(json!({

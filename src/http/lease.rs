@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 
 pub async fn extend(State(node): State<Arc<Node>>, Path(lease_id): Path<String>) -> Result<Json<Value>, ApiError> {
-    let Extended { renewed, expires_us } = node.replicator.ask(Typed::extend_lease(lease_id.clone())).await?;
+    let Extended { renewed, expires_us } = node.group0().replicator.ask(Typed::extend_lease(lease_id.clone())).await?;
     let expires = expires_us.map(iso_time);
     let mut answer = json!({
         "leaseId": lease_id,

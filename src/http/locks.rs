@@ -193,7 +193,7 @@ pub async fn batch(
     if ops.is_empty() {
         return Ok(Json(json!({"results": []})));
     }
-    let results = node.replicator.ask(Typed::locks(ops.clone())).await?;
+    let results = node.group0().replicator.ask(Typed::locks(ops.clone())).await?;
     Ok(Json(
         json!({"results": ops.iter().zip(&results).enumerate().map(|(i, (op, r))| result_json(i, op, r)).collect::<Vec<_>>()}),
     ))

@@ -26,12 +26,12 @@ fn not_a_cluster() -> ApiError {
 }
 
 pub async fn show(State(node): State<Arc<Node>>) -> Result<Json<Value>, ApiError> {
-    let view = node.replicator.membership().ok_or_else(not_a_cluster)?.await;
+    let view = node.group0().replicator.membership().ok_or_else(not_a_cluster)?.await;
     Ok(Json(json!({ "membership": view })))
 }
 
 async fn change(node: &Node, change: MembershipChange) -> Result<Response, ApiError> {
-    let answer = node.replicator.change_membership(change).ok_or_else(not_a_cluster)?.await;
+    let answer = node.group0().replicator.change_membership(change).ok_or_else(not_a_cluster)?.await;
     Ok(match answer {
         Ok(view) => Json(json!({ "ok": true, "membership": view })).into_response(),
         Err(ChangeRefusal { code, message }) => {

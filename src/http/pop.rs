@@ -159,7 +159,7 @@ async fn pop(
         let applied = node.apply_watch.applied();
         tokio::pin!(applied);
         applied.as_mut().enable();
-        let claims = node.replicator.ask(Typed::pop(req.clone())).await?;
+        let claims = node.group0().replicator.ask(Typed::pop(req.clone())).await?;
         // The group's stored policy answers, echoed even on an empty pop so
         // the client can tell a conflating broker from one that ignored it.
         let mut own = json!({"autopilot": {"batch": batch, "partitions": partitions, "waitMs": 0}});
@@ -191,7 +191,7 @@ async fn pop(
 /// or, for a group not registered on the queue yet, the one it asks for.
 fn stored_conflation(node: &Node, req: &PopRequest) -> bool {
     let Some(queue) = req.queue.as_deref() else { return req.conflation };
-    let store = node.view.local();
+    let store = node.group0().view.local();
     let stored = store.queue_id(queue).and_then(|q| store.groups.get(&(q, req.group.clone()))).map(|g| g.conflate);
     stored.unwrap_or(req.conflation)
 }
@@ -209,7 +209,8 @@ async fn answer(
         let mut delivered = Vec::with_capacity(claims.len());
         for c in &claims {
             let offsets: Vec<u64> = c.messages.iter().map(|m| m.0).collect();
-            let stored = node.reader.read_offsets(c.queue_id, c.partition_id, &offsets).map_err(ApiError::storage)?;
+            let stored =
+                node.group0().reader.read_offsets(c.queue_id, c.partition_id, &offsets).map_err(ApiError::storage)?;
             let attempts: HashMap<u64, u32> = c.messages.iter().copied().collect();
             let messages =
                 stored.into_iter().map(|m| (attempts.get(&m.offset).copied().unwrap_or(1), m)).map(|(a, m)| (m, a));

@@ -73,7 +73,7 @@ pub async fn propose(
             )
         })
         .collect();
-    match node.replicator.ask(Typed::push(items)).await? {
+    match node.group0().replicator.ask(Typed::push(items)).await? {
         Ok(outcomes) => Ok((names, outcomes)),
         Err(full) => Err(queue_full(&full)),
     }

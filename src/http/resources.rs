@@ -55,7 +55,7 @@ fn queue_json(store: &Store, name: &str, row: &QueueRow) -> Value {
 }
 
 pub async fn overview(State(node): State<Arc<Node>>) -> Json<Value> {
-    let s = node.view.local();
+    let s = node.group0().view.local();
     let messages: u64 = s.queues.iter().map(|(_, r)| stored(&s, r.id)).sum();
     let mut groups: Vec<&str> = s.cursors.iter().map(|(k, _)| k.2.as_str()).collect();
     groups.sort_unstable();
@@ -69,7 +69,7 @@ pub async fn overview(State(node): State<Arc<Node>>) -> Json<Value> {
 
 /// Queue counts by namespace or by task.
 fn tally(node: &Node, pick: impl Fn(&QueueRow) -> Option<&String>, label: &str) -> Json<Value> {
-    let s = node.view.local();
+    let s = node.group0().view.local();
     let mut counts: BTreeMap<&String, usize> = BTreeMap::new();
     for (_, row) in s.queues.iter() {
         if let Some(v) = pick(row) {
@@ -97,7 +97,7 @@ pub fn queue_matches(q: &HashMap<String, String>, name: &str, row: &QueueRow) ->
 
 pub async fn queues(State(node): State<Arc<Node>>, Query(q): Params) -> Result<Json<Value>, ApiError> {
     let (limit, skip) = page(&q)?;
-    let s = node.view.local();
+    let s = node.group0().view.local();
     let matching: Vec<(&String, &QueueRow)> =
         s.queues.iter().filter(|(name, row)| queue_matches(&q, name, row)).collect();
     let rows: Vec<Value> = matching.iter().skip(skip).take(limit).map(|(n, r)| queue_json(&s, n, r)).collect();
@@ -109,7 +109,7 @@ pub fn unknown_queue(name: &str) -> ApiError {
 }
 
 pub async fn queue(State(node): State<Arc<Node>>, Path(name): Path<String>) -> Result<Json<Value>, ApiError> {
-    let s = node.view.local();
+    let s = node.group0().view.local();
     let row = s.queues.get(&name).ok_or_else(|| unknown_queue(&name))?;
     let mut v = queue_json(&s, &name, row);
     v["partitions"] = Value::Array(partitions_json(&s, row.id));
@@ -122,7 +122,7 @@ pub async fn depth(
     Query(q): Params,
 ) -> Result<Json<Value>, ApiError> {
     let group = q.get("group").filter(|g| !g.is_empty()).map_or(QUEUE_MODE, String::as_str);
-    let s = node.view.local();
+    let s = node.group0().view.local();
     let id = s.queue_id(&name).ok_or_else(|| unknown_queue(&name))?;
     let parts: Vec<Value> = s
         .partitions
@@ -134,7 +134,7 @@ pub async fn depth(
 }
 
 pub async fn partitions(State(node): State<Arc<Node>>, Query(q): Params) -> Result<Json<Value>, ApiError> {
-    let s = node.view.local();
+    let s = node.group0().view.local();
     let mut rows = Vec::new();
     for (name, row) in s.queues.iter().filter(|(n, _)| q.get("queue").is_none_or(|want| want == *n)) {
         for mut p in partitions_json(&s, row.id) {

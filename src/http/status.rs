@@ -61,7 +61,7 @@ fn last_write_us(store: &Store, queue: u64) -> i64 {
 }
 
 pub async fn status(State(node): State<Arc<Node>>) -> Json<Value> {
-    let s = node.view.local();
+    let s = node.group0().view.local();
     let messages: u64 = s.queues.iter().map(|(_, r)| stored(&s, r.id)).sum();
     let pending: u64 = s.queues.iter().map(|(_, r)| queue_pending(&s, r.id)).sum();
     let mut groups: Vec<&str> = s.cursors.iter().map(|(k, _)| k.2.as_str()).collect();
@@ -91,7 +91,7 @@ pub async fn status(State(node): State<Arc<Node>>) -> Json<Value> {
 
 pub async fn queues(State(node): State<Arc<Node>>, Query(q): Params) -> Result<Json<Value>, ApiError> {
     let (limit, skip) = page(&q)?;
-    let s = node.view.local();
+    let s = node.group0().view.local();
     let matching: Vec<_> = s.queues.iter().filter(|(name, row)| queue_matches(&q, name, row)).collect();
     let rows: Vec<Value> = matching
         .iter()
@@ -111,7 +111,7 @@ pub async fn queues(State(node): State<Arc<Node>>, Query(q): Params) -> Result<J
 }
 
 pub async fn queue(State(node): State<Arc<Node>>, Path(name): Path<String>) -> Result<Json<Value>, ApiError> {
-    let s = node.view.local();
+    let s = node.group0().view.local();
     let row = s.queues.get(&name).ok_or_else(|| unknown_queue(&name))?;
     let groups: Vec<Value> = groups_on(&s, row.id)
         .into_iter()

@@ -64,7 +64,7 @@ pub async fn register(
         reset,
     };
     let (name, hash) = (register.name.clone(), register.config_hash.clone());
-    match node.replicator.ask(Typed::streams(StreamsOp::Register(register))).await? {
+    match node.group0().replicator.ask(Typed::streams(StreamsOp::Register(register))).await? {
         StreamsAnswer::Registered { query_id, fresh, reset } => Ok((
             StatusCode::OK,
             Json(json!({
@@ -112,8 +112,8 @@ pub async fn state_get(
     };
     // Behind the gate: the state a worker reads holds every cycle committed
     // before it asked, its own last one included.
-    node.view.gate().await?;
-    let store = node.view.local();
+    node.group0().view.gate().await?;
+    let store = node.group0().view.local();
     let now_us = chrono::Utc::now().timestamp_micros();
     if !streams::registered(&store, query_id, now_us) {
         return Err(unknown_query(query_id));
@@ -187,7 +187,7 @@ pub async fn cycle(
     // before it, and the lease holds the tail until it expires, when it is
     // delivered again in order. `true` acks the whole batch anyway.
     let source_queue = parse_partition_uuid(&partition_text).and_then(|(q, _)| {
-        let store = node.view.local();
+        let store = node.group0().view.local();
         store.queue_name(q).map(str::to_string)
     });
     let count = body.get("ack").and_then(|a| a.get("count")).and_then(Value::as_u64).unwrap_or(0);
@@ -202,7 +202,7 @@ pub async fn cycle(
             "success": success, "query_id": query_id, "partition_id": partition_text, "queueName": source_queue,
         })
     };
-    match node.replicator.ask(Typed::streams(StreamsOp::Cycle(cycle))).await? {
+    match node.group0().replicator.ask(Typed::streams(StreamsOp::Cycle(cycle))).await? {
         StreamsAnswer::CycleCommitted { pushes, ack, state_ops } => {
             let push_results: Vec<Value> = pushes
                 .iter()

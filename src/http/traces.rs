@@ -85,7 +85,7 @@ pub async fn record(
     };
     let mut ops = vec![put(format!("m/{partition_id}/{transaction_id}/{stamp}"))];
     ops.extend(names.iter().map(|n| put(format!("n/{n}/{stamp}"))));
-    match node.replicator.ask(Typed::kv(ops)).await? {
+    match node.group0().replicator.ask(Typed::kv(ops)).await? {
         KvAnswer::Results(_) => Ok(Json(json!({"id": id, "createdAt": iso_time(at)}))),
         KvAnswer::Precondition { reason, .. } => Err(ApiError::new(
             axum::http::StatusCode::INTERNAL_SERVER_ERROR,
@@ -99,7 +99,7 @@ pub async fn record(
 fn events(node: &Node, prefix: &str) -> Vec<(String, Value)> {
     let now = now_us();
     let full = row_key(NS, prefix);
-    let store = node.view.local();
+    let store = node.group0().view.local();
     store
         .kv
         .range(full.clone()..)

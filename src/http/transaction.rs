@@ -139,7 +139,7 @@ pub async fn commit(
         .map(|p| (p.queue.clone(), p.transaction_id().expect("an HTTP push item is one message").to_string()))
         .collect();
     let ack_ids: Vec<String> = bundle.acks.iter().map(|a| a.transaction_id.clone()).collect();
-    let answer = node.replicator.ask(Typed::transaction(bundle)).await?;
+    let answer = node.group0().replicator.ask(Typed::transaction(bundle)).await?;
     let (pushes, acks, kv_results, timer_results) = match answer {
         BundleAnswer::Committed { pushes, acks, kv, timers } => (pushes, acks, kv, timers),
         BundleAnswer::RolledBack(refusal) => {

@@ -106,11 +106,11 @@ impl QueenBroker {
     }
 
     fn store(&self) -> std::sync::RwLockReadGuard<'_, Store> {
-        self.node.view.local()
+        self.node.group0().view.local()
     }
 
     async fn ask<A>(&self, proposal: Typed<A>) -> Result<A, BrokerError> {
-        self.node.replicator.ask(proposal).await.map_err(broker_error)
+        self.node.group0().replicator.ask(proposal).await.map_err(broker_error)
     }
 
     /// Hands `proposal` to the planner now where this node plans, so its
@@ -120,7 +120,7 @@ impl QueenBroker {
         &self,
         proposal: Typed<A>,
     ) -> Pin<Box<dyn Future<Output = Result<A, BrokerError>> + Send>> {
-        match self.node.replicator.ask_now(proposal) {
+        match self.node.group0().replicator.ask_now(proposal) {
             Ok(wait) => Box::pin(async move { wait.await.map_err(broker_error) }),
             Err(forwarded) => Box::pin(std::future::ready(self.ask(*forwarded).await)),
         }
@@ -237,6 +237,7 @@ impl PartitionRead {
             return Ok(Fetched { runs: Vec::new(), offsets, aborted: Vec::new() });
         }
         let (runs, used) = node
+            .group0()
             .reader
             .read_for_kafka(queue, partition, offset, end, budget as u64)
             .map_err(|e| BrokerError::Internal(e.to_string()))?;
@@ -280,7 +281,9 @@ impl facade::Broker for QueenBroker {
     /// node coordinating the groups of the clients it reaches.
     fn group_coordinator(&self) -> GroupCoordinator {
         let Some(me) = self.node.settings.raft_node_id else { return GroupCoordinator::Here };
-        let Some((leader, member)) = self.node.replicator.leader() else { return GroupCoordinator::NotAvailable };
+        let Some((leader, member)) = self.node.group0().replicator.leader() else {
+            return GroupCoordinator::NotAvailable;
+        };
         if leader == me {
             return GroupCoordinator::Here;
         }
@@ -463,7 +466,7 @@ impl facade::Broker for QueenBroker {
                         }
                     }
                     let first = written[0].as_ref().map_err(Clone::clone)?;
-                    let store = node.view.local();
+                    let store = node.group0().view.local();
                     let log_start =
                         store.partition(first.queue_id, first.partition_id).map_or(0, |r| r.log_start as i64);
                     // The time a LogAppendTime batch was stamped with (-1 for CreateTime).
@@ -479,7 +482,7 @@ impl facade::Broker for QueenBroker {
 
     async fn fetch(&self, asks: Vec<FetchAsk>, total_bytes: usize) -> Vec<Result<Fetched, BrokerError>> {
         // A consumer acts on what it fetches: it reads the committed log.
-        if let Err(e) = self.node.view.gate().await {
+        if let Err(e) = self.node.group0().view.gate().await {
             let e = broker_error(e);
             return asks.iter().map(|_| Err(e.clone())).collect();
         }
@@ -500,7 +503,7 @@ impl facade::Broker for QueenBroker {
     }
 
     async fn read_gate(&self) -> Result<(), BrokerError> {
-        self.node.view.gate().await.map_err(broker_error)
+        self.node.group0().view.gate().await.map_err(broker_error)
     }
 
     fn offsets(&self, topic: &str, partition: i32) -> Result<PartitionOffsets, BrokerError> {

@@ -212,7 +212,7 @@ fn history_of(node: &Arc<Node>) -> Arc<History> {
                 tick.tick().await;
                 let Some(node) = weak.upgrade() else { return };
                 let now_us = chrono::Utc::now().timestamp_micros();
-                let s = sample(&node.view.local(), now_us);
+                let s = sample(&node.group0().view.local(), now_us);
                 drop(node);
                 h.record(s);
             }

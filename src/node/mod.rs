@@ -1,0 +1,136 @@
+//! A node: boot (store, qlog layout, recovery), the replicator, and what the
+//! front ends share.
+
+mod boot_error;
+mod group_core;
+
+pub use boot_error::BootError;
+use group_core::GroupBoot;
+pub use group_core::GroupCore;
+
+use crate::apply_watch::ApplyWatch;
+use crate::auth_policy::Policy;
+use crate::clock::{Clock, SystemClock};
+use crate::config::Settings;
+use crate::data_dir_lock::DataDirLock;
+use crate::disk_gate::DiskGate;
+use crate::encryption::{Cipher, Sealer};
+use crate::ephemeral::{EphOptions, Ephemeral};
+use crate::fd_limit;
+use crate::internal_kv::EPHEMERAL_DECLARATIONS;
+use crate::jwt::Auth;
+use crate::metrics::Metrics;
+use crate::qlog::sync_ledger::SyncLedger;
+use crate::replicate::raft::founding;
+use crate::test_hooks::TestHooks;
+use facade::groups::ShareGroups;
+use std::sync::{Arc, OnceLock};
+
+/// The replicator a data directory belongs to (storage.md): one node's,
+/// or a cluster's.
+pub const LOCAL_REPLICATOR: &str = "local";
+pub const RAFT_REPLICATOR: &str = "openraft";
+
+/// What the front ends share.
+pub struct Node {
+    pub settings: Settings,
+    /// `LOCAL_REPLICATOR` or `RAFT_REPLICATOR`.
+    pub replicator_name: &'static str,
+    /// The node's raft groups, group 0 first (`group_core.rs`).
+    groups: Vec<GroupCore>,
+    pub metrics: Arc<Metrics>,
+    /// Wakes readers after every apply: any, or per queue appended to.
+    pub apply_watch: Arc<ApplyWatch>,
+    /// JWT authentication, when `JWT_ENABLED=true`.
+    pub auth: Option<Arc<Auth>>,
+    /// Ephemeral queues: in this process's memory only.
+    pub ephemeral: Ephemeral,
+    pub disk_gate: DiskGate,
+    /// QUEEN_ENCRYPTION_KEY, for queues configured with encryptionEnabled.
+    pub cipher: Option<Arc<Cipher>>,
+    /// When this process booted, for uptime and rates since then.
+    pub started_us: i64,
+    /// The node's monotonic clock: the qlog writer's seal age and reclaim's
+    /// pass budget are measured on it.
+    pub clock: Arc<dyn Clock>,
+    /// The Kafka listener's share group members (KIP-932 keeps them in the
+    /// coordinator's memory), set once the listener starts, so that the
+    /// HTTP consumer-group view can show who holds a share group's records.
+    pub kafka_share_members: OnceLock<Arc<ShareGroups>>,
+    /// This process's hold on the data directory, for as long as it runs.
+    _dir_lock: DataDirLock,
+}
+
+impl Node {
+    pub fn boot(settings: Settings) -> Result<Self, BootError> {
+        Policy::of(&settings)?.log();
+        let hooks = TestHooks::from_env()?;
+        let cluster = founding::cluster(&settings, hooks.effect_catalogue)?;
+        let replicator_name = if cluster.is_some() { RAFT_REPLICATOR } else { LOCAL_REPLICATOR };
+        let auth = Auth::from_settings(&settings)?.map(Arc::new);
+        let cipher = settings.encryption_key.as_deref().map(Cipher::from_hex).transpose()?.map(Arc::new);
+        let disk_gate = DiskGate::new(settings.data_dir.clone(), settings.storage_full_pct);
+        let dir = &settings.data_dir;
+        std::fs::create_dir_all(dir).map_err(|source| BootError::Io { path: dir.clone(), source })?;
+        let dir_lock = DataDirLock::acquire(dir)?;
+        let ledger = match &hooks.sync_ledger {
+            Some(p) => Some(Arc::new(SyncLedger::open(p).map_err(|source| BootError::Io { path: p.clone(), source })?)),
+            None => None,
+        };
+        let open_files = fd_limit::open_files(settings.qlog_open_files, fd_limit::raise_to_hard());
+        tracing::info!(open_files, "qlog files kept open at most (QUEEN_QLOG_OPEN_FILES)");
+        let metrics = Arc::new(Metrics::default());
+        let clock = SystemClock::shared();
+        let apply_watch = Arc::new(ApplyWatch::default());
+        let group0 = GroupCore::boot(GroupBoot {
+            settings: &settings,
+            dir: dir.clone(),
+            cluster,
+            hooks: &hooks,
+            ledger,
+            cipher: cipher.clone(),
+            metrics: metrics.clone(),
+            clock: clock.clone(),
+            apply_watch: apply_watch.clone(),
+            open_files,
+        })?;
+        let ephemeral = Ephemeral::default();
+        let prefix = format!("{EPHEMERAL_DECLARATIONS}\0");
+        let store = group0.state.read().expect("store lock");
+        for (key, row) in store.kv.range(prefix.clone()..).take_while(|(k, _)| k.starts_with(&prefix)) {
+            let given = serde_json::from_str::<serde_json::Value>(&row.value).ok();
+            let options =
+                given.as_ref().and_then(|v| v.as_object()).and_then(|m| EphOptions::parse(m).ok()).unwrap_or_default();
+            ephemeral.declare(&key[prefix.len()..], options);
+        }
+        drop(store);
+        Ok(Self {
+            settings,
+            replicator_name,
+            groups: vec![group0],
+            metrics,
+            apply_watch,
+            auth,
+            ephemeral,
+            disk_gate,
+            cipher,
+            started_us: chrono::Utc::now().timestamp_micros(),
+            clock,
+            kafka_share_members: OnceLock::new(),
+            _dir_lock: dir_lock,
+        })
+    }
+
+    /// Group 0: the queues, their options and partitions, KV, locks,
+    /// timers, membership and the Kafka coordinators, and with one group
+    /// (all a cluster is founded with today) every partition's data too.
+    pub fn group0(&self) -> &GroupCore {
+        &self.groups[0]
+    }
+
+    /// Seals the messages of one request for the queues configured with
+    /// encryptionEnabled.
+    pub fn sealer(&self) -> Sealer<'_> {
+        Sealer::new(&self.group0().view, self.cipher.as_deref())
+    }
+}
