@@ -39,6 +39,6 @@ pub fn serve(settings: Settings) {
     if let Err(e) = served {
         fatal::exit(&format!("HTTP listener on {}: {e}", node.settings.http_addr));
     }
-    node.group0().replicator.stop();
+    node.stop();
     tracing::info!("stopped");
 }

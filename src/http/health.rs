@@ -12,15 +12,23 @@ use std::sync::Arc;
 /// apply refused (`raft.apply.failure` names it and the way out), or on a
 /// log it could not write (a full volume; its log says so); and 503 while a
 /// node started with QUEEN_RAFT_JOIN waits to be added (recovery.md: it is
-/// NotReady until then).
+/// NotReady until then). The top-level fields are group 0's; in a cluster,
+/// `groups` gives every raft group's own (`QUEEN_RAFT_GROUPS`), and a
+/// group stopped stops the node.
 pub async fn health(State(node): State<Arc<Node>>) -> (StatusCode, Json<Value>) {
     let applied = node.group0().view.local().applied;
     let raft = node.group0().replicator.raft_status();
+    let groups: Vec<_> = node.groups().iter().filter_map(|g| g.replicator.raft_status()).collect();
     let status = match &raft {
-        Some(r) if r.role == "stopped" => "stopped",
+        _ if groups.iter().any(|g| g.role == "stopped") => "stopped",
         Some(r) if r.joining => "joining",
         _ => "healthy",
     };
+    let groups: Vec<Value> = groups
+        .iter()
+        .enumerate()
+        .map(|(g, status)| json!({ "group": g, "role": status.role, "term": status.term, "leader": status.leader, "applied": status.applied, "commit": status.commit, "voters": status.voters }))
+        .collect();
     let code = if status == "healthy" { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
     (
         code,
@@ -32,6 +40,7 @@ pub async fn health(State(node): State<Arc<Node>>) -> (StatusCode, Json<Value>) 
             "applied": applied.index,
             "term": raft.as_ref().map_or(applied.term, |r| r.term),
             "raft": raft,
+            "groups": (!groups.is_empty()).then_some(groups),
         })),
     )
 }

@@ -25,9 +25,17 @@ fn not_a_cluster() -> ApiError {
     )
 }
 
+/// The membership, as group 0 holds it, and each raft group's own view:
+/// its voters, its leader and, from its leader, each member's lag.
 pub async fn show(State(node): State<Arc<Node>>) -> Result<Json<Value>, ApiError> {
     let view = node.group0().replicator.membership().ok_or_else(not_a_cluster)?.await;
-    Ok(Json(json!({ "membership": view })))
+    let mut groups = Vec::with_capacity(node.groups().len());
+    for (g, group) in node.groups().iter().enumerate() {
+        if let Some(asked) = group.replicator.membership() {
+            groups.push(json!({ "group": g, "membership": asked.await }));
+        }
+    }
+    Ok(Json(json!({ "membership": view, "groups": groups })))
 }
 
 async fn change(node: &Node, change: MembershipChange) -> Result<Response, ApiError> {
@@ -35,7 +43,11 @@ async fn change(node: &Node, change: MembershipChange) -> Result<Response, ApiEr
     Ok(match answer {
         Ok(view) => Json(json!({ "ok": true, "membership": view })).into_response(),
         Err(ChangeRefusal { code, message }) => {
-            let status = if code == "failed" { StatusCode::SERVICE_UNAVAILABLE } else { StatusCode::CONFLICT };
+            let status = match code.as_str() {
+                "failed" => StatusCode::SERVICE_UNAVAILABLE,
+                "unsupported" => StatusCode::NOT_IMPLEMENTED,
+                _ => StatusCode::CONFLICT,
+            };
             (status, Json(json!({ "ok": false, "code": code, "error": message }))).into_response()
         }
     })

@@ -25,6 +25,7 @@ use crate::replicate::log_store::raft_state::RaftState;
 use crate::replicate::raft::apply_guard::ApplyGuard;
 use crate::replicate::raft::force_recover::force_recover;
 use crate::replicate::raft::log_storage::RaftLog;
+use crate::replicate::raft::port::PortShare;
 use crate::replicate::raft::replicator::{Cluster, RaftReplicator, ReclaimBound};
 use crate::replicate::raft::snapshot_transfer::install_staged;
 use crate::replicate::raft::state_machine::{RaftMachine, SnapshotFiles};
@@ -87,6 +88,8 @@ pub struct GroupBoot<'a> {
     pub apply_watch: Arc<ApplyWatch>,
     /// How many qlog files the group keeps open at most.
     pub open_files: usize,
+    /// The group's share of the raft port, in a cluster.
+    pub port: Option<PortShare>,
 }
 
 impl GroupCore {
@@ -94,7 +97,8 @@ impl GroupCore {
     /// layout, the store at its checkpoint, the qlog replayed onto it, and
     /// the replicator.
     pub fn boot(boot: GroupBoot<'_>) -> Result<Self, BootError> {
-        let GroupBoot { settings, dir, cluster, hooks, ledger, cipher, metrics, clock, apply_watch, open_files } = boot;
+        let GroupBoot { settings, dir, cluster, hooks, ledger, cipher, metrics, clock, apply_watch, open_files, port } =
+            boot;
         let replicator_name = if cluster.is_some() { super::RAFT_REPLICATOR } else { super::LOCAL_REPLICATOR };
         // A snapshot staged for this boot replaces the store and the qlog
         // before either is opened; one sent over raft holds the log
@@ -191,8 +195,8 @@ impl GroupCore {
         );
         let durable_every = Duration::from_millis(settings.durable_every_ms);
         let reclaim: Arc<Mutex<()>> = Arc::default();
-        let (replicator, checkpointed): (Arc<dyn Replicator>, _) = match (cluster, raft_state) {
-            (Some(cluster), Some(raft_state)) => {
+        let (replicator, checkpointed): (Arc<dyn Replicator>, _) = match (cluster, raft_state, port) {
+            (Some(cluster), Some(raft_state), Some(port)) => {
                 let log = RaftLog::start(writer, files.clone(), raft_state.clone(), metrics.clone(), ledger.clone())
                     .map_err(|source| BootError::Io { path: raft_dir.clone(), source })?;
                 if let Some(named) = settings.raft_force_recover {
@@ -233,7 +237,8 @@ impl GroupCore {
                 // the checkpoint and the raft purge point (`hold_purges`).
                 let reclaim_below = Arc::new(AtomicU64::new(0));
                 let bounds = ReclaimBound { checkpointed: checkpointed.clone(), below: reclaim_below.clone() };
-                (Arc::new(RaftReplicator::start(cluster, log, machine, bounds, clock.clone())?), reclaim_below)
+                let replicator = RaftReplicator::start(cluster, log, machine, bounds, clock.clone(), port)?;
+                (Arc::new(replicator), reclaim_below)
             }
             _ => {
                 let replicator = LocalReplicator::start(Pipeline {

@@ -22,8 +22,11 @@ use crate::jwt::Auth;
 use crate::metrics::Metrics;
 use crate::qlog::sync_ledger::SyncLedger;
 use crate::replicate::raft::founding;
+use crate::replicate::raft::port::{self, RaftPort};
+use crate::replicate::raft::replicator::{Cluster, ClusterError};
 use crate::test_hooks::TestHooks;
 use facade::groups::ShareGroups;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 /// The replicator a data directory belongs to (storage.md): one node's,
@@ -57,8 +60,20 @@ pub struct Node {
     /// coordinator's memory), set once the listener starts, so that the
     /// HTTP consumer-group view can show who holds a share group's records.
     pub kafka_share_members: OnceLock<Arc<ShareGroups>>,
+    /// The router of the raft port the groups share, when there are several.
+    _raft_port: Option<RaftPort>,
     /// This process's hold on the data directory, for as long as it runs.
     _dir_lock: DataDirLock,
+}
+
+/// Where group `g` keeps its store, qlog and raft state: group 0 in the
+/// data directory itself, each further group under `groups/g<g>/`
+/// (storage.md, "The data directory").
+pub fn group_dir(data_dir: &Path, g: u32) -> PathBuf {
+    match g {
+        0 => data_dir.to_path_buf(),
+        g => data_dir.join("groups").join(format!("g{g}")),
+    }
 }
 
 impl Node {
@@ -82,18 +97,35 @@ impl Node {
         let metrics = Arc::new(Metrics::default());
         let clock = SystemClock::shared();
         let apply_watch = Arc::new(ApplyWatch::default());
-        let group0 = GroupCore::boot(GroupBoot {
-            settings: &settings,
-            dir: dir.clone(),
-            cluster,
-            hooks: &hooks,
-            ledger,
-            cipher: cipher.clone(),
-            metrics: metrics.clone(),
-            clock: clock.clone(),
-            apply_watch: apply_watch.clone(),
-            open_files,
-        })?;
+        // A cluster's groups share the raft port (`port.rs`).
+        let (raft_port, mut shares) = match &cluster {
+            Some(c) => {
+                let (router, shares) =
+                    port::bind(c.listen, c.groups).map_err(|source| ClusterError::Bind { addr: c.listen, source })?;
+                (router, shares.into_iter().map(Some).collect())
+            }
+            None => (None, vec![None]),
+        };
+        let mut groups = Vec::with_capacity(shares.len());
+        for (g, port) in shares.drain(..).enumerate() {
+            let dir = group_dir(dir, g as u32);
+            std::fs::create_dir_all(&dir).map_err(|source| BootError::Io { path: dir.clone(), source })?;
+            let cluster = cluster.clone().map(|c| Cluster { group: g as u32, data_dir: dir.clone(), ..c });
+            groups.push(GroupCore::boot(GroupBoot {
+                settings: &settings,
+                dir,
+                cluster,
+                hooks: &hooks,
+                ledger: ledger.clone(),
+                cipher: cipher.clone(),
+                metrics: metrics.clone(),
+                clock: clock.clone(),
+                apply_watch: apply_watch.clone(),
+                open_files,
+                port,
+            })?);
+        }
+        let group0 = &groups[0];
         let ephemeral = Ephemeral::default();
         let prefix = format!("{EPHEMERAL_DECLARATIONS}\0");
         let store = group0.state.read().expect("store lock");
@@ -107,7 +139,8 @@ impl Node {
         Ok(Self {
             settings,
             replicator_name,
-            groups: vec![group0],
+            groups,
+            _raft_port: raft_port,
             metrics,
             apply_watch,
             auth,
@@ -126,6 +159,19 @@ impl Node {
     /// (all a cluster is founded with today) every partition's data too.
     pub fn group0(&self) -> &GroupCore {
         &self.groups[0]
+    }
+
+    /// Every group of this node, group 0 first.
+    pub fn groups(&self) -> &[GroupCore] {
+        &self.groups
+    }
+
+    /// Stops every group's replicator: each hands over the leadership it
+    /// holds, finishes what it has in flight and stops.
+    pub fn stop(&self) {
+        for group in &self.groups {
+            group.replicator.stop();
+        }
     }
 
     /// Seals the messages of one request for the queues configured with

@@ -266,6 +266,8 @@ pub async fn boot(
         data_dir: data_dir.to_path_buf(),
         purge_hold: PURGE_HOLD,
         catalogue: EFFECT_CATALOGUE,
+        group: 0,
+        groups: 1,
     };
     let reclaim = ReclaimBound { checkpointed, below: Arc::default() };
 

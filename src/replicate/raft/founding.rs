@@ -22,9 +22,19 @@ pub enum FoundingError {
     NotListed(u64),
     #[error("QUEEN_RAFT_TOKEN is not set: a cluster's nodes admit each other by it, so every node needs the same one")]
     NoToken,
-    #[error("QUEEN_RAFT_GROUPS={0}: this build runs one raft group per node (QUEEN_RAFT_GROUPS=1, the default); several groups per node are not built yet")]
+    #[error("QUEEN_RAFT_GROUPS={0} is not between 1 and {MAX_GROUPS}")]
     Groups(u32),
+    #[error(
+        "QUEEN_RAFT_GROUPS={0} needs a cluster (QUEEN_RAFT_NODE_ID and QUEEN_RAFT_PEERS): a single node runs one group"
+    )]
+    GroupsAlone(u32),
+    #[error("QUEEN_RAFT_JOIN with QUEEN_RAFT_GROUPS={0}: adding a node to a cluster of several groups is not built yet; found such a cluster with all its voters in QUEEN_RAFT_PEERS")]
+    JoinGroups(u32),
 }
+
+/// The most raft groups a cluster may be founded with: each is a raft log,
+/// a store and a replicator on every node.
+pub const MAX_GROUPS: u32 = 64;
 
 /// Parses `ID=RAFT_ADDR[/HTTP_ADDR[/KAFKA_ADDR]]`, comma-separated.
 pub fn parse_peers(text: &str) -> Result<BTreeMap<u64, Member>, FoundingError> {
@@ -50,10 +60,12 @@ pub fn parse_peers(text: &str) -> Result<BTreeMap<u64, Member>, FoundingError> {
 /// The cluster this node belongs to, or `None` for a single node; a test
 /// may have its build say it reads another effect catalogue version.
 pub fn cluster(settings: &Settings, catalogue: Option<u32>) -> Result<Option<Cluster>, FoundingError> {
-    if settings.raft_groups != 1 {
-        return Err(FoundingError::Groups(settings.raft_groups));
+    let groups = settings.raft_groups;
+    if !(1..=MAX_GROUPS).contains(&groups) {
+        return Err(FoundingError::Groups(groups));
     }
     let (me, peers) = match (settings.raft_node_id, settings.raft_peers.as_deref()) {
+        (None, None) if groups > 1 => return Err(FoundingError::GroupsAlone(groups)),
         (None, None) => return Ok(None),
         (Some(me), Some(peers)) => (me, parse_peers(peers)?),
         _ => return Err(FoundingError::Half),
@@ -62,6 +74,9 @@ pub fn cluster(settings: &Settings, catalogue: Option<u32>) -> Result<Option<Clu
         return Err(FoundingError::NotListed(me));
     }
     let token = settings.raft_token.clone().filter(|t| !t.is_empty()).ok_or(FoundingError::NoToken)?;
+    if settings.raft_join && groups > 1 {
+        return Err(FoundingError::JoinGroups(groups));
+    }
     Ok(Some(Cluster {
         me,
         peers,
@@ -72,6 +87,8 @@ pub fn cluster(settings: &Settings, catalogue: Option<u32>) -> Result<Option<Clu
         data_dir: settings.data_dir.clone(),
         purge_hold: Duration::from_secs(settings.raft_purge_hold_s),
         catalogue: catalogue.unwrap_or(EFFECT_CATALOGUE),
+        group: 0,
+        groups: settings.raft_groups,
     }))
 }
 

@@ -50,16 +50,16 @@ struct Conn {
 
 pub struct Link {
     addr: String,
-    token: String,
-    from: u64,
+    /// What the connection opens with: this node, its token and group.
+    hello: Hello,
     transport: Arc<dyn Transport>,
     conn: tokio::sync::Mutex<Option<Arc<Conn>>>,
     next_id: AtomicU64,
 }
 
 impl Link {
-    pub fn new(addr: String, token: String, from: u64, transport: Arc<dyn Transport>) -> Self {
-        Self { addr, token, from, transport, conn: tokio::sync::Mutex::new(None), next_id: AtomicU64::new(1) }
+    pub fn new(addr: String, hello: Hello, transport: Arc<dyn Transport>) -> Self {
+        Self { addr, hello, transport, conn: tokio::sync::Mutex::new(None), next_id: AtomicU64::new(1) }
     }
 
     fn unreachable(&self, why: impl ToString) -> LinkError {
@@ -80,9 +80,7 @@ impl Link {
 
     async fn open(&self) -> Result<Arc<Conn>, LinkError> {
         let mut stream = self.transport.dial(&self.addr).await.map_err(|e| self.unreachable(e))?;
-        write_frame(&mut stream, &Hello { token: self.token.clone(), from: self.from })
-            .await
-            .map_err(|e| self.unreachable(e))?;
+        write_frame(&mut stream, &self.hello).await.map_err(|e| self.unreachable(e))?;
         let welcome: Welcome = read_frame(&mut stream).await.map_err(|e| self.unreachable(e))?;
         if let Some(why) = welcome {
             return Err(LinkError::Refused { addr: self.addr.clone(), why });

@@ -3,6 +3,7 @@
 //! decides what is committed; the qlog stays the log and the message store.
 
 pub mod apply_guard;
+mod balancer;
 mod committed;
 pub(crate) mod force_recover;
 pub(crate) mod founding;
@@ -10,6 +11,7 @@ mod link;
 pub mod log_storage;
 pub mod membership;
 pub(crate) mod network;
+pub(crate) mod port;
 pub(crate) mod proposer;
 pub(crate) mod read_confirm;
 mod refound;

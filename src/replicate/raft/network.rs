@@ -2,7 +2,7 @@
 //! every client openraft makes for it (replication, heartbeats, votes).
 
 use super::link::{Link, LinkError};
-use super::rpc::{Request, Response};
+use super::rpc::{Hello, Request, Response};
 use super::snapshot_transfer;
 use super::transport::Transport;
 use super::types::Queen;
@@ -29,20 +29,20 @@ type Links = HashMap<(u64, String), Arc<Link>>;
 #[derive(Clone)]
 pub struct Peers {
     links: Arc<Mutex<Links>>,
-    token: String,
+    /// What this node's connections open with: its id, the cluster token
+    /// and the group these peers are for.
+    hello: Hello,
     transport: Arc<dyn Transport>,
     /// Where the snapshots it sends are read from.
     storage: Arc<dyn Storage>,
-    /// This node's id, which it introduces itself with.
-    me: u64,
     /// When a refused token was last logged, so a cut-off node says so once
     /// a minute, not at every heartbeat.
     refused_logged: Arc<Mutex<Option<Instant>>>,
 }
 
 impl Peers {
-    pub fn new(me: u64, token: String, transport: Arc<dyn Transport>, storage: Arc<dyn Storage>) -> Self {
-        Self { links: Arc::default(), token, transport, storage, me, refused_logged: Arc::default() }
+    pub fn new(hello: Hello, transport: Arc<dyn Transport>, storage: Arc<dyn Storage>) -> Self {
+        Self { links: Arc::default(), hello, transport, storage, refused_logged: Arc::default() }
     }
 
     /// The link to `target` at `raft`.
@@ -50,9 +50,7 @@ impl Peers {
         let mut links = self.links.lock().expect("peer links lock");
         links
             .entry((target, raft.to_string()))
-            .or_insert_with(|| {
-                Arc::new(Link::new(raft.to_string(), self.token.clone(), self.me, self.transport.clone()))
-            })
+            .or_insert_with(|| Arc::new(Link::new(raft.to_string(), self.hello.clone(), self.transport.clone())))
             .clone()
     }
 }

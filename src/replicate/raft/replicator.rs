@@ -11,13 +11,15 @@
 //! never delays a heartbeat.
 
 use super::apply_guard::ApplyGuard;
+use super::balancer;
 use super::log_storage::RaftLog;
 use super::membership::{self, ChangeRefusal, MembershipChange, MembershipView};
 use super::network::Peers;
+use super::port::PortShare;
 use super::proposer::{self, OnAnswered, Seat};
 use super::read_confirm::ReadConfirmer;
 use super::refound;
-use super::rpc::{Request, Response};
+use super::rpc::{Hello, Request, Response};
 use super::server::{exit_to_install, Changed, Forwarded, ForwardedAt, Leader, Server, StagedExit};
 use super::snapshot_transfer::Inbox;
 use super::state_machine::Machine;
@@ -48,6 +50,7 @@ use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
 
 /// What a cluster node is started with.
+#[derive(Clone)]
 pub struct Cluster {
     pub me: u64,
     /// Every voter this cluster was founded with, and where it is reached.
@@ -66,6 +69,9 @@ pub struct Cluster {
     pub purge_hold: Duration,
     /// The effect catalogue version this build reads (`version_gate.rs`).
     pub catalogue: u32,
+    /// The raft group this replicator runs, of `groups` (`QUEEN_RAFT_GROUPS`).
+    pub group: u32,
+    pub groups: u32,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -105,6 +111,8 @@ struct Inner<SM: Machine> {
     /// Started with QUEEN_RAFT_JOIN: until a membership names this node, it
     /// waits to be added.
     join: bool,
+    /// The cluster's raft groups (`QUEEN_RAFT_GROUPS`).
+    groups: u32,
 }
 
 /// A cluster node's replicator, over Queen's state machine (`RaftMachine`)
@@ -161,29 +169,31 @@ pub fn config() -> Config {
 
 impl<SM: Machine> RaftReplicator<SM> {
     /// Starts openraft over `machine` and `log` on a runtime of its own,
-    /// with the raft port on TCP; founds the cluster when this is its
-    /// lowest-numbered voter and its log is empty.
+    /// with its share of the raft port on TCP; founds the cluster when this
+    /// is its lowest-numbered voter and its log is empty.
     pub fn start(
         cluster: Cluster,
         log: RaftLog,
         machine: SM,
         reclaim: ReclaimBound,
         clock: Arc<dyn Clock>,
+        port: PortShare,
     ) -> Result<Self, ClusterError> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
-            .thread_name("raft")
+            .thread_name(format!("raft-g{}", cluster.group))
             .enable_all()
             .build()
             .map_err(ClusterError::Runtime)?;
         let listen = cluster.listen;
-        let listener = runtime
-            .block_on(tokio::net::TcpListener::bind(listen))
-            .map_err(|source| ClusterError::Bind { addr: listen, source })?;
+        let listener = {
+            let _entered = runtime.enter();
+            port.listener().map_err(|source| ClusterError::Bind { addr: listen, source })?
+        };
         let ground = Ground {
             transport: Arc::new(Tcp),
             storage: OsStorage::shared(),
-            listener: Box::new(listener),
+            listener,
             on_answered: None,
             confirm_reads: true,
             staged_exit: exit_to_install(),
@@ -207,7 +217,8 @@ impl<SM: Machine> RaftReplicator<SM> {
         let handle = tokio::runtime::Handle::current();
         let queen = machine.queen();
         let (store, apply_watch, guard) = (queen.store.clone(), queen.after.apply_watch.clone(), queen.guard.clone());
-        let peers = Peers::new(cluster.me, cluster.token.clone(), ground.transport, ground.storage.clone());
+        let hello = Hello { token: cluster.token.clone(), from: cluster.me, group: cluster.group };
+        let peers = Peers::new(hello, ground.transport, ground.storage.clone());
         let config = Arc::new(config().validate().map_err(|e| ClusterError::Start(e.to_string()))?);
         let founder = cluster.peers.keys().next() == Some(&cluster.me);
         if founder && !cluster.join {
@@ -251,10 +262,12 @@ impl<SM: Machine> RaftReplicator<SM> {
             derailed,
             reads: reads.clone(),
             join: cluster.join,
+            groups: cluster.groups,
         });
         let server = Arc::new(Server {
             raft: raft.clone(),
             token: cluster.token,
+            group: cluster.group,
             leader: inner.clone(),
             inbox: Inbox { storage: ground.storage, data_dir: cluster.data_dir.clone() },
             staged: Default::default(),
@@ -267,6 +280,9 @@ impl<SM: Machine> RaftReplicator<SM> {
         tasks.spawn(hold_purges(raft.clone(), cluster.purge_hold, reclaim));
         tasks.spawn(stop_when_the_log_fails(raft.clone(), log.clone()));
         tasks.spawn(raise_catalogue(inner.clone()));
+        if cluster.groups > 1 {
+            tasks.spawn(balancer::prefer_leader(raft.clone(), cluster.group));
+        }
         if founder && !cluster.join {
             let initialized = raft.is_initialized().await.map_err(|e| ClusterError::Start(e.to_string()))?;
             if !initialized {
@@ -711,6 +727,12 @@ impl<SM: Machine> Replicator for RaftReplicator<SM> {
     fn change_membership(&self, change: MembershipChange) -> Option<Admin<'_, Result<MembershipView, ChangeRefusal>>> {
         let inner = &self.inner;
         Some(Box::pin(async move {
+            if inner.groups > 1 {
+                return Err(ChangeRefusal::new(
+                    "unsupported",
+                    format!("this cluster runs {} raft groups (QUEEN_RAFT_GROUPS), and carrying a membership change to every group is not built yet", inner.groups),
+                ));
+            }
             match inner.leader() {
                 Some((id, _)) if id == inner.me => inner.change_here(change).await,
                 Some(leader) => {

@@ -21,14 +21,24 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 /// openraft's `max_payload_entries` entries, each a group of messages.
 pub const MAX_FRAME: u32 = 256 << 20;
 
+/// The largest `Hello` the raft port's router reads (`port.rs`): a token
+/// and two numbers.
+pub const MAX_HELLO: u32 = 64 << 10;
+
 pub type RaftVote = openraft::impls::Vote<openraft::impls::leader_id_adv::LeaderId<u64, u64>>;
 
 /// The first frame on a connection.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Hello {
     pub token: String,
     /// The node that connects.
     pub from: u64,
+    /// The raft group the connection is for (`QUEEN_RAFT_GROUPS`): the
+    /// raft port of a node with several routes it to that group's server
+    /// (`port.rs`). A build before groups sends none, which reads as group
+    /// 0, and a cluster of one group never sends another.
+    #[serde(default)]
+    pub group: u32,
 }
 
 /// The answer to a `Hello`: `None` when admitted, else why not.

@@ -47,6 +47,8 @@ pub type StagedExit = Arc<dyn Fn() + Send + Sync>;
 pub struct Server<SM: Machine> {
     pub raft: Raft<Queen, SM>,
     pub token: String,
+    /// The raft group this server answers for (`QUEEN_RAFT_GROUPS`).
+    pub group: u32,
     pub leader: Arc<dyn Leader>,
     /// Where a snapshot sent to this node arrives.
     pub inbox: Inbox,
@@ -98,6 +100,10 @@ impl<SM: Machine> Server<SM> {
                 hello.from
             );
             let refusal: Welcome = Some("the token differs from this node's QUEEN_RAFT_TOKEN".into());
+            return write_frame(&mut stream, &refusal).await;
+        }
+        if hello.group != self.group {
+            let refusal: Welcome = Some(format!("this node has no raft group {}", hello.group));
             return write_frame(&mut stream, &refusal).await;
         }
         write_frame(&mut stream, &None::<String>).await?;
