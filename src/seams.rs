@@ -27,7 +27,7 @@ pub mod metrics {
 /// The storage seam itself, and the operating system's side of it.
 pub mod storage {
     pub use crate::storage::os::OsStorage;
-    pub use crate::storage::{DirEntry, Reserve, Storage, StorageFile};
+    pub use crate::storage::{create_dir_durable, DirEntry, Reserve, Storage, StorageFile};
 }
 
 /// One boot of the log: its layout, recovery and writer.
@@ -108,6 +108,7 @@ pub mod raft {
     pub use crate::replicate::raft::apply_guard::ApplyGuard;
     pub use crate::replicate::raft::log_storage::RaftLog;
     pub use crate::replicate::raft::membership::MembershipChange;
+    pub use crate::replicate::raft::port::{split as split_port, PortShare};
     pub use crate::replicate::raft::replicator::{Cluster, Ground, RaftReplicator, ReclaimBound};
     pub use crate::replicate::raft::snapshot_transfer::install_staged;
     pub use crate::replicate::raft::state_machine::{Machine, RaftMachine, SnapshotFiles};

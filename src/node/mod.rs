@@ -24,6 +24,8 @@ use crate::qlog::sync_ledger::SyncLedger;
 use crate::replicate::raft::founding;
 use crate::replicate::raft::port::{self, RaftPort};
 use crate::replicate::raft::replicator::{Cluster, ClusterError};
+use crate::storage::create_dir_durable;
+use crate::storage::os::OsStorage;
 use crate::test_hooks::TestHooks;
 use facade::groups::ShareGroups;
 use std::path::{Path, PathBuf};
@@ -109,7 +111,7 @@ impl Node {
         let mut groups = Vec::with_capacity(shares.len());
         for (g, port) in shares.drain(..).enumerate() {
             let dir = group_dir(dir, g as u32);
-            std::fs::create_dir_all(&dir).map_err(|source| BootError::Io { path: dir.clone(), source })?;
+            create_dir_durable(&OsStorage, &dir).map_err(|source| BootError::Io { path: dir.clone(), source })?;
             let cluster = cluster.clone().map(|c| Cluster { group: g as u32, data_dir: dir.clone(), ..c });
             groups.push(GroupCore::boot(GroupBoot {
                 settings: &settings,

@@ -83,11 +83,15 @@ impl Layout {
             let path = path.to_path_buf();
             move |source| LayoutError::Io { path, source }
         };
+        // LANES is written last, once the others are durable, and its
+        // presence is what says the layout is whole: a founding cut short
+        // before it is founded again. Written first, a power cut could
+        // leave LANES without GROUPS or FORMAT, which the next boot would
+        // read as a directory of one group and format 1, and refuse.
         let lanes_path = root.join("LANES");
         if !storage.exists(&lanes_path) {
             storage.create_dir_all(root).map_err(io(root))?;
             for (name, value) in [
-                ("LANES", wanted.lanes.to_string()),
                 ("SHARDS", wanted.shards.to_string()),
                 ("REPLICATOR", wanted.replicator.clone()),
                 ("GROUPS", wanted.groups.to_string()),
@@ -96,6 +100,9 @@ impl Layout {
                 let path = root.join(name);
                 storage.write_durable(&path, format!("{value}\n").as_bytes()).map_err(io(&path))?;
             }
+            storage.sync_dir(root).map_err(io(root))?;
+            let lanes = format!("{}\n", wanted.lanes);
+            storage.write_durable(&lanes_path, lanes.as_bytes()).map_err(io(&lanes_path))?;
             storage.sync_dir(root).map_err(io(root))?;
             if let Some(parent) = root.parent() {
                 storage.sync_dir(parent).map_err(io(parent))?;

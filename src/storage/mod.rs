@@ -95,6 +95,24 @@ pub trait Storage: Send + Sync + Debug {
     fn export(&self, path: &Path, outside: &Path) -> std::io::Result<()>;
 }
 
+/// Creates the directory `dir` and every missing parent, each new one's
+/// entry made durable in its parent: a power cut after this keeps the whole
+/// path. A raft group's directory (`groups/g1/`) needs it, since nothing
+/// else syncs the directories above the group's own.
+pub fn create_dir_durable(storage: &dyn Storage, dir: &Path) -> std::io::Result<()> {
+    let mut new = Vec::new();
+    let mut at = Some(dir);
+    while let Some(path) = at.filter(|p| !p.as_os_str().is_empty() && !storage.exists(p)) {
+        new.push(path);
+        at = path.parent();
+    }
+    storage.create_dir_all(dir)?;
+    for parent in new.iter().filter_map(|p| p.parent()) {
+        storage.sync_dir(parent)?;
+    }
+    Ok(())
+}
+
 /// Removes the directory `dir` and everything under it, answering success
 /// when it was not there.
 pub fn remove_tree(storage: &dyn Storage, dir: &Path) -> std::io::Result<()> {

@@ -8,7 +8,8 @@
 //! `cargo test --test sim_cluster` runs `QUEEN_SIM_SEEDS` seeds (default
 //! 24, about a second each in debug) from `QUEEN_SIM_FIRST_SEED` (default
 //! 0), and, in `partition_seeds`, the same under partitions that last
-//! (default 12); `QUEEN_SIM_SEED=N` runs seed N alone; `QUEEN_SIM_TRACE=1`
+//! (default 12), and, in `group_seeds`, with three raft groups per node
+//! (default 8); `QUEEN_SIM_SEED=N` runs seed N alone; `QUEEN_SIM_TRACE=1`
 //! tells what happens. `scripts/simulate --cluster --seeds N` is the long
 //! run (`--partitions` for the second plan). A failing seed prints the line
 //! that replays it.
@@ -104,6 +105,21 @@ fn run_seed(seed: u64, plan: Plan) -> Outcome {
 /// seed, they no longer take the path that found it: they stay as runs.)
 fn regressions() -> Vec<(u64, Plan, &'static str)> {
     vec![
+        (
+            0,
+            Plan::groups(),
+            "with three raft groups, a follower of group 1 installed a snapshot whose qlog layout had no GROUPS file \
+             (a snapshot copied the layout files known before groups), read it as a directory of one group and \
+             refused its next boot (snapshots now copy GROUPS)",
+        ),
+        (
+            1,
+            Plan::groups(),
+            "with three raft groups, a power cut took group 1's directory whole: nothing had made the entries of \
+             groups/ and groups/g1/ durable in their parents, and the store checkpoint, which had outlived it, named \
+             entries the lost log held; the boot refused (a group's directory is now created durably, \
+             storage::create_dir_durable)",
+        ),
         (
             5257,
             Plan::default(),
@@ -301,4 +317,13 @@ fn seeds() {
 #[test]
 fn partition_seeds() {
     run_seeds(Plan::partitions(), 12);
+}
+
+/// Three raft groups on every node over one raft port each
+/// (`Plan::groups`): the clients' group keeps every check, and each other
+/// group must apply one entry per index on every node, with a leader every
+/// node follows once healed.
+#[test]
+fn group_seeds() {
+    run_seeds(Plan::groups(), 8);
 }

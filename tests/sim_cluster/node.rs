@@ -27,13 +27,14 @@ use queen::seams::raft::install_staged;
 use queen::seams::raft::ApplyGuard;
 use queen::seams::raft::RaftLog;
 use queen::seams::raft::EFFECT_CATALOGUE;
+use queen::seams::raft::{split_port, Listener, Transport};
 use queen::seams::raft::{Cluster, Ground, RaftReplicator, ReclaimBound};
 use queen::seams::raft::{Machine, RaftMachine, SnapshotFiles};
 use queen::seams::raft::{Queen, RaftLogId};
 use queen::seams::replicate::snapshot::Site;
 use queen::seams::replicate::RaftState;
 use queen::seams::replicate::{AfterApply, CheckpointPace};
-use queen::seams::storage::Storage;
+use queen::seams::storage::{create_dir_durable, Storage};
 use queen::seams::store::CheckpointFile;
 use queen::seams::store::Checkpointer;
 use queen::seams::store::Member;
@@ -54,8 +55,6 @@ type SnapshotData = <RaftMachine as RaftStateMachine<Queen>>::SnapshotData;
 type SnapshotBuilder = <RaftMachine as RaftStateMachine<Queen>>::SnapshotBuilder;
 
 const DATA_DIR: &str = "/node";
-const QLOG_ROOT: &str = "/node/qlog";
-const RAFT_DIR: &str = "/node/raft";
 const SEGMENT_BYTES: u64 = 16 * 1024;
 const SEAL_AGE: Duration = Duration::from_secs(30);
 /// When a checkpoint is written: by time, or sooner by bytes applied
@@ -163,6 +162,39 @@ pub struct Up {
     /// Set when the process exited to install a snapshot it staged.
     pub exited: Arc<AtomicBool>,
     tasks: Vec<JoinHandle<()>>,
+    /// The process's further raft groups (`QUEEN_RAFT_GROUPS`), group 1
+    /// first: each runs as group 0 does, and carries no client's command.
+    pub others: Vec<Up>,
+}
+
+/// Group `g`'s directory on the node's disk, as `node::group_dir` lays it.
+fn group_dir(g: u32) -> PathBuf {
+    match g {
+        0 => PathBuf::from(DATA_DIR),
+        g => Path::new(DATA_DIR).join("groups").join(format!("g{g}")),
+    }
+}
+
+/// Group `g`'s store checkpoint directory, under the boot's.
+pub fn group_store_dir(store_dir: &Path, g: u32) -> PathBuf {
+    match g {
+        0 => store_dir.to_path_buf(),
+        g => store_dir.join(format!("g{g}")),
+    }
+}
+
+/// What a process's groups share: its disk, its fate, its link to the
+/// network.
+struct Process {
+    id: u64,
+    ids: Vec<u64>,
+    groups: u32,
+    fenced: Fenced,
+    stopped: Arc<AtomicBool>,
+    exited: Arc<AtomicBool>,
+    dialer: Arc<dyn Transport>,
+    epoch: Instant,
+    confirm_reads: bool,
 }
 
 /// How long a client's command may take before it answers `Timeout`
@@ -175,27 +207,86 @@ pub const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 /// its planner's wall clock runs from `epoch`; `confirm_reads` off answers
 /// reads without a read index (the old bug). A snapshot staged by the last
 /// process is installed first, as a process's boot does.
+/// With several ledgers, the process runs a raft group per ledger over its
+/// one port, as `QUEEN_RAFT_GROUPS` does, group 0 the first.
 pub async fn boot(
     (id, ids): (u64, &[u64]),
     (storage, store_dir): (&SimStorage, &Path),
-    (net, ledger): (Net, Ledger),
+    (net, ledgers): (Net, &[Ledger]),
     mut rng: StdRng,
     epoch: Instant,
     confirm_reads: bool,
 ) -> Result<Up, String> {
-    let fenced = Fenced::new(storage.clone());
+    let (dialer, port) = net.process(id);
+    let groups = ledgers.len() as u32;
+    let process = Process {
+        id,
+        ids: ids.to_vec(),
+        groups,
+        fenced: Fenced::new(storage.clone()),
+        stopped: Arc::default(),
+        exited: Arc::default(),
+        dialer: Arc::new(dialer),
+        epoch,
+        confirm_reads,
+    };
+    let mut router = None;
+    let listeners: Vec<Box<dyn Listener>> = if groups == 1 {
+        vec![Box::new(port)]
+    } else {
+        let (routing, shares) = split_port(Box::new(port), groups);
+        router = Some(tokio::spawn(routing));
+        shares.into_iter().map(|s| s.listener().expect("a routed share needs no runtime")).collect()
+    };
+    let mut ups = Vec::new();
+    for ((g, listener), ledger) in (0..groups).zip(listeners).zip(ledgers) {
+        let rng = StdRng::from_rng(&mut rng).expect("a seeded rng");
+        let booted = boot_group(&process, g, &group_store_dir(store_dir, g), listener, ledger.clone(), rng).await;
+        match booted {
+            Ok(up) => ups.push(up),
+            Err(e) => {
+                for up in ups {
+                    up.kill();
+                }
+                router.inspect(|r| r.abort());
+                return Err(if groups == 1 { e } else { format!("group {g}: {e}") });
+            }
+        }
+    }
+    let mut up = ups.remove(0);
+    up.others = ups;
+    up.tasks.extend(router);
+    Ok(up)
+}
+
+/// Boots group `g` of `process`, its raft port's connections coming from
+/// `listener`.
+async fn boot_group(
+    process: &Process,
+    g: u32,
+    store_dir: &Path,
+    listener: Box<dyn Listener>,
+    ledger: Ledger,
+    mut rng: StdRng,
+) -> Result<Up, String> {
+    let Process { id, fenced, epoch, confirm_reads, .. } = process;
+    let (id, epoch, confirm_reads) = (*id, *epoch, *confirm_reads);
+    std::fs::create_dir_all(store_dir).map_err(|e| e.to_string())?;
+    let fenced = fenced.clone();
     let shared: Arc<dyn Storage> = Arc::new(fenced.clone());
-    let data_dir = Path::new(DATA_DIR);
-    let state = RaftState::open(shared.clone(), Path::new(RAFT_DIR)).map_err(|e| e.to_string())?;
-    let site = Site { storage: &*shared, data_dir, store_dir };
+    let data_dir = group_dir(g);
+    let raft_dir = data_dir.join("raft");
+    create_dir_durable(&*shared, &data_dir).map_err(|e| e.to_string())?;
+    let state = RaftState::open(shared.clone(), &raft_dir).map_err(|e| e.to_string())?;
+    let site = Site { storage: &*shared, data_dir: &data_dir, store_dir };
     if let Some(installed) = install_staged(site, &state).map_err(|e| e.to_string())? {
         trace(|| format!("node {id}: installed the staged snapshot, applied through {}", installed.applied));
     }
-    let root = PathBuf::from(QLOG_ROOT);
-    let wanted = Layout { lanes: 1, shards: 0, replicator: "openraft".into(), groups: 1 };
+    let root = data_dir.join("qlog");
+    let wanted = Layout { lanes: 1, shards: 0, replicator: "openraft".into(), groups: process.groups };
     let laid_out =
         LogSite { storage: shared.clone(), root, wanted, format: RAFT_FORMAT }.lay_out().map_err(|e| e.to_string())?;
-    let guard = Arc::new(ApplyGuard::open(shared.clone(), Path::new(RAFT_DIR), None, None).map_err(|e| e.to_string())?);
+    let guard = Arc::new(ApplyGuard::open(shared.clone(), &raft_dir, None, None).map_err(|e| e.to_string())?);
     let guarded = |s: &mut Store, e: &Entry, at: &[Location]| guard.apply(s, e, at).is_ok();
     let replay = state.replay(Some(&guarded as ReplayApply)).map_err(|e| e.to_string())?;
     let clock: Arc<dyn Clock> = Arc::new(SimClock { boot: Instant::now(), epoch });
@@ -236,11 +327,10 @@ pub async fn boot(
         }),
     };
     let recorded = Recorded { inner: machine, node: id, ledger: ledger.clone() };
-    let (dialer, port) = net.process(id);
     let answered = ledger.clone();
     // The process exits to install the snapshot it staged: nothing it does
     // after reaches its disk, and the run boots it again.
-    let exited = Arc::new(AtomicBool::new(false));
+    let exited = process.exited.clone();
     let staged_exit = {
         let (fenced, exited) = (fenced.clone(), exited.clone());
         Arc::new(move || {
@@ -249,29 +339,29 @@ pub async fn boot(
         })
     };
     let ground = Ground {
-        transport: Arc::new(dialer),
+        transport: process.dialer.clone(),
         storage: shared.clone(),
-        listener: Box::new(port),
+        listener,
         on_answered: Some(Arc::new(move |log_id| answered.answered(log_id))),
         confirm_reads,
         staged_exit,
     };
     let cluster = Cluster {
         me: id,
-        peers: ids.iter().map(|id| (*id, Member { raft: address(*id), ..Member::default() })).collect(),
+        peers: process.ids.iter().map(|id| (*id, Member { raft: address(*id), ..Member::default() })).collect(),
         token: "simulated".into(),
         listen: ([127, 0, 0, 1], 0).into(),
         join: false,
         write_timeout: WRITE_TIMEOUT,
-        data_dir: data_dir.to_path_buf(),
+        data_dir: data_dir.clone(),
         purge_hold: PURGE_HOLD,
         catalogue: EFFECT_CATALOGUE,
-        group: 0,
-        groups: 1,
+        group: g,
+        groups: process.groups,
     };
     let reclaim = ReclaimBound { checkpointed, below: Arc::default() };
 
-    let stopped = Arc::new(AtomicBool::new(false));
+    let stopped = process.stopped.clone();
     let syncer = {
         let (log, stopped) = (log.clone(), stopped.clone());
         let mut rng = StdRng::from_rng(&mut rng).expect("a seeded rng");
@@ -313,7 +403,7 @@ pub async fn boot(
     let leaders = tokio::spawn(watch_leadership(raft, id, ledger));
     let replicator = Arc::new(replicator);
     let tasks = vec![syncer, committed, leaders];
-    Ok(Up { replicator, log, store, files, fenced, stopped, exited, tasks })
+    Ok(Up { replicator, log, store, files, fenced, stopped, exited, tasks, others: Vec::new() })
 }
 
 /// Enters every leadership this node takes in the ledger.
@@ -341,6 +431,9 @@ impl Up {
     /// The process dies: its storage refuses everything from this instant,
     /// its tasks end, and its openraft is shut down.
     pub fn kill(self) {
+        for other in self.others {
+            other.kill();
+        }
         self.fenced.kill();
         self.files.abandon();
         for t in &self.tasks {

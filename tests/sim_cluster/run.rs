@@ -15,7 +15,7 @@ use super::checks;
 use super::ledger::Ledger;
 use super::network::Net;
 use super::network::{address, NetCounts, Weather};
-use super::node::{boot, trace, Up};
+use super::node::{boot, group_store_dir, trace, Up};
 use super::storage::{Crash, Faults, SimStorage};
 use super::workload::{Clients, Directory};
 use openraft::async_runtime::watch::WatchReceiver;
@@ -44,6 +44,9 @@ pub struct Plan {
     /// Answers without an entry wait for a read index (`read_confirm.rs`);
     /// off only to show that the checks catch the bug it fixed.
     pub confirm_reads: bool,
+    /// The raft groups each node runs (`QUEEN_RAFT_GROUPS`): the clients
+    /// use group 0, and the others run beside it over the same ports.
+    pub groups: u32,
 }
 
 impl Plan {
@@ -52,6 +55,7 @@ impl Plan {
         match *self {
             p if p == Plan::default() => "seeds",
             p if p == Plan::partitions() => "partition_seeds",
+            p if p == Plan::groups() => "group_seeds",
             _ => "reads_without_a_read_index_are_caught",
         }
     }
@@ -61,11 +65,17 @@ impl Plan {
     pub fn partitions() -> Self {
         Plan { crash_ppt: 2, partition_ppt: 25, ..Plan::default() }
     }
+
+    /// Three raft groups on every node: their leaders spread (the
+    /// balancer), and each group must stay one log through the faults.
+    pub fn groups() -> Self {
+        Plan { groups: 3, ..Plan::default() }
+    }
 }
 
 impl Default for Plan {
     fn default() -> Self {
-        Plan { steps: 400, crash_ppt: 8, partition_ppt: 10, faults_ppt: 4, confirm_reads: true }
+        Plan { steps: 400, crash_ppt: 8, partition_ppt: 10, faults_ppt: 4, confirm_reads: true, groups: 1 }
     }
 }
 
@@ -105,6 +115,9 @@ pub struct Outcome {
     pub membership_made: Arc<AtomicU64>,
     pub terms: u64,
     pub terms_with_two_leaders: u64,
+    /// Entries the groups past 0 committed, and terms they went through.
+    pub other_groups_committed: u64,
+    pub other_groups_terms: u64,
     pub simulated_ms: u64,
     pub net: NetCounts,
     /// What the run committed, for telling two runs of a seed apart.
@@ -132,7 +145,8 @@ pub struct Run {
     boots: u64,
     ups: BTreeMap<u64, Up>,
     net: Net,
-    ledger: Ledger,
+    /// Group 0's ledger, then each further group's.
+    ledgers: Vec<Ledger>,
     clients: Clients,
     directory: Directory,
     /// The node whose storage fails now, and until which step.
@@ -176,7 +190,7 @@ impl Run {
             lmdb,
             ups: BTreeMap::new(),
             net,
-            ledger: Ledger::default(),
+            ledgers: (0..plan.groups).map(|_| Ledger::default()).collect(),
             clients: Clients::new(directory.clone()),
             directory,
             faulty: None,
@@ -286,16 +300,19 @@ impl Run {
         self.boots += 1;
         std::fs::create_dir_all(&dir).expect("a checkpoint directory");
         if let Some(last) = self.store_dirs.insert(id, dir.clone()) {
-            let file = last.join("data.mdb");
-            if file.exists() {
-                std::fs::copy(&file, dir.join("data.mdb")).expect("a copy of the checkpoint");
+            for g in 0..self.plan.groups {
+                let (from, to) = (group_store_dir(&last, g), group_store_dir(&dir, g));
+                if from.join("data.mdb").exists() {
+                    std::fs::create_dir_all(&to).expect("a group's checkpoint directory");
+                    std::fs::copy(from.join("data.mdb"), to.join("data.mdb")).expect("a copy of the checkpoint");
+                }
             }
         }
         let rng = StdRng::from_rng(&mut self.rng).expect("a seeded rng");
-        let (net, ledger) = (self.net.clone(), self.ledger.clone());
+        let net = self.net.clone();
         let node = (id, self.ids.as_slice());
         let disk = (&self.storages[&id], dir.as_path());
-        let booted = boot(node, disk, (net, ledger), rng, self.epoch, self.plan.confirm_reads).await;
+        let booted = boot(node, disk, (net, &self.ledgers), rng, self.epoch, self.plan.confirm_reads).await;
         match booted {
             Ok(up) => {
                 trace(|| format!("node {id} boots: applied through {}", up.store.read().unwrap().applied));
@@ -361,6 +378,9 @@ impl Run {
         self.outcome.stops += 1;
         self.unlist(id);
         up.replicator.shut_down().await;
+        for other in &up.others {
+            other.replicator.shut_down().await;
+        }
         let moved = self.ups.values().find_map(|other| other.raft().metrics().borrow_watched().current_leader);
         if led && moved.is_some_and(|leader| leader != id) {
             self.outcome.handed_over += 1;
@@ -481,8 +501,10 @@ impl Run {
         if let Some(p) = super::PANICS.with(|p| p.borrow().first().cloned()) {
             self.violation(&format!("a task panicked: {p}"));
         }
-        if let Some(v) = self.ledger.violations().first() {
-            self.violation(v);
+        for (g, ledger) in self.ledgers.iter().enumerate() {
+            if let Some(v) = ledger.violations().first() {
+                self.violation(&format!("group {g}: {v}"));
+            }
         }
         if let Some(v) = self.clients.model.lock().expect("model lock").violations.first() {
             self.violation(v);
@@ -542,7 +564,7 @@ impl Run {
                     })
             });
             let answered = self.clients.model.lock().expect("model lock").answers == self.outcome.commands;
-            if settled && answered {
+            if settled && answered && (1..self.plan.groups as usize).all(|g| self.group_settled(g)) {
                 return;
             }
             if Instant::now() >= deadline {
@@ -562,8 +584,20 @@ impl Run {
         }
     }
 
+    /// Group `g` (above 0) has a leader that every node follows, and every
+    /// node has applied its whole log.
+    fn group_settled(&self, g: usize) -> bool {
+        let metrics: Vec<_> =
+            self.ups.values().map(|up| up.others[g - 1].raft().metrics().borrow_watched().clone()).collect();
+        let Some(leader) = metrics.iter().find(|m| m.state == ServerState::Leader) else { return false };
+        let last = leader.last_log_index;
+        metrics.iter().all(|m| {
+            m.current_leader == Some(leader.id) && m.last_applied.map(|a| a.index) == last && m.last_log_index == last
+        })
+    }
+
     async fn finish(mut self) -> Outcome {
-        let committed = self.ledger.committed();
+        let committed = self.ledgers[0].committed();
         // A settled node has written what it staged. Until then a leader
         // may have applied entries whose records are not in its files yet
         // (openraft commits on its followers' flushes): a read of such a
@@ -597,7 +631,7 @@ impl Run {
             self.violation(v);
         }
         let (kv_ops, kv_open) = model.kv.counts();
-        let (terms, two) = self.ledger.terms();
+        let (terms, two) = self.ledgers[0].terms();
         let o = &mut self.outcome;
         o.unknown_outcomes = model.unknown_outcomes;
         o.kv_ops = kv_ops as u64;
@@ -609,9 +643,13 @@ impl Run {
         o.completions = model.pops.completions;
         o.share_deliveries = model.shares.acquired;
         o.share_acks = model.shares.acknowledged;
-        o.entries_answered = self.ledger.answered_count() as u64;
+        o.entries_answered = self.ledgers[0].answered_count() as u64;
         o.committed = committed.len() as u64;
         o.terms = terms as u64;
+        for ledger in &self.ledgers[1..] {
+            o.other_groups_committed += ledger.committed().len() as u64;
+            o.other_groups_terms += ledger.terms().0 as u64;
+        }
         o.terms_with_two_leaders = two as u64;
         o.simulated_ms = self.epoch.elapsed().as_millis() as u64;
         o.net = self.net.counts();

@@ -7,6 +7,7 @@
 
 use super::rpc::{Hello, Welcome, MAX_HELLO};
 use super::transport::{Accepting, Listener, Stream};
+use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -59,24 +60,32 @@ pub fn bind(listen: SocketAddr, groups: u32) -> io::Result<(Option<RaftPort>, Ve
     }
     let runtime =
         tokio::runtime::Builder::new_multi_thread().worker_threads(1).thread_name("raft-port").enable_all().build()?;
+    let listener = {
+        let _entered = runtime.enter();
+        tokio::net::TcpListener::from_std(std)?
+    };
+    let (router, shares) = split(Box::new(listener), groups);
+    runtime.spawn(router);
+    Ok((Some(RaftPort { _runtime: runtime }), shares))
+}
+
+/// Splits `listener` among `groups` groups: the router it answers sends
+/// each group the connections whose `Hello` names it, for as long as it
+/// runs (a process's port runtime runs it; the cluster simulator, a task).
+pub fn split(listener: Box<dyn Listener>, groups: u32) -> (impl Future<Output = ()> + Send, Vec<PortShare>) {
     let (senders, shares): (Vec<_>, Vec<_>) = (0..groups)
         .map(|_| {
             let (tx, rx) = mpsc::channel(64);
             (tx, PortShare::Routed(rx))
         })
         .unzip();
-    let listener = {
-        let _entered = runtime.enter();
-        tokio::net::TcpListener::from_std(std)?
-    };
-    runtime.spawn(route(listener, senders));
-    Ok((Some(RaftPort { _runtime: runtime }), shares))
+    (route(listener, senders), shares)
 }
 
 /// Accepts every connection and routes it by its `Hello`'s group.
-async fn route(listener: tokio::net::TcpListener, groups: Vec<mpsc::Sender<(Stream, String)>>) {
-    loop {
-        let (stream, peer) = match listener.accept().await {
+async fn route(mut listener: Box<dyn Listener>, groups: Vec<mpsc::Sender<(Stream, String)>>) {
+    while let Some(accepted) = listener.accept().await {
+        let (mut stream, peer) = match accepted {
             Ok(accepted) => accepted,
             Err(e) => {
                 tracing::warn!(error = %e, "the raft port could not accept a connection");
@@ -84,10 +93,8 @@ async fn route(listener: tokio::net::TcpListener, groups: Vec<mpsc::Sender<(Stre
                 continue;
             }
         };
-        let _ = stream.set_nodelay(true);
         let groups = groups.clone();
         tokio::spawn(async move {
-            let mut stream: Stream = Box::new(stream);
             let Ok(Ok(head)) = tokio::time::timeout(HELLO_TIMEOUT, read_hello(&mut stream)).await else { return };
             let group = match rmp_serde::from_slice::<Hello>(&head[4..]) {
                 Ok(hello) => hello.group,
@@ -95,7 +102,7 @@ async fn route(listener: tokio::net::TcpListener, groups: Vec<mpsc::Sender<(Stre
             };
             match groups.get(group as usize) {
                 Some(tx) => {
-                    let _ = tx.send((Box::new(Replayed { head, at: 0, rest: stream }), peer.to_string())).await;
+                    let _ = tx.send((Box::new(Replayed { head, at: 0, rest: stream }), peer)).await;
                 }
                 None => {
                     let refusal: Welcome = Some(format!("this node has no raft group {group}"));

@@ -34,7 +34,10 @@ use std::sync::Mutex;
 pub const STAGED: &str = "snapshots/staged";
 const MANIFEST: &str = "MANIFEST";
 /// What a snapshot copies of the qlog directory besides its logs' files.
-const LAYOUT_FILES: [&str; 4] = ["LANES", "SHARDS", "REPLICATOR", "FORMAT"];
+/// GROUPS among them: a snapshot without it installed a layout that read as
+/// one group, which a node of several refused at its next boot (the
+/// cluster simulator's group seed 0).
+const LAYOUT_FILES: [&str; 5] = ["LANES", "SHARDS", "REPLICATOR", "GROUPS", "FORMAT"];
 /// The store checkpoint's file in its directory.
 const STORE_FILE: &str = "data.mdb";
 
