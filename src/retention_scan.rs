@@ -28,7 +28,7 @@ pub async fn run(node: Arc<Node>) {
     let mut interval = tokio::time::interval(RETENTION_INTERVAL);
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut scan_from: PartitionKey = (0, 0);
-    let mut reclaim_from: Position = (0, 0);
+    let mut reclaim_from: Vec<Position> = vec![(0, 0); node.groups().len()];
     let idle_us = (node.settings.partition_cleanup_days * 86_400e6) as i64;
     let cleanup = (idle_us > 0).then_some(idle_us);
     loop {
@@ -60,42 +60,46 @@ pub async fn run(node: Arc<Node>) {
             let Some(cleaned) = propose_in_chunks(&node, &found.idle, clean).await else { return };
             node.metrics.partitions_cleaned_up.inc_by(cleaned);
         }
-        let n = node.clone();
-        let checkpointed = node.group0().checkpointed.load(Ordering::Acquire);
-        let policy =
-            Policy { shared_logs: n.group0().layout.shards > 0, min_dead_pct: n.settings.compact_min_dead_pct };
-        let pass = move || {
-            // A snapshot's build holds it for its copy: see its module.
-            let group = n.group0();
-            let _held = group.reclaim.lock().expect("reclaim lock");
-            let pass = Pass {
-                root: &group.qlog_root,
-                files: &group.files,
-                store: &group.state,
-                checkpointed,
-                policy,
-                retired: &group.retired,
-                clock: &*n.clock,
+        // Each raft group's logs are reclaimed from its own store.
+        for (g, from) in reclaim_from.iter_mut().enumerate() {
+            let (n, start) = (node.clone(), *from);
+            let pass = move || {
+                let group = &n.groups()[g];
+                let checkpointed = group.checkpointed.load(Ordering::Acquire);
+                let policy =
+                    Policy { shared_logs: group.layout.shards > 0, min_dead_pct: n.settings.compact_min_dead_pct };
+                // A snapshot's build holds it for its copy: see its module.
+                let _held = group.reclaim.lock().expect("reclaim lock");
+                let pass = Pass {
+                    root: &group.qlog_root,
+                    files: &group.files,
+                    store: &group.state,
+                    checkpointed,
+                    policy,
+                    retired: &group.retired,
+                    clock: &*n.clock,
+                };
+                pass.run(start)
             };
-            pass.run(reclaim_from)
-        };
-        match tokio::task::spawn_blocking(pass).await {
-            Ok(Ok((freed, next))) => {
-                reclaim_from = next;
-                if freed != Freed::default() {
-                    node.metrics.qlog_files_reclaimed.inc_by(freed.files);
-                    node.metrics.qlog_files_rewritten.inc_by(freed.rewritten);
-                    node.metrics.qlog_bytes_reclaimed.inc_by(freed.bytes);
-                    tracing::info!(
-                        unlinked = freed.files,
-                        rewritten = freed.rewritten,
-                        bytes = freed.bytes,
-                        "qlog files reclaimed"
-                    );
+            match tokio::task::spawn_blocking(pass).await {
+                Ok(Ok((freed, next))) => {
+                    *from = next;
+                    if freed != Freed::default() {
+                        node.metrics.qlog_files_reclaimed.inc_by(freed.files);
+                        node.metrics.qlog_files_rewritten.inc_by(freed.rewritten);
+                        node.metrics.qlog_bytes_reclaimed.inc_by(freed.bytes);
+                        tracing::info!(
+                            group = g,
+                            unlinked = freed.files,
+                            rewritten = freed.rewritten,
+                            bytes = freed.bytes,
+                            "qlog files reclaimed"
+                        );
+                    }
                 }
+                Ok(Err(e)) => tracing::warn!(group = g, error = %e, "a qlog reclaim pass failed; the next one retries"),
+                Err(_) => return,
             }
-            Ok(Err(e)) => tracing::warn!(error = %e, "a qlog reclaim pass failed; the next one retries"),
-            Err(_) => return,
         }
     }
 }

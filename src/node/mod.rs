@@ -109,6 +109,8 @@ impl Node {
             None => (None, vec![None]),
         };
         let mut groups = Vec::with_capacity(shares.len());
+        // The node's qlog descriptors are shared out among its groups.
+        let open_files = (open_files / shares.len()).max(1);
         for (g, port) in shares.drain(..).enumerate() {
             let dir = group_dir(dir, g as u32);
             create_dir_durable(&OsStorage, &dir).map_err(|source| BootError::Io { path: dir.clone(), source })?;
@@ -120,7 +122,9 @@ impl Node {
                 hooks: &hooks,
                 ledger: ledger.clone(),
                 cipher: cipher.clone(),
-                metrics: metrics.clone(),
+                // `/metrics` shows group 0's, which carries every write
+                // today; the other groups' are their own, unrendered.
+                metrics: if g == 0 { metrics.clone() } else { Arc::default() },
                 clock: clock.clone(),
                 apply_watch: apply_watch.clone(),
                 open_files,
