@@ -2,13 +2,15 @@
 //! founded with four groups share one raft port per node, every group
 //! elects, leadership spreads so that each node leads a group, a kill -9
 //! re-elects only the groups the killed node led while the others keep
-//! their leaders and terms, writes through group 0 go on, and the node back
+//! their leaders and terms, HTTP and Kafka writes (all in group 0 while no
+//! partition is placed in another group) go on, and the node back
 //! takes its preferred group again; a SIGTERM hands over the groups a
 //! node leads.
 
 mod common;
 
 use common::cluster::{writer, Cluster, Ledger};
+use common::kafka::idempotent_writer;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -81,11 +83,15 @@ async fn four_groups_on_three_nodes_spread_their_leaders_and_a_kill_stalls_only_
         .await;
     assert_eq!((status, refused["code"].as_str()), (501, Some("unsupported")), "{refused}");
 
-    // Writers through node 1 (group 0's leader) go on through node 3's kill.
+    // HTTP writers through node 1 (group 0's leader), and an idempotent
+    // Kafka producer through nodes 1 and 2, go on through node 3's kill.
     let ledger: Ledger = Arc::default();
     let stop = Arc::new(AtomicBool::new(false));
     let url = cluster.node(0).url("/api/v1/push");
     let writers: Vec<_> = (0..2).map(|w| tokio::spawn(writer(url.clone(), ledger.clone(), w, stop.clone()))).collect();
+    let kafka_ledger: Ledger = Arc::default();
+    let brokers = (0..2).map(|i| ("127.0.0.1".to_string(), cluster.node(i).kafka_port)).collect();
+    let kafka = tokio::spawn(idempotent_writer(brokers, "kgroups", kafka_ledger.clone(), stop.clone()));
     tokio::time::sleep(Duration::from_millis(500)).await;
 
     cluster.nodes[2].take().unwrap().kill9();
@@ -104,9 +110,13 @@ async fn four_groups_on_three_nodes_spread_their_leaders_and_a_kill_stalls_only_
     for w in writers {
         w.await.unwrap();
     }
+    kafka.await.unwrap();
     let ledger = ledger.lock().unwrap().clone();
     assert!(ledger.len() > 20, "the writers were answered: {}", ledger.len());
     cluster.check_ledger(&ledger, "cluster", &["p0".into(), "p1".into()]).await;
+    let kafka_ledger = kafka_ledger.lock().unwrap().clone();
+    assert!(kafka_ledger.len() > 20, "the Kafka producer was answered: {}", kafka_ledger.len());
+    cluster.check_ledger(&kafka_ledger, "kgroups", &["0".into()]).await;
 
     // Back, node 3 catches up and is handed its preferred group again.
     cluster.start_node_with(2, &[]).await;
