@@ -30,9 +30,11 @@ pub mod storage {
     pub use crate::storage::{create_dir_durable, DirEntry, Reserve, Storage, StorageFile};
 }
 
-/// One boot of the log: its layout, recovery and writer.
+/// One boot of the log: its layout, recovery and writer, in its raft
+/// group's directory.
 pub mod boot {
     pub use crate::log_boot::{LogSite, Writing};
+    pub use crate::node::group_dir;
     pub use crate::recovery::{Replay, ReplayApply};
 }
 

@@ -18,7 +18,7 @@ use futures_util::StreamExt;
 use openraft::storage::{EntryResponder, RaftStateMachine};
 use openraft::{OptionalSend, Raft};
 use queen::seams::boot::ReplayApply;
-use queen::seams::boot::{LogSite, Writing};
+use queen::seams::boot::{group_dir, LogSite, Writing};
 use queen::seams::clock::Clock;
 use queen::seams::planner::Entry;
 use queen::seams::qlog::{FileTable, Location};
@@ -167,14 +167,6 @@ pub struct Up {
     pub others: Vec<Up>,
 }
 
-/// Group `g`'s directory on the node's disk, as `node::group_dir` lays it.
-fn group_dir(g: u32) -> PathBuf {
-    match g {
-        0 => PathBuf::from(DATA_DIR),
-        g => Path::new(DATA_DIR).join("groups").join(format!("g{g}")),
-    }
-}
-
 /// Group `g`'s store checkpoint directory, under the boot's.
 pub fn group_store_dir(store_dir: &Path, g: u32) -> PathBuf {
     match g {
@@ -274,7 +266,7 @@ async fn boot_group(
     std::fs::create_dir_all(store_dir).map_err(|e| e.to_string())?;
     let fenced = fenced.clone();
     let shared: Arc<dyn Storage> = Arc::new(fenced.clone());
-    let data_dir = group_dir(g);
+    let data_dir = group_dir(Path::new(DATA_DIR), g);
     let raft_dir = data_dir.join("raft");
     create_dir_durable(&*shared, &data_dir).map_err(|e| e.to_string())?;
     let state = RaftState::open(shared.clone(), &raft_dir).map_err(|e| e.to_string())?;
