@@ -17,9 +17,9 @@ use std::sync::Arc;
 /// group stopped stops the node.
 pub async fn health(State(node): State<Arc<Node>>) -> (StatusCode, Json<Value>) {
     let applied = node.group0().view.local().applied;
-    let raft = node.group0().replicator.raft_status();
     let groups: Vec<_> = node.groups().iter().filter_map(|g| g.replicator.raft_status()).collect();
-    let status = match &raft {
+    let raft = groups.first();
+    let status = match raft {
         _ if groups.iter().any(|g| g.role == "stopped") => "stopped",
         Some(r) if r.joining => "joining",
         _ => "healthy",
@@ -36,9 +36,9 @@ pub async fn health(State(node): State<Arc<Node>>) -> (StatusCode, Json<Value>) 
             "status": status,
             "version": env!("CARGO_PKG_VERSION"),
             "replicator": node.replicator_name,
-            "role": raft.as_ref().map_or("leader", |r| r.role),
+            "role": raft.map_or("leader", |r| r.role),
             "applied": applied.index,
-            "term": raft.as_ref().map_or(applied.term, |r| r.term),
+            "term": raft.map_or(applied.term, |r| r.term),
             "raft": raft,
             "groups": (!groups.is_empty()).then_some(groups),
         })),

@@ -80,6 +80,8 @@ pub struct GroupBoot<'a> {
     pub dir: PathBuf,
     /// The cluster this group replicates over; none on a single node.
     pub cluster: Option<Cluster>,
+    /// `LOCAL_REPLICATOR` or `RAFT_REPLICATOR`, as `cluster` says.
+    pub replicator_name: &'static str,
     pub hooks: &'a TestHooks,
     pub ledger: Option<Arc<SyncLedger>>,
     pub cipher: Option<Arc<Cipher>>,
@@ -97,9 +99,20 @@ impl GroupCore {
     /// layout, the store at its checkpoint, the qlog replayed onto it, and
     /// the replicator.
     pub fn boot(boot: GroupBoot<'_>) -> Result<Self, BootError> {
-        let GroupBoot { settings, dir, cluster, hooks, ledger, cipher, metrics, clock, apply_watch, open_files, port } =
-            boot;
-        let replicator_name = if cluster.is_some() { super::RAFT_REPLICATOR } else { super::LOCAL_REPLICATOR };
+        let GroupBoot {
+            settings,
+            dir,
+            cluster,
+            replicator_name,
+            hooks,
+            ledger,
+            cipher,
+            metrics,
+            clock,
+            apply_watch,
+            open_files,
+            port,
+        } = boot;
         // A snapshot staged for this boot replaces the store and the qlog
         // before either is opened; one sent over raft holds the log
         // through a point, after which the log takes up.

@@ -22,7 +22,7 @@ use crate::jwt::Auth;
 use crate::metrics::Metrics;
 use crate::qlog::sync_ledger::SyncLedger;
 use crate::replicate::raft::founding;
-use crate::replicate::raft::port::{self, RaftPort};
+use crate::replicate::raft::port::{self, PortShare, RaftPort};
 use crate::replicate::raft::replicator::{Cluster, ClusterError};
 use crate::storage::create_dir_durable;
 use crate::storage::os::OsStorage;
@@ -100,7 +100,7 @@ impl Node {
         let clock = SystemClock::shared();
         let apply_watch = Arc::new(ApplyWatch::default());
         // A cluster's groups share the raft port (`port.rs`).
-        let (raft_port, mut shares) = match &cluster {
+        let (raft_port, shares): (_, Vec<Option<PortShare>>) = match &cluster {
             Some(c) => {
                 let (router, shares) =
                     port::bind(c.listen, c.groups).map_err(|source| ClusterError::Bind { addr: c.listen, source })?;
@@ -111,7 +111,7 @@ impl Node {
         let mut groups = Vec::with_capacity(shares.len());
         // The node's qlog descriptors are shared out among its groups.
         let open_files = (open_files / shares.len()).max(1);
-        for (g, port) in shares.drain(..).enumerate() {
+        for (g, port) in shares.into_iter().enumerate() {
             let dir = group_dir(dir, g as u32);
             create_dir_durable(&OsStorage, &dir).map_err(|source| BootError::Io { path: dir.clone(), source })?;
             let cluster = cluster.clone().map(|c| Cluster { group: g as u32, data_dir: dir.clone(), ..c });
@@ -119,6 +119,7 @@ impl Node {
                 settings: &settings,
                 dir,
                 cluster,
+                replicator_name,
                 hooks: &hooks,
                 ledger: ledger.clone(),
                 cipher: cipher.clone(),

@@ -20,8 +20,9 @@ const LOOK_EVERY: Duration = Duration::from_secs(2);
 const LEAD_AT_LEAST: Duration = Duration::from_secs(10);
 /// How far behind the leader's log the preferred node may be.
 const CAUGHT_UP_WITHIN: u64 = 64;
-/// How long a hand-over may take before the leader leads on.
-const TRANSFER_TIMEOUT: Duration = Duration::from_secs(3);
+/// How long a hand-over may take before the leader leads on: the
+/// balancer's, and a stopping leader's (`replicator.rs`).
+pub(super) const TRANSFER_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// The node group `group` prefers as its leader among `voters`.
 pub fn preferred(group: u32, voters: &[u64]) -> Option<u64> {

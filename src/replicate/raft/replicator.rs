@@ -11,7 +11,7 @@
 //! never delays a heartbeat.
 
 use super::apply_guard::ApplyGuard;
-use super::balancer;
+use super::balancer::{self, TRANSFER_TIMEOUT};
 use super::log_storage::RaftLog;
 use super::membership::{self, ChangeRefusal, MembershipChange, MembershipView};
 use super::network::Peers;
@@ -540,9 +540,6 @@ impl<SM: Machine> Inner<SM> {
 fn left_of(deadline: Instant) -> Duration {
     deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(100))
 }
-
-/// How long a stopping leader waits for another voter to take over.
-const TRANSFER_TIMEOUT: Duration = Duration::from_secs(3);
 
 impl<SM: Machine> Inner<SM> {
     /// A stopping leader hands its leadership to the voter that holds the
