@@ -13,17 +13,20 @@ use crate::store::Store;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Every `tick`, proposes `command` when `due` says the store at this time
-/// has work for it; stops when the node takes no more writes.
+/// Every `tick`, proposes `command` to each raft group whose store at this
+/// time has work for it, as `due` says; stops when the node takes no more
+/// writes.
 pub async fn run(node: Arc<Node>, tick: Duration, due: fn(&Store, i64) -> bool, command: fn() -> Command) {
     let mut interval = tokio::time::interval(tick);
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         interval.tick().await;
         let now_us = chrono::Utc::now().timestamp_micros();
-        let is_due = due(&node.group0().view.local(), now_us);
-        if is_due && node.group0().replicator.propose(command()).await.is_err() {
-            return;
+        for group in node.groups() {
+            let is_due = due(&group.view.local(), now_us);
+            if is_due && group.replicator.propose(command()).await.is_err() {
+                return;
+            }
         }
     }
 }

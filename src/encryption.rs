@@ -28,23 +28,24 @@ pub struct Cipher(Aes256Gcm);
 
 /// Seals the messages of one request for the queues that want it, looking
 /// each queue's setting up once.
-/// It is given the node's applied state and cipher, not the node, so that
-/// encryption sits below the node and the reader.
+/// It is given where each queue's applied state is (its raft group's view)
+/// and the cipher, not the node, so that encryption sits below the node and
+/// the reader.
 pub struct Sealer<'a> {
-    view: &'a StateView,
+    view_of: Box<dyn Fn(&str) -> &'a StateView + Send + 'a>,
     cipher: Option<&'a Cipher>,
     encrypted: HashMap<String, bool>,
 }
 
 impl<'a> Sealer<'a> {
-    pub fn new(view: &'a StateView, cipher: Option<&'a Cipher>) -> Self {
-        Self { view, cipher, encrypted: HashMap::new() }
+    pub fn new(view_of: impl Fn(&str) -> &'a StateView + Send + 'a, cipher: Option<&'a Cipher>) -> Self {
+        Self { view_of: Box::new(view_of), cipher, encrypted: HashMap::new() }
     }
 
     /// Whether `queue` is configured with encryptionEnabled.
     pub fn seals(&mut self, queue: &str) -> bool {
         *self.encrypted.entry(queue.to_string()).or_insert_with(|| {
-            let store = self.view.local();
+            let store = (self.view_of)(queue).local();
             store.queue_id(queue).is_some_and(|q| store.traits(q).encrypted)
         })
     }

@@ -40,6 +40,7 @@ pub(crate) mod message;
 pub(crate) mod message_view;
 pub(crate) mod metrics;
 pub(crate) mod node;
+pub(crate) mod placement;
 pub(crate) mod planner;
 pub(crate) mod qlog;
 pub(crate) mod queue_options;

@@ -106,6 +106,33 @@ impl Default for Metrics {
 }
 
 impl Metrics {
+    /// Metrics for a further raft group of the node: the same counters and
+    /// histograms (a prometheus-client metric's clones share one value), so
+    /// `/metrics` counts every group's work, but an `applied_index` of its
+    /// own, since each group's log has its own indexes; the node's is
+    /// group 0's.
+    pub fn for_another_group(&self) -> Self {
+        Self {
+            entries_applied: self.entries_applied.clone(),
+            messages_appended: self.messages_appended.clone(),
+            duplicates: self.duplicates.clone(),
+            group_commits: self.group_commits.clone(),
+            qlog_bytes_written: self.qlog_bytes_written.clone(),
+            qlog_sync_seconds: self.qlog_sync_seconds.clone(),
+            checkpoints: self.checkpoints.clone(),
+            partitions_retained: self.partitions_retained.clone(),
+            partitions_cleaned_up: self.partitions_cleaned_up.clone(),
+            qlog_files_reclaimed: self.qlog_files_reclaimed.clone(),
+            qlog_files_rewritten: self.qlog_files_rewritten.clone(),
+            qlog_bytes_reclaimed: self.qlog_bytes_reclaimed.clone(),
+            applied_index: Gauge::default(),
+            group_commit_seconds: self.group_commit_seconds.clone(),
+            group_commit_entries: self.group_commit_entries.clone(),
+            kafka_file_bytes: self.kafka_file_bytes.clone(),
+            registry: Registry::default(),
+        }
+    }
+
     pub fn render(&self) -> String {
         let mut out = String::new();
         encode(&mut out, &self.registry).expect("metrics encode into a String");

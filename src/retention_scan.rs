@@ -7,7 +7,7 @@
 //! frees the qlog files, or the parts of them, nothing needs any more
 //! (`qlog/reclaim.rs`).
 
-use crate::node::Node;
+use crate::node::{GroupCore, Node};
 use crate::planner::cleanup::{is_idle_and_empty, NumberedQueues};
 use crate::planner::command::{Answer, Command};
 use crate::planner::retention::{watermarks, ByQueue};
@@ -27,38 +27,42 @@ const PARTITIONS_PER_ENTRY: usize = 1000;
 pub async fn run(node: Arc<Node>) {
     let mut interval = tokio::time::interval(RETENTION_INTERVAL);
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut scan_from: PartitionKey = (0, 0);
+    let mut scan_from: Vec<PartitionKey> = vec![(0, 0); node.groups().len()];
     let mut reclaim_from: Vec<Position> = vec![(0, 0); node.groups().len()];
     let idle_us = (node.settings.partition_cleanup_days * 86_400e6) as i64;
     let cleanup = (idle_us > 0).then_some(idle_us);
     loop {
         interval.tick().await;
-        let mut budget = node.settings.retention_scan_per_s * RETENTION_INTERVAL.as_secs() as usize;
-        let mut found = Found::default();
-        while budget > 0 {
-            let now_us = chrono::Utc::now().timestamp_micros();
-            let slice = budget.min(PARTITIONS_PER_LOCK);
-            let window = node.settings.txn_window_min_s;
-            let judge = (now_us, window, cleanup);
-            let next = scan(&node.group0().view.local(), scan_from, slice, judge, &mut found);
-            budget -= slice;
-            match next {
-                Some(key) => scan_from = key,
-                None => {
-                    scan_from = (0, 0);
-                    break;
+        // The scan's rate is the node's, shared among its groups.
+        let share = node.settings.retention_scan_per_s * RETENTION_INTERVAL.as_secs() as usize / node.groups().len();
+        for (group, scan_from) in node.groups().iter().zip(scan_from.iter_mut()) {
+            let mut budget = share.max(1);
+            let mut found = Found::default();
+            while budget > 0 {
+                let now_us = chrono::Utc::now().timestamp_micros();
+                let slice = budget.min(PARTITIONS_PER_LOCK);
+                let window = node.settings.txn_window_min_s;
+                let judge = (now_us, window, cleanup);
+                let next = scan(&group.view.local(), *scan_from, slice, judge, &mut found);
+                budget -= slice;
+                match next {
+                    Some(key) => *scan_from = key,
+                    None => {
+                        *scan_from = (0, 0);
+                        break;
+                    }
                 }
+                tokio::task::yield_now().await;
             }
-            tokio::task::yield_now().await;
-        }
-        let txn_window_min_s = node.settings.txn_window_min_s;
-        let retain = |partitions| Command::Retain { partitions, txn_window_min_s };
-        let Some(retained) = propose_in_chunks(&node, &found.due, retain).await else { return };
-        node.metrics.partitions_retained.inc_by(retained);
-        if let Some(idle_us) = cleanup {
-            let clean = |partitions| Command::CleanupPartitions { partitions, idle_us };
-            let Some(cleaned) = propose_in_chunks(&node, &found.idle, clean).await else { return };
-            node.metrics.partitions_cleaned_up.inc_by(cleaned);
+            let txn_window_min_s = node.settings.txn_window_min_s;
+            let retain = |partitions| Command::Retain { partitions, txn_window_min_s };
+            let Some(retained) = propose_in_chunks(group, &found.due, retain).await else { return };
+            node.metrics.partitions_retained.inc_by(retained);
+            if let Some(idle_us) = cleanup {
+                let clean = |partitions| Command::CleanupPartitions { partitions, idle_us };
+                let Some(cleaned) = propose_in_chunks(group, &found.idle, clean).await else { return };
+                node.metrics.partitions_cleaned_up.inc_by(cleaned);
+            }
         }
         // Each raft group's logs are reclaimed from its own store.
         for (g, from) in reclaim_from.iter_mut().enumerate() {
@@ -107,13 +111,13 @@ pub async fn run(node: Arc<Node>) {
 /// Proposes `command` for each chunk of `partitions`; answers how many
 /// partitions the planner changed, or `None` once the replicator stopped.
 async fn propose_in_chunks(
-    node: &Node,
+    group: &GroupCore,
     partitions: &[(u64, u64)],
     command: impl Fn(Vec<(u64, u64)>) -> Command,
 ) -> Option<u64> {
     let mut changed = 0;
     for chunk in partitions.chunks(PARTITIONS_PER_ENTRY) {
-        match node.group0().replicator.propose(command(chunk.to_vec())).await {
+        match group.replicator.propose(command(chunk.to_vec())).await {
             Ok(Answer::Retained { partitions } | Answer::CleanedUp { partitions }) => changed += partitions as u64,
             Ok(_) => {}
             Err(_) => return None,

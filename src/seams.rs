@@ -30,6 +30,11 @@ pub mod storage {
     pub use crate::storage::{create_dir_durable, DirEntry, Reserve, Storage, StorageFile};
 }
 
+/// Which raft group holds a queue, as the tests place their writers.
+pub mod placement {
+    pub use crate::placement::group_of_queue;
+}
+
 /// One boot of the log: its layout, recovery and writer, in its raft
 /// group's directory.
 pub mod boot {

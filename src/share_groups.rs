@@ -23,6 +23,10 @@ pub enum ShareGroupError {
     /// them (effect catalogue 4).
     #[error("share groups wait until every cluster member runs a build that reads them (effect catalogue 4)")]
     NotYet,
+    /// A share group's configs and declaration live in group 0's KV, which
+    /// the raft groups holding the queues do not read.
+    #[error("share groups are not served with QUEEN_RAFT_GROUPS above 1 by this build")]
+    GroupsApart,
     #[error(transparent)]
     Propose(#[from] ProposeError),
 }
@@ -59,7 +63,10 @@ pub fn names(store: &Store) -> Vec<String> {
         .collect()
 }
 
-fn refuse_before_catalogue_4(node: &Node) -> Result<(), ShareGroupError> {
+fn refuse_unless_served(node: &Node) -> Result<(), ShareGroupError> {
+    if node.placed_apart() {
+        return Err(ShareGroupError::GroupsApart);
+    }
     match node.settings.raft_node_id.is_none() || cluster_catalogue(&node.group0().view.local()) >= 4 {
         true => Ok(()),
         false => Err(ShareGroupError::NotYet),
@@ -87,10 +94,10 @@ async fn write(node: &Node, group: &str, row: &Map<String, Value>) -> Result<(),
 
 /// Makes `group` a share group, if it is not one already.
 pub async fn declare(node: &Node, group: &str) -> Result<(), ShareGroupError> {
+    refuse_unless_served(node)?;
     if row(&node.group0().view.local(), group).is_some() {
         return Ok(());
     }
-    refuse_before_catalogue_4(node)?;
     write(node, group, &Map::new()).await
 }
 
@@ -136,6 +143,6 @@ pub async fn set(
     if validate_only {
         return Ok(());
     }
-    refuse_before_catalogue_4(node)?;
+    refuse_unless_served(node)?;
     write(node, group, &row).await
 }

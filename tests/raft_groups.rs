@@ -1,23 +1,38 @@
 //! Several raft groups per node (`QUEEN_RAFT_GROUPS`): three real nodes
 //! founded with four groups share one raft port per node, every group
-//! elects, leadership spreads so that each node leads a group, a kill -9
-//! re-elects only the groups the killed node led while the others keep
-//! their leaders and terms, HTTP and Kafka writes (all in group 0 while no
-//! partition is placed in another group) go on, and the node back
-//! takes its preferred group again; a SIGTERM hands over the groups a
-//! node leads.
+//! elects, leadership spreads so that each node leads a group, and each
+//! queue lives in one of groups 1 to 3. A kill -9 re-elects only the group
+//! the killed node led while the others keep their leaders and terms; HTTP
+//! and Kafka writers, one in each data group, keep committing in the
+//! groups the killed node did not lead and resume in its group once that
+//! group elects; every acknowledged write is there, once, gapless. The
+//! node back takes its preferred group again; a SIGTERM hands over the
+//! groups a node leads.
 
 mod common;
 
-use common::cluster::{writer, Cluster, Ledger};
+use common::cluster::{Cluster, Ledger, Writer};
 use common::kafka::idempotent_writer;
+use queen::seams::placement::group_of_queue;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const GROUPS: usize = 4;
+
+/// A name starting with `prefix` that group `g` holds.
+fn placed_in(prefix: &str, g: u32) -> String {
+    (0..).map(|i| format!("{prefix}-{i}")).find(|name| group_of_queue(name, GROUPS as u32) == g).unwrap()
+}
+
+/// The longest wait between two acknowledgements in `acked` that ends
+/// after `from`, and how many acknowledgements came in `from..until`.
+fn stall_and_count(acked: &[Instant], from: Instant, until: Instant) -> (Duration, usize) {
+    let longest = acked.windows(2).filter(|w| w[1] > from).map(|w| w[1] - w[0]).max().unwrap_or_default();
+    (longest, acked.iter().filter(|t| **t >= from && **t < until).count())
+}
 
 /// Each group's (leader, term), as every running node sees it, once they
 /// all agree; `None` while they do not.
@@ -83,21 +98,39 @@ async fn four_groups_on_three_nodes_spread_their_leaders_and_a_kill_stalls_only_
         .await;
     assert_eq!((status, refused["code"].as_str()), (501, Some("unsupported")), "{refused}");
 
-    // HTTP writers through node 1 (group 0's leader), and an idempotent
-    // Kafka producer through nodes 1 and 2, go on through node 3's kill.
-    let ledger: Ledger = Arc::default();
+    // An HTTP writer into a queue of each data group, through node 1, and
+    // idempotent Kafka producers into a topic of group 2 (node 3's) and
+    // of group 1 (node 2's) through nodes 1 and 2, go on through node 3's
+    // kill. Each waits at most a second for an answer before it retries.
+    let queues: Vec<String> = (1..GROUPS as u32).map(|g| placed_in("orders", g)).collect();
+    let ledgers: Vec<Ledger> = queues.iter().map(|_| Ledger::default()).collect();
+    let acked: Vec<Arc<Mutex<Vec<Instant>>>> = queues.iter().map(|_| Arc::default()).collect();
     let stop = Arc::new(AtomicBool::new(false));
     let url = cluster.node(0).url("/api/v1/push");
-    let writers: Vec<_> = (0..2).map(|w| tokio::spawn(writer(url.clone(), ledger.clone(), w, stop.clone()))).collect();
-    let kafka_ledger: Ledger = Arc::default();
-    let brokers = (0..2).map(|i| ("127.0.0.1".to_string(), cluster.node(i).kafka_port)).collect();
-    let kafka = tokio::spawn(idempotent_writer(brokers, "kgroups", kafka_ledger.clone(), stop.clone()));
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    let writers: Vec<_> = (0..queues.len())
+        .map(|w| {
+            let to = Writer { queue: queues[w].clone(), timeout: Duration::from_secs(1), acked_at: acked[w].clone() };
+            tokio::spawn(to.run(url.clone(), ledgers[w].clone(), w, stop.clone()))
+        })
+        .collect();
+    let topics = [placed_in("ktopic", 2), placed_in("ktopic", 1)];
+    let kafka_ledgers: Vec<Ledger> = topics.iter().map(|_| Ledger::default()).collect();
+    let brokers: Vec<(String, u16)> = (0..2).map(|i| ("127.0.0.1".to_string(), cluster.node(i).kafka_port)).collect();
+    let kafka: Vec<_> = topics
+        .iter()
+        .zip(&kafka_ledgers)
+        .map(|(t, l)| {
+            let (topic, brokers, ledger, stop) = (t.clone(), brokers.clone(), l.clone(), stop.clone());
+            tokio::spawn(async move { idempotent_writer(brokers, &topic, ledger, stop).await })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
 
     cluster.nodes[2].take().unwrap().kill9();
     let killed_at = Instant::now();
     let after = leaders_when(&cluster, Duration::from_secs(20), |l| l[2].0 != 3).await;
-    let stalled = killed_at.elapsed();
+    let elected_at = Instant::now();
+    let stalled = elected_at - killed_at;
     for g in [0, 1, 3] {
         assert_eq!(after[g], before[g], "group {g}, not led by the killed node, kept its leader and term");
     }
@@ -105,25 +138,51 @@ async fn four_groups_on_three_nodes_spread_their_leaders_and_a_kill_stalls_only_
     assert!(stalled < Duration::from_secs(5), "group 2 went {stalled:?} without a leader");
     println!("group 2 re-elected {stalled:?} after its leader's kill -9");
 
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
     stop.store(true, Ordering::Release);
     for w in writers {
         w.await.unwrap();
     }
-    kafka.await.unwrap();
-    let ledger = ledger.lock().unwrap().clone();
-    assert!(ledger.len() > 20, "the writers were answered: {}", ledger.len());
-    cluster.check_ledger(&ledger, "cluster", &["p0".into(), "p1".into()]).await;
-    let kafka_ledger = kafka_ledger.lock().unwrap().clone();
-    assert!(kafka_ledger.len() > 20, "the Kafka producer was answered: {}", kafka_ledger.len());
-    cluster.check_ledger(&kafka_ledger, "kgroups", &["0".into()]).await;
+    for k in kafka {
+        k.await.unwrap();
+    }
+    // Groups 1 and 3 committed all through group 2's election, without a
+    // pause longer than a heartbeat's; group 2's writer resumed once its
+    // group elected.
+    for (w, queue) in queues.iter().enumerate() {
+        let g = w + 1;
+        let acked = acked[w].lock().unwrap().clone();
+        let (longest, during) = stall_and_count(&acked, killed_at, elected_at);
+        println!("group {g} ({queue}): longest wait {longest:?}, {during} writes acknowledged during the election");
+        let after_election = acked.iter().filter(|t| **t > elected_at).count();
+        assert!(after_election > 10, "group {g}'s writer went on after the election: {after_election}");
+        if g == 2 {
+            // Its writes waited for its election: its data is in group 2.
+            assert!(longest > Duration::from_millis(500), "group 2's writer waited only {longest:?}");
+            assert!(longest < Duration::from_secs(6), "group 2's writer resumed {longest:?} after its last write");
+        } else {
+            assert!(during > 0, "group {g} committed while group 2 elected");
+            assert!(longest < Duration::from_millis(1000), "group {g} paused {longest:?} for another group's election");
+        }
+    }
+    for (w, queue) in queues.iter().enumerate() {
+        let ledger = ledgers[w].lock().unwrap().clone();
+        assert!(ledger.len() > 20, "the writer of {queue} was answered: {}", ledger.len());
+        cluster.check_ledger(&ledger, queue, &[format!("p{w}")]).await;
+    }
+    for (topic, ledger) in topics.iter().zip(&kafka_ledgers) {
+        let ledger = ledger.lock().unwrap().clone();
+        assert!(ledger.len() > 20, "the Kafka producer into {topic} was answered: {}", ledger.len());
+        cluster.check_ledger(&ledger, topic, &["0".into()]).await;
+    }
 
     // Back, node 3 catches up and is handed its preferred group again.
     cluster.start_node_with(2, &[]).await;
     let back = leaders_when(&cluster, Duration::from_secs(60), preferred).await;
     let terms: BTreeMap<usize, u64> = back.iter().map(|l| l.1).enumerate().collect();
     println!("leaders back where preferred, terms {terms:?}");
-    cluster.check_ledger(&ledger, "cluster", &["p0".into(), "p1".into()]).await;
+    let ledger = ledgers[1].lock().unwrap().clone();
+    cluster.check_ledger(&ledger, &queues[1], &["p1".into()]).await;
 
     // SIGTERM hands over every group the node leads before it stops.
     let mut stopping = cluster.nodes[1].take().unwrap();

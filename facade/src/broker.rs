@@ -217,6 +217,9 @@ pub enum BrokerError {
     CoordinatorLoading(String),
     #[error("{0}")]
     InvalidRecordState(String),
+    /// What this broker does not do in its present configuration.
+    #[error("{0}")]
+    Unsupported(String),
 }
 
 impl BrokerError {
@@ -242,6 +245,7 @@ impl BrokerError {
             BrokerError::InvalidTxnState(_) => ResponseError::InvalidTxnState,
             BrokerError::CoordinatorLoading(_) => ResponseError::CoordinatorLoadInProgress,
             BrokerError::InvalidRecordState(_) => ResponseError::InvalidRecordState,
+            BrokerError::Unsupported(_) => ResponseError::UnsupportedVersion,
         }
     }
 

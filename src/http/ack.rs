@@ -64,9 +64,14 @@ pub fn item(f: &Fields<'_>, group: Option<&str>) -> Result<Result<AckItem, &'sta
 async fn acknowledge(node: &Node, fields: Vec<Fields<'_>>, group: Option<&str>) -> Result<Json<Value>, ApiError> {
     let parsed = fields.iter().map(|f| item(f, group)).collect::<Result<Vec<_>, _>>()?;
     let commands: Vec<AckItem> = parsed.iter().filter_map(|p| p.as_ref().ok().cloned()).collect();
-    let mut outcomes =
-        if commands.is_empty() { Vec::new() } else { node.group0().replicator.ask(Typed::ack(commands)).await? }
-            .into_iter();
+    let mut outcomes = node
+        .ask_split(
+            commands,
+            |node, a| node.group_of_id(a.queue_id),
+            |group, acks| async move { group.replicator.ask(Typed::ack(acks)).await },
+        )
+        .await?
+        .into_iter();
     let results = parsed
         .iter()
         .zip(&fields)

@@ -24,9 +24,9 @@ pub async fn changed(
     let body = json_object(body)?;
     let entries = super::body::Fields::new(&body, "").array("entries")?;
     let asks = objects(entries, "entries")?;
-    let store = node.group0().view.local();
-    // Every batch not applied yet is later than the last one applied.
-    let safe_us = store.applied_us + 1;
+    // Every batch not applied yet is later than the last one applied, in
+    // each group asked.
+    let mut safe_us = i64::MAX;
     let mut out = Vec::with_capacity(asks.len());
     for ask in &asks {
         let queue = ask.name_str("queue")?;
@@ -41,6 +41,8 @@ pub async fn changed(
             Some(a) => a.parse().map_err(|_| ask.mistyped("after", "the next cursor of an earlier page"))?,
         };
         let limit = ask.opt_u64("limit")?.unwrap_or(PAGE as u64).clamp(1, PAGE as u64) as usize;
+        let store = node.group_of(queue).view.local();
+        safe_us = safe_us.min(store.applied_us + 1);
         let Some(q) = store.queue_id(queue) else {
             out.push(json!({"queue": queue, "error": UNKNOWN_TOPIC_OR_PARTITION, "partitions": []}));
             continue;
@@ -63,6 +65,9 @@ pub async fn changed(
             .collect();
         let next = more.then(|| page.last().map(|((_, p), _)| p.to_string())).flatten();
         out.push(json!({"queue": queue, "partitions": partitions, "next": next}));
+    }
+    if safe_us == i64::MAX {
+        safe_us = node.queue_groups().iter().map(|g| g.view.local().applied_us + 1).min().unwrap_or(0);
     }
     Ok(Json(json!({"entries": out, "safeTime": iso_time(safe_us)})))
 }

@@ -29,8 +29,9 @@ pub async fn list(
             .transpose()
     };
     let (from, to) = (time("from")?.unwrap_or(i64::MIN), time("to")?.unwrap_or(i64::MAX));
+    let placed = node.group_of(queue);
     let rows: Vec<_> = {
-        let store = node.group0().view.local();
+        let store = placed.view.local();
         let Some(queue_id) = store.queue_id(queue) else {
             return Ok(Json(json!({"messages": [], "total": 0, "limit": limit, "offset": skip})));
         };
@@ -60,7 +61,7 @@ pub async fn list(
     let total = rows.len();
     let mut messages = Vec::new();
     for (queue_id, p, partition, group, offset, row) in rows.into_iter().skip(skip).take(limit) {
-        let stored = node.group0().reader.read_offsets(queue_id, p, &[offset]).map_err(ApiError::storage)?;
+        let stored = placed.reader.read_offsets(queue_id, p, &[offset]).map_err(ApiError::storage)?;
         let Some(m) = stored.into_iter().next() else { continue };
         messages.push(json!({
             "id": message_uuid(p, offset),

@@ -77,6 +77,7 @@ impl From<crate::share_groups::ShareGroupError> for ApiError {
         match e {
             ShareGroupError::Invalid(why) => Self::bad_request("invalid_share_group", why),
             ShareGroupError::NotYet => Self::new(StatusCode::SERVICE_UNAVAILABLE, "not_yet", e.to_string()),
+            ShareGroupError::GroupsApart => Self::new(StatusCode::NOT_IMPLEMENTED, "unsupported", e.to_string()),
             ShareGroupError::Propose(e) => e.into(),
         }
     }

@@ -5,7 +5,7 @@ use super::body::{json_object, objects, Fields};
 use super::error::ApiError;
 use super::ids::{iso_time, kafka_fields, value_json};
 use crate::message::Message;
-use crate::node::Node;
+use crate::node::{GroupCore, Node};
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
@@ -56,7 +56,9 @@ pub async fn fetch(
         .collect::<Result<Vec<_>, ApiError>>()?;
 
     // A reader acts on what it fetches: it reads the committed log.
-    node.group0().view.gate().await?;
+    for group in node.groups_of(asks.iter().map(|a| a.queue.as_str())) {
+        group.view.gate().await?;
+    }
     // File reads block: keep them off the async workers.
     let answer = tokio::task::spawn_blocking(move || {
         let mut budget = call_budget;
@@ -69,8 +71,9 @@ pub async fn fetch(
 }
 
 fn read_entry(node: &Node, ask: &Ask, call_budget: &mut u64) -> Result<Value, ApiError> {
+    let group = node.group_of(&ask.queue);
     let view = {
-        let store = node.group0().view.local();
+        let store = group.view.local();
         store.queue_id(&ask.queue).and_then(|q| store.partition_id(q, &ask.partition).map(|p| (q, p))).map(|(q, p)| {
             let row = store.partition(q, p).expect("a named partition has a row");
             (q, p, row.next_offset, row.log_start)
@@ -83,14 +86,14 @@ fn read_entry(node: &Node, ask: &Ask, call_budget: &mut u64) -> Result<Value, Ap
         return Ok(entry_answer(ask, vec![], high, log_start, Some(OFFSET_OUT_OF_RANGE)));
     }
     let budget = ask.max_bytes.min(*call_budget);
-    let records = read_records(node, queue, partition, ask.offset, high, budget)?;
+    let records = read_records(group, queue, partition, ask.offset, high, budget)?;
     *call_budget = call_budget.saturating_sub(records.1);
     Ok(entry_answer(ask, records.0, high, log_start, None))
 }
 
 /// Records from `offset` below `high`, at least one, until `budget` payload bytes.
 fn read_records(
-    node: &Node,
+    group: &GroupCore,
     queue: u64,
     partition: u64,
     offset: u64,
@@ -98,7 +101,7 @@ fn read_records(
     budget: u64,
 ) -> Result<(Vec<Value>, u64), ApiError> {
     let (messages, used) =
-        node.group0().reader.read_from::<Message>(queue, partition, offset, high, budget).map_err(ApiError::storage)?;
+        group.reader.read_from::<Message>(queue, partition, offset, high, budget).map_err(ApiError::storage)?;
     let records = messages
         .into_iter()
         .map(|m| {

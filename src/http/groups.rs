@@ -39,23 +39,27 @@ fn partition_view(store: &Store, key: &CursorKey, now_us: i64, share: bool) -> O
     Some(view)
 }
 
-/// Every group, with its queues and partitions; share groups named even
-/// before any member took a record.
-fn describe_all(store: &Store, now_us: i64) -> BTreeMap<String, BTreeMap<String, Vec<Value>>> {
-    let shares: BTreeSet<String> = share_groups::names(store).into_iter().collect();
+/// Every group, with its queues and partitions, from every raft group
+/// that holds queues; share groups (declared in group 0) named even before
+/// any member took a record.
+fn describe_all(node: &Node, now_us: i64) -> BTreeMap<String, BTreeMap<String, Vec<Value>>> {
+    let shares: BTreeSet<String> = share_groups::names(&node.group0().view.local()).into_iter().collect();
     let mut out: BTreeMap<String, BTreeMap<String, Vec<Value>>> = BTreeMap::new();
     for name in &shares {
         out.entry(name.clone()).or_default();
     }
-    for (key, _) in store.cursors.iter() {
-        let Some(queue) = store.queue_name(key.0) else { continue };
-        if let Some(view) = partition_view(store, key, now_us, shares.contains(&key.2)) {
-            out.entry(key.2.clone()).or_default().entry(queue.to_string()).or_default().push(view);
+    for placed in node.queue_groups() {
+        let store = placed.view.local();
+        for (key, _) in store.cursors.iter() {
+            let Some(queue) = store.queue_name(key.0) else { continue };
+            if let Some(view) = partition_view(&store, key, now_us, shares.contains(&key.2)) {
+                out.entry(key.2.clone()).or_default().entry(queue.to_string()).or_default().push(view);
+            }
         }
-    }
-    for ((q, group), _) in store.groups.iter() {
-        if let Some(queue) = store.queue_name(*q) {
-            out.entry(group.clone()).or_default().entry(queue.to_string()).or_default();
+        for ((q, group), _) in store.groups.iter() {
+            if let Some(queue) = store.queue_name(*q) {
+                out.entry(group.clone()).or_default().entry(queue.to_string()).or_default();
+            }
         }
     }
     out
@@ -63,32 +67,33 @@ fn describe_all(store: &Store, now_us: i64) -> BTreeMap<String, BTreeMap<String,
 
 /// A group's view; a share group's names its members and how many records
 /// they hold.
-fn group_json(node: &Node, store: &Store, now_us: i64, name: &str, queues: &BTreeMap<String, Vec<Value>>) -> Value {
+fn group_json(node: &Node, now_us: i64, name: &str, queues: &BTreeMap<String, Vec<Value>>) -> Value {
     let lag: u64 = queues.values().flatten().map(|p| p["lag"].as_u64().unwrap_or(0)).sum();
     let in_flight: u64 = queues.values().flatten().map(|p| p["share"]["inFlightCount"].as_u64().unwrap_or(0)).sum();
     let queues: Vec<Value> = queues.iter().map(|(q, parts)| json!({"queueName": q, "partitions": parts})).collect();
     let mut view = json!({"name": name, "consumerGroup": name, "totalLag": lag, "queues": queues});
-    if share_groups::row(store, name).is_some() {
+    if share_groups::row(&node.group0().view.local(), name).is_some() {
         view["share"] = json!(true);
         view["inFlight"] = json!(in_flight);
-        view["members"] = Value::Array(share_view::members(node, store, name, now_us));
+        let members = node.queue_groups().iter().flat_map(|g| share_view::members(node, &g.view.local(), name, now_us));
+        view["members"] = Value::Array(members.collect());
     }
     view
 }
 
 pub async fn list(State(node): State<Arc<Node>>) -> Json<Value> {
-    let (store, now_us) = (node.group0().view.local(), chrono::Utc::now().timestamp_micros());
-    let all = describe_all(&store, now_us);
-    Json(Value::Array(all.iter().map(|(g, q)| group_json(&node, &store, now_us, g, q)).collect()))
+    let now_us = chrono::Utc::now().timestamp_micros();
+    let all = describe_all(&node, now_us);
+    Json(Value::Array(all.iter().map(|(g, q)| group_json(&node, now_us, g, q)).collect()))
 }
 
 pub async fn describe(State(node): State<Arc<Node>>, Path(group): Path<String>) -> Result<Json<Value>, ApiError> {
-    let (store, now_us) = (node.group0().view.local(), chrono::Utc::now().timestamp_micros());
-    let all = describe_all(&store, now_us);
+    let now_us = chrono::Utc::now().timestamp_micros();
+    let all = describe_all(&node, now_us);
     let queues = all.get(&group).ok_or_else(|| {
         ApiError::new(axum::http::StatusCode::NOT_FOUND, "unknown_consumer_group", format!("no consumer group {group}"))
     })?;
-    Ok(Json(group_json(&node, &store, now_us, &group, queues)))
+    Ok(Json(group_json(&node, now_us, &group, queues)))
 }
 
 pub async fn lagging(
@@ -99,7 +104,7 @@ pub async fn lagging(
         Some(v) => v.parse().map_err(|_| ApiError::bad_request("invalid_field", "minLagSeconds must be a number"))?,
         None => 60.0,
     };
-    let all = describe_all(&node.group0().view.local(), chrono::Utc::now().timestamp_micros());
+    let all = describe_all(&node, chrono::Utc::now().timestamp_micros());
     let mut out = Vec::new();
     for (group, queues) in &all {
         for (queue, parts) in queues {
@@ -120,8 +125,18 @@ fn delete_metadata(q: &HashMap<String, String>) -> bool {
     q.get("deleteMetadata").is_none_or(|v| v != "false")
 }
 
-async fn changed(node: &Node, command: Command) -> Result<usize, ApiError> {
-    Ok(node.group0().replicator.ask(Typed::group(command)).await?)
+/// A change to a consumer group: in the named queue's raft group, or for
+/// one that names no queue, in every group that holds queues, summed.
+async fn changed(node: &Node, queue: Option<&str>, command: Command) -> Result<usize, ApiError> {
+    let groups = match queue {
+        Some(queue) => std::slice::from_ref(node.group_of(queue)),
+        None => node.queue_groups(),
+    };
+    let mut changed = 0;
+    for group in groups {
+        changed += group.replicator.ask(Typed::group(command.clone())).await?;
+    }
+    Ok(changed)
 }
 
 pub async fn delete(
@@ -130,7 +145,7 @@ pub async fn delete(
     Query(q): Query<HashMap<String, String>>,
 ) -> Result<Json<Value>, ApiError> {
     let metadata = delete_metadata(&q);
-    let partitions = changed(&node, Command::DeleteGroup { queue: None, group: group.clone(), metadata }).await?;
+    let partitions = changed(&node, None, Command::DeleteGroup { queue: None, group: group.clone(), metadata }).await?;
     Ok(Json(
         json!({"success": true, "consumerGroup": group, "deletedPartitions": partitions, "metadataDeleted": metadata}),
     ))
@@ -143,7 +158,7 @@ pub async fn delete_for_queue(
 ) -> Result<Json<Value>, ApiError> {
     let metadata = delete_metadata(&q);
     let command = Command::DeleteGroup { queue: Some(queue.clone()), group: group.clone(), metadata };
-    let partitions = changed(&node, command).await?;
+    let partitions = changed(&node, Some(&queue), command).await?;
     Ok(Json(json!({
         "success": true, "consumerGroup": group, "queueName": queue, "deletedPartitions": partitions, "metadataDeleted": metadata
     })))
@@ -173,7 +188,8 @@ pub async fn seek(
     } else {
         return Err(ApiError::bad_request("invalid_body", "a seek names toEnd: true or a timestamp"));
     };
-    let partitions = changed(&node, Command::SeekGroup { queue: queue.clone(), group: group.clone(), to }).await?;
+    let command = Command::SeekGroup { queue: queue.clone(), group: group.clone(), to };
+    let partitions = changed(&node, Some(&queue), command).await?;
     Ok(Json(json!({"success": true, "consumerGroup": group, "queueName": queue, "partitions": partitions})))
 }
 
@@ -185,7 +201,7 @@ pub async fn resubscribe(
     let body = optional_object(&body)?.unwrap_or_default();
     let f = Fields::new(&body, "");
     let from_us = parse_time(&f, "subscriptionTimestamp")?.ok_or_else(|| f.missing("subscriptionTimestamp"))?;
-    let partitions = changed(&node, Command::Resubscribe { group: group.clone(), from_us }).await?;
+    let partitions = changed(&node, None, Command::Resubscribe { group: group.clone(), from_us }).await?;
     Ok(Json(json!({"success": true, "consumerGroup": group, "partitions": partitions})))
 }
 

@@ -12,7 +12,15 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 
 pub async fn extend(State(node): State<Arc<Node>>, Path(lease_id): Path<String>) -> Result<Json<Value>, ApiError> {
-    let Extended { renewed, expires_us } = node.group0().replicator.ask(Typed::extend_lease(lease_id.clone())).await?;
+    // A lease is one group's (one pop reaches one queue's group): the
+    // others renew nothing.
+    let mut renewed = 0;
+    let mut expires_us = None;
+    for group in node.queue_groups() {
+        let extended: Extended = group.replicator.ask(Typed::extend_lease(lease_id.clone())).await?;
+        renewed += extended.renewed;
+        expires_us = expires_us.max(extended.expires_us);
+    }
     let expires = expires_us.map(iso_time);
     let mut answer = json!({
         "leaseId": lease_id,

@@ -8,7 +8,7 @@ use super::body::{page, required_query};
 use super::error::ApiError;
 use super::ids::{iso_time, message_uuid, parse_partition_uuid, partition_uuid, value_json};
 use crate::message::{transaction_hash, Message};
-use crate::node::Node;
+use crate::node::{GroupCore, Node};
 use crate::planner::command::{Command, QUEUE_MODE};
 use crate::planner::cursor;
 use crate::reader::{self, StoredMessage};
@@ -94,12 +94,17 @@ fn groups_of(store: &Store, q: u64, p: u64) -> Vec<String> {
     groups
 }
 
-/// (queue, partition, offset) of a message named by partition id and transactionId.
-fn locate(node: &Node, partition_id: &str, transaction_id: &str) -> Result<(u64, u64, u64), ApiError> {
-    let (q, p) = parse_partition_uuid(partition_id).ok_or_else(|| {
-        ApiError::bad_request("invalid_partition_id", format!("{partition_id:?} is not a partition id"))
-    })?;
-    let store = node.group0().view.local();
+/// (queue, partition) a partition id names.
+fn partition_of(partition_id: &str) -> Result<(u64, u64), ApiError> {
+    parse_partition_uuid(partition_id)
+        .ok_or_else(|| ApiError::bad_request("invalid_partition_id", format!("{partition_id:?} is not a partition id")))
+}
+
+/// (queue, partition, offset) of a message named by partition id and
+/// transactionId, in `group`, the one its partition id names.
+fn locate(group: &GroupCore, partition_id: &str, transaction_id: &str) -> Result<(u64, u64, u64), ApiError> {
+    let (q, p) = partition_of(partition_id)?;
+    let store = group.view.local();
     let offset = store
         .dedup
         .get(q, p, &transaction_hash(transaction_id))
@@ -113,10 +118,11 @@ pub async fn get(
 ) -> Result<Json<Value>, ApiError> {
     // Behind the gate, as every read below: a client acts on a message's
     // state (and retries a dead letter it was shown).
-    node.group0().view.gate().await?;
-    let (q, p, offset) = locate(&node, &partition_id, &transaction_id)?;
+    let group = node.group_of_id(partition_of(&partition_id)?.0);
+    group.view.gate().await?;
+    let (q, p, offset) = locate(group, &partition_id, &transaction_id)?;
     let read = node.clone();
-    let stored = tokio::task::spawn_blocking(move || read.group0().reader.read_offsets(q, p, &[offset]))
+    let stored = tokio::task::spawn_blocking(move || read.group_of_id(q).reader.read_offsets(q, p, &[offset]))
         .await
         .map_err(ApiError::storage)?
         .map_err(ApiError::storage)?;
@@ -124,7 +130,7 @@ pub async fn get(
         .into_iter()
         .next()
         .ok_or_else(|| not_found(format!("message {transaction_id:?} is no longer stored")))?;
-    let store = node.group0().view.local();
+    let store = group.view.local();
     let now = chrono::Utc::now().timestamp_micros();
     Ok(Json(message_json(&store, q, p, &m, &groups_of(&store, q, p), now)))
 }
@@ -137,9 +143,10 @@ pub async fn list(
     let (limit, skip) = page(&q)?;
     let group = q.get("consumerGroup").filter(|g| !g.is_empty()).cloned().unwrap_or_else(|| QUEUE_MODE.to_string());
     let wanted_status = q.get("status").filter(|s| !s.is_empty()).cloned();
-    node.group0().view.gate().await?;
+    let group_core = node.group_of(&queue);
+    group_core.view.gate().await?;
     let partitions: Vec<(u64, u64, u64, u64)> = {
-        let store = node.group0().view.local();
+        let store = group_core.view.local();
         let Some(qid) = store.queue_id(&queue) else {
             return Ok(Json(json!({"messages": [], "limit": limit, "offset": skip})));
         };
@@ -152,15 +159,16 @@ pub async fn list(
     };
     let read = node.clone();
     let found = tokio::task::spawn_blocking(move || {
+        let group_core = read.group_of(&queue);
         let mut out = Vec::new();
         let mut skipped = 0usize;
         let now = chrono::Utc::now().timestamp_micros();
         'partitions: for (qid, p, start, end) in partitions {
             let mut at = start;
             while at < end {
-                let (batch, _) = read.group0().reader.read_from::<Message>(qid, p, at, end, 1 << 20)?;
+                let (batch, _) = group_core.reader.read_from::<Message>(qid, p, at, end, 1 << 20)?;
                 let Some(last) = batch.last().map(|m| m.offset) else { break };
-                let store = read.group0().view.local();
+                let store = group_core.view.local();
                 for m in &batch {
                     let status = status_of(&store, (qid, p, m.offset), &group, now).status;
                     if wanted_status.as_ref().is_some_and(|w| w != status) {
@@ -191,11 +199,12 @@ pub async fn retry(
     Path((partition_id, transaction_id)): Path<(String, String)>,
     Query(q): Query<HashMap<String, String>>,
 ) -> Result<Json<Value>, ApiError> {
-    node.group0().view.gate().await?;
-    let (qid, p, offset) = locate(&node, &partition_id, &transaction_id)?;
+    let placed = node.group_of_id(partition_of(&partition_id)?.0);
+    placed.view.gate().await?;
+    let (qid, p, offset) = locate(placed, &partition_id, &transaction_id)?;
     let group = q.get("consumerGroup").filter(|g| !g.is_empty()).cloned();
     {
-        let store = node.group0().view.local();
+        let store = placed.view.local();
         for ((_, _, g, o), _) in
             store.dlq.range((qid, p, String::new(), 0)..).take_while(|((a, b, _, _), _)| (*a, *b) == (qid, p))
         {
@@ -210,7 +219,7 @@ pub async fn retry(
         }
     }
     let command = Command::Redeliver { queue: qid, partition: p, offset, group: group.clone() };
-    let groups = node.group0().replicator.ask(Typed::group(command)).await?;
+    let groups = placed.replicator.ask(Typed::group(command)).await?;
     if groups == 0 {
         return Err(ApiError::new(
             StatusCode::CONFLICT,

@@ -17,6 +17,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Value};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -159,7 +160,7 @@ async fn pop(
         let applied = node.apply_watch.applied();
         tokio::pin!(applied);
         applied.as_mut().enable();
-        let claims = node.group0().replicator.ask(Typed::pop(req.clone())).await?;
+        let claims = pop_once(&node, &req).await?;
         // The group's stored policy answers, echoed even on an empty pop so
         // the client can tell a conflating broker from one that ignored it.
         let mut own = json!({"autopilot": {"batch": batch, "partitions": partitions, "waitMs": 0}});
@@ -187,11 +188,31 @@ async fn pop(
     }
 }
 
+/// One pop: in the queue's group, or for a pop by namespace or task, in
+/// each group that holds queues until one has something, starting from a
+/// different group each time so that none is starved.
+async fn pop_once(node: &Node, req: &PopRequest) -> Result<Vec<Claim>, ApiError> {
+    static NEXT_FIRST: AtomicUsize = AtomicUsize::new(0);
+    let groups = match req.queue.as_deref() {
+        Some(queue) => std::slice::from_ref(node.group_of(queue)),
+        None => node.queue_groups(),
+    };
+    let first = NEXT_FIRST.fetch_add(1, Ordering::Relaxed);
+    for i in 0..groups.len() {
+        let group = &groups[(first + i) % groups.len()];
+        let claims = group.replicator.ask(Typed::pop(req.clone())).await?;
+        if !claims.is_empty() {
+            return Ok(claims);
+        }
+    }
+    Ok(Vec::new())
+}
+
 /// The conflation policy in force for the popping group: the stored one,
 /// or, for a group not registered on the queue yet, the one it asks for.
 fn stored_conflation(node: &Node, req: &PopRequest) -> bool {
     let Some(queue) = req.queue.as_deref() else { return req.conflation };
-    let store = node.group0().view.local();
+    let store = node.group_of(queue).view.local();
     let stored = store.queue_id(queue).and_then(|q| store.groups.get(&(q, req.group.clone()))).map(|g| g.conflate);
     stored.unwrap_or(req.conflation)
 }
@@ -209,8 +230,11 @@ async fn answer(
         let mut delivered = Vec::with_capacity(claims.len());
         for c in &claims {
             let offsets: Vec<u64> = c.messages.iter().map(|m| m.0).collect();
-            let stored =
-                node.group0().reader.read_offsets(c.queue_id, c.partition_id, &offsets).map_err(ApiError::storage)?;
+            let stored = node
+                .group_of_id(c.queue_id)
+                .reader
+                .read_offsets(c.queue_id, c.partition_id, &offsets)
+                .map_err(ApiError::storage)?;
             let attempts: HashMap<u64, u32> = c.messages.iter().copied().collect();
             let messages =
                 stored.into_iter().map(|m| (attempts.get(&m.offset).copied().unwrap_or(1), m)).map(|(a, m)| (m, a));

@@ -73,10 +73,21 @@ pub async fn propose(
             )
         })
         .collect();
-    match node.group0().replicator.ask(Typed::push(items)).await? {
-        Ok(outcomes) => Ok((names, outcomes)),
-        Err(full) => Err(queue_full(&full)),
-    }
+    // A push whose queues lie in several raft groups is one entry per
+    // group, proposed together: atomic per group, answered per item.
+    let outcomes = node
+        .ask_split(
+            items,
+            |node, i| node.group_of(&i.queue),
+            |group, items| async move {
+                match group.replicator.ask(Typed::push(items)).await? {
+                    Ok(outcomes) => Ok(outcomes),
+                    Err(full) => Err(queue_full(&full)),
+                }
+            },
+        )
+        .await?;
+    Ok((names, outcomes))
 }
 
 fn results_json(names: Vec<(String, String, String)>, outcomes: &[PushOutcome]) -> Value {

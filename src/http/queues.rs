@@ -39,11 +39,11 @@ pub async fn configure(
     let namespace = f.opt_str("namespace")?.map(str::to_string);
     let task = f.opt_str("task")?.map(str::to_string);
     let cmd = ConfigureQueue { queue: queue.clone(), namespace: namespace.clone(), task: task.clone(), options };
-    let options = node.group0().replicator.ask(Typed::configure(cmd)).await?;
+    let options = node.group_of(&queue).replicator.ask(Typed::configure(cmd)).await?;
     Ok(Json(json!({"queue": queue, "namespace": namespace, "task": task, "configured": true, "options": options})))
 }
 
 pub async fn delete(State(node): State<Arc<Node>>, Path(queue): Path<String>) -> Result<Json<Value>, ApiError> {
-    let existed = node.group0().replicator.ask(Typed::delete_queue(queue.clone())).await?;
+    let existed = node.group_of(&queue).replicator.ask(Typed::delete_queue(queue.clone())).await?;
     Ok(Json(json!({"queue": queue, "deleted": existed})))
 }

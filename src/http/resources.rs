@@ -54,26 +54,58 @@ fn queue_json(store: &Store, name: &str, row: &QueueRow) -> Value {
     })
 }
 
-pub async fn overview(State(node): State<Arc<Node>>) -> Json<Value> {
-    let s = node.group0().view.local();
-    let messages: u64 = s.queues.iter().map(|(_, r)| stored(&s, r.id)).sum();
-    let mut groups: Vec<&str> = s.cursors.iter().map(|(k, _)| k.2.as_str()).collect();
+/// What a queue's own readers (queue mode) have not finished in it.
+pub fn queue_pending(store: &Store, queue: u64) -> u64 {
+    store.partitions.range((queue, 0)..=(queue, u64::MAX)).map(|((q, p), _)| pending(store, *q, *p, QUEUE_MODE)).sum()
+}
+
+/// Counts over every queue, from each raft group that holds queues.
+pub struct Totals {
+    pub queues: usize,
+    pub partitions: usize,
+    pub messages: u64,
+    pub pending: u64,
+    pub consumer_groups: usize,
+    pub dead_letters: usize,
+}
+
+pub fn totals(node: &Node) -> Totals {
+    let mut t = Totals { queues: 0, partitions: 0, messages: 0, pending: 0, consumer_groups: 0, dead_letters: 0 };
+    let mut groups: Vec<String> = Vec::new();
+    for placed in node.queue_groups() {
+        let s = placed.view.local();
+        t.queues += s.queues.len();
+        t.partitions += s.partitions.len();
+        t.messages += s.queues.iter().map(|(_, r)| stored(&s, r.id)).sum::<u64>();
+        t.pending += s.queues.iter().map(|(_, r)| queue_pending(&s, r.id)).sum::<u64>();
+        t.dead_letters += s.dlq.len();
+        groups.extend(s.cursors.iter().map(|(k, _)| k.2.clone()));
+    }
     groups.sort_unstable();
     groups.dedup();
+    t.consumer_groups = groups.len();
+    t
+}
+
+pub async fn overview(State(node): State<Arc<Node>>) -> Json<Value> {
+    let t = totals(&node);
+    let s = node.group0().view.local();
     Json(json!({
-        "queues": s.queues.len(), "partitions": s.partitions.len(), "messages": messages,
-        "consumerGroups": groups.len(), "deadLetters": s.dlq.len(), "kvKeys": s.kv.len(),
+        "queues": t.queues, "partitions": t.partitions, "messages": t.messages,
+        "consumerGroups": t.consumer_groups, "deadLetters": t.dead_letters, "kvKeys": s.kv.len(),
         "applied": s.applied.index, "time": iso_time(chrono::Utc::now().timestamp_micros()),
     }))
 }
 
 /// Queue counts by namespace or by task.
 fn tally(node: &Node, pick: impl Fn(&QueueRow) -> Option<&String>, label: &str) -> Json<Value> {
-    let s = node.group0().view.local();
-    let mut counts: BTreeMap<&String, usize> = BTreeMap::new();
-    for (_, row) in s.queues.iter() {
-        if let Some(v) = pick(row) {
-            *counts.entry(v).or_default() += 1;
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for placed in node.queue_groups() {
+        let s = placed.view.local();
+        for (_, row) in s.queues.iter() {
+            if let Some(v) = pick(row) {
+                *counts.entry(v.clone()).or_default() += 1;
+            }
         }
     }
     let rows: Vec<Value> = counts.into_iter().map(|(k, n)| json!({label: k, "queues": n})).collect();
@@ -97,10 +129,15 @@ pub fn queue_matches(q: &HashMap<String, String>, name: &str, row: &QueueRow) ->
 
 pub async fn queues(State(node): State<Arc<Node>>, Query(q): Params) -> Result<Json<Value>, ApiError> {
     let (limit, skip) = page(&q)?;
-    let s = node.group0().view.local();
-    let matching: Vec<(&String, &QueueRow)> =
-        s.queues.iter().filter(|(name, row)| queue_matches(&q, name, row)).collect();
-    let rows: Vec<Value> = matching.iter().skip(skip).take(limit).map(|(n, r)| queue_json(&s, n, r)).collect();
+    // By name, as one store lists them, across the groups that hold queues.
+    let mut matching: Vec<(String, Value)> = Vec::new();
+    for placed in node.queue_groups() {
+        let s = placed.view.local();
+        let rows = s.queues.iter().filter(|(name, row)| queue_matches(&q, name, row));
+        matching.extend(rows.map(|(n, r)| (n.clone(), queue_json(&s, n, r))));
+    }
+    matching.sort_by(|a, b| a.0.cmp(&b.0));
+    let rows: Vec<Value> = matching.iter().skip(skip).take(limit).map(|(_, v)| v.clone()).collect();
     Ok(Json(json!({"queues": rows, "total": matching.len(), "limit": limit, "offset": skip})))
 }
 
@@ -109,7 +146,7 @@ pub fn unknown_queue(name: &str) -> ApiError {
 }
 
 pub async fn queue(State(node): State<Arc<Node>>, Path(name): Path<String>) -> Result<Json<Value>, ApiError> {
-    let s = node.group0().view.local();
+    let s = node.group_of(&name).view.local();
     let row = s.queues.get(&name).ok_or_else(|| unknown_queue(&name))?;
     let mut v = queue_json(&s, &name, row);
     v["partitions"] = Value::Array(partitions_json(&s, row.id));
@@ -122,7 +159,7 @@ pub async fn depth(
     Query(q): Params,
 ) -> Result<Json<Value>, ApiError> {
     let group = q.get("group").filter(|g| !g.is_empty()).map_or(QUEUE_MODE, String::as_str);
-    let s = node.group0().view.local();
+    let s = node.group_of(&name).view.local();
     let id = s.queue_id(&name).ok_or_else(|| unknown_queue(&name))?;
     let parts: Vec<Value> = s
         .partitions
@@ -134,12 +171,18 @@ pub async fn depth(
 }
 
 pub async fn partitions(State(node): State<Arc<Node>>, Query(q): Params) -> Result<Json<Value>, ApiError> {
-    let s = node.group0().view.local();
+    let groups = match q.get("queue") {
+        Some(queue) => std::slice::from_ref(node.group_of(queue)),
+        None => node.queue_groups(),
+    };
     let mut rows = Vec::new();
-    for (name, row) in s.queues.iter().filter(|(n, _)| q.get("queue").is_none_or(|want| want == *n)) {
-        for mut p in partitions_json(&s, row.id) {
-            p["queue"] = json!(name);
-            rows.push(p);
+    for placed in groups {
+        let s = placed.view.local();
+        for (name, row) in s.queues.iter().filter(|(n, _)| q.get("queue").is_none_or(|want| want == *n)) {
+            for mut p in partitions_json(&s, row.id) {
+                p["queue"] = json!(name);
+                rows.push(p);
+            }
         }
     }
     Ok(Json(json!({"partitions": rows, "total": rows.len()})))

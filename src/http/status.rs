@@ -6,9 +6,8 @@
 use super::body::page;
 use super::error::ApiError;
 use super::ids::iso_time;
-use super::resources::{partitions_json, pending, queue_matches, stored, unknown_queue};
+use super::resources::{partitions_json, pending, queue_matches, queue_pending, stored, totals, unknown_queue};
 use crate::node::Node;
-use crate::planner::command::QUEUE_MODE;
 use crate::store::Store;
 use axum::extract::{Path, Query, State};
 use axum::Json;
@@ -52,21 +51,13 @@ fn dead_letters(store: &Store, queue: u64) -> usize {
     store.dlq.range((queue, 0, String::new(), 0)..).take_while(|((q, _, _, _), _)| *q == queue).count()
 }
 
-fn queue_pending(store: &Store, queue: u64) -> u64 {
-    store.partitions.range((queue, 0)..=(queue, u64::MAX)).map(|((q, p), _)| pending(store, *q, *p, QUEUE_MODE)).sum()
-}
-
 fn last_write_us(store: &Store, queue: u64) -> i64 {
     store.partitions.range((queue, 0)..=(queue, u64::MAX)).map(|(_, r)| r.last_write_us).max().unwrap_or(0)
 }
 
 pub async fn status(State(node): State<Arc<Node>>) -> Json<Value> {
+    let t = totals(&node);
     let s = node.group0().view.local();
-    let messages: u64 = s.queues.iter().map(|(_, r)| stored(&s, r.id)).sum();
-    let pending: u64 = s.queues.iter().map(|(_, r)| queue_pending(&s, r.id)).sum();
-    let mut groups: Vec<&str> = s.cursors.iter().map(|(k, _)| k.2.as_str()).collect();
-    groups.sort_unstable();
-    groups.dedup();
     Json(json!({
         "status": "healthy",
         "version": env!("CARGO_PKG_VERSION"),
@@ -77,12 +68,12 @@ pub async fn status(State(node): State<Arc<Node>>) -> Json<Value> {
         "time": iso_time(now_us()),
         "startedAt": iso_time(node.started_us),
         "uptimeSeconds": uptime_s(&node),
-        "queues": s.queues.len(),
-        "partitions": s.partitions.len(),
-        "messages": messages,
-        "pending": pending,
-        "consumerGroups": groups.len(),
-        "deadLetters": s.dlq.len(),
+        "queues": t.queues,
+        "partitions": t.partitions,
+        "messages": t.messages,
+        "pending": t.pending,
+        "consumerGroups": t.consumer_groups,
+        "deadLetters": t.dead_letters,
         "kvKeys": s.kv.len(),
         "storageFull": node.disk_gate.is_full(),
         "listeners": {"http": node.settings.http_addr.to_string(), "kafka": node.settings.kafka_addr.to_string()},
@@ -91,27 +82,29 @@ pub async fn status(State(node): State<Arc<Node>>) -> Json<Value> {
 
 pub async fn queues(State(node): State<Arc<Node>>, Query(q): Params) -> Result<Json<Value>, ApiError> {
     let (limit, skip) = page(&q)?;
-    let s = node.group0().view.local();
-    let matching: Vec<_> = s.queues.iter().filter(|(name, row)| queue_matches(&q, name, row)).collect();
-    let rows: Vec<Value> = matching
-        .iter()
-        .skip(skip)
-        .take(limit)
-        .map(|(name, row)| {
-            json!({
-                "name": name, "namespace": row.namespace, "task": row.task,
-                "partitions": s.partitions.range((row.id, 0)..=(row.id, u64::MAX)).count(),
-                "messages": stored(&s, row.id), "pending": queue_pending(&s, row.id),
-                "consumerGroups": groups_on(&s, row.id).len(), "deadLetters": dead_letters(&s, row.id),
-                "lastWriteAt": iso_time(last_write_us(&s, row.id)),
-            })
-        })
-        .collect();
+    let mut matching: Vec<(String, Value)> = Vec::new();
+    for placed in node.queue_groups() {
+        let s = placed.view.local();
+        for (name, row) in s.queues.iter().filter(|(name, row)| queue_matches(&q, name, row)) {
+            matching.push((
+                name.clone(),
+                json!({
+                    "name": name, "namespace": row.namespace, "task": row.task,
+                    "partitions": s.partitions.range((row.id, 0)..=(row.id, u64::MAX)).count(),
+                    "messages": stored(&s, row.id), "pending": queue_pending(&s, row.id),
+                    "consumerGroups": groups_on(&s, row.id).len(), "deadLetters": dead_letters(&s, row.id),
+                    "lastWriteAt": iso_time(last_write_us(&s, row.id)),
+                }),
+            ));
+        }
+    }
+    matching.sort_by(|a, b| a.0.cmp(&b.0));
+    let rows: Vec<Value> = matching.iter().skip(skip).take(limit).map(|(_, v)| v.clone()).collect();
     Ok(Json(json!({"queues": rows, "total": matching.len(), "limit": limit, "offset": skip})))
 }
 
 pub async fn queue(State(node): State<Arc<Node>>, Path(name): Path<String>) -> Result<Json<Value>, ApiError> {
-    let s = node.group0().view.local();
+    let s = node.group_of(&name).view.local();
     let row = s.queues.get(&name).ok_or_else(|| unknown_queue(&name))?;
     let groups: Vec<Value> = groups_on(&s, row.id)
         .into_iter()

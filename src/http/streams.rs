@@ -16,7 +16,7 @@ use super::body::{json_object, objects, Fields};
 use super::error::ApiError;
 use super::ids::{iso_time, message_uuid, parse_partition_uuid, partition_uuid, payload_json};
 use super::{ack, push};
-use crate::node::Node;
+use crate::node::{GroupCore, Node};
 use crate::planner::items::{REFUSED_UNKNOWN_MESSAGE, REFUSED_UNRESOLVABLE};
 use crate::planner::streams::{self, Cycle, Register, StateOp, StreamsAnswer, StreamsOp};
 use crate::planner::transaction::Refusal;
@@ -44,6 +44,31 @@ fn canonical_partition(text: &str) -> String {
     parse_partition_uuid(text).map_or_else(|| text.to_string(), |(q, p)| partition_uuid(q, p))
 }
 
+/// The raft group a query lives in: its source queue's, which the
+/// partition it works on names; for a partition that is not one of ours,
+/// the group it was registered in.
+fn query_group<'n>(node: &'n Node, query_id: &str, partition: &str) -> &'n GroupCore {
+    if let Some((queue, _)) = parse_partition_uuid(partition) {
+        return node.group_of_id(queue);
+    }
+    let now_us = chrono::Utc::now().timestamp_micros();
+    let registered = node.queue_groups().iter().find(|g| streams::registered(&g.view.local(), query_id, now_us));
+    registered.unwrap_or(node.group0())
+}
+
+/// A streams call whose queues lie in several raft groups: one cycle is
+/// one entry, atomic because one group applies it.
+fn spans_groups(what: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::CONFLICT,
+        "stream_spans_groups",
+        format!(
+            "{what} in another raft group than its source queue (QUEEN_RAFT_GROUPS places each queue in one); \
+             a cycle is atomic within one group"
+        ),
+    )
+}
+
 /// `POST /streams/v1/queries`.
 pub async fn register(
     State(node): State<Arc<Node>>,
@@ -64,7 +89,11 @@ pub async fn register(
         reset,
     };
     let (name, hash) = (register.name.clone(), register.config_hash.clone());
-    match node.group0().replicator.ask(Typed::streams(StreamsOp::Register(register))).await? {
+    let group = node.group_of(&register.source_queue);
+    if register.sink_queue.as_deref().is_some_and(|sink| !std::ptr::eq(node.group_of(sink), group)) {
+        return Err(spans_groups("the sink queue is"));
+    }
+    match group.replicator.ask(Typed::streams(StreamsOp::Register(register))).await? {
         StreamsAnswer::Registered { query_id, fresh, reset } => Ok((
             StatusCode::OK,
             Json(json!({
@@ -112,8 +141,9 @@ pub async fn state_get(
     };
     // Behind the gate: the state a worker reads holds every cycle committed
     // before it asked, its own last one included.
-    node.group0().view.gate().await?;
-    let store = node.group0().view.local();
+    let group = query_group(&node, query_id, &partition);
+    group.view.gate().await?;
+    let store = group.view.local();
     let now_us = chrono::Utc::now().timestamp_micros();
     if !streams::registered(&store, query_id, now_us) {
         return Err(unknown_query(query_id));
@@ -186,8 +216,12 @@ pub async fn cycle(
     // needs nothing of its own: an ack commits its message and the ones
     // before it, and the lease holds the tail until it expires, when it is
     // delivered again in order. `true` acks the whole batch anyway.
+    let placed = query_group(&node, &query_id, &partition_text);
+    if pushes.iter().any(|p| !std::ptr::eq(node.group_of(&p.queue), placed)) {
+        return Err(spans_groups("a pushed queue is"));
+    }
     let source_queue = parse_partition_uuid(&partition_text).and_then(|(q, _)| {
-        let store = node.group0().view.local();
+        let store = placed.view.local();
         store.queue_name(q).map(str::to_string)
     });
     let count = body.get("ack").and_then(|a| a.get("count")).and_then(Value::as_u64).unwrap_or(0);
@@ -202,7 +236,7 @@ pub async fn cycle(
             "success": success, "query_id": query_id, "partition_id": partition_text, "queueName": source_queue,
         })
     };
-    match node.group0().replicator.ask(Typed::streams(StreamsOp::Cycle(cycle))).await? {
+    match placed.replicator.ask(Typed::streams(StreamsOp::Cycle(cycle))).await? {
         StreamsAnswer::CycleCommitted { pushes, ack, state_ops } => {
             let push_results: Vec<Value> = pushes
                 .iter()

@@ -171,7 +171,14 @@ async fn run(node: &Node, ops: Vec<TimerOp>) -> Result<Vec<Value>, ApiError> {
     if let Some(op) = ops.iter().find(|op| !seen.insert((op.queue.clone(), op.key.clone()))) {
         return Err(bad("timers_bad_op", format!("timer {}/{} appears twice in one call", op.queue, op.key)));
     }
-    let results = node.group0().replicator.ask(Typed::timers(ops.clone())).await?;
+    // A timer lives with its queue, so its fire is one entry there.
+    let results = node
+        .ask_split(
+            ops.clone(),
+            |node, op| node.group_of(&op.queue),
+            |group, ops| async move { group.replicator.ask(Typed::timers(ops)).await },
+        )
+        .await?;
     Ok(ops.iter().zip(&results).map(|(op, r)| result_json(op, r)).collect())
 }
 
@@ -224,8 +231,9 @@ pub async fn peek(
     Path((queue, key)): Path<(String, String)>,
 ) -> Result<Json<Value>, ApiError> {
     // Behind the gate: a client acts on whether its timer is still pending.
-    node.group0().view.gate().await?;
-    let store = node.group0().view.local();
+    let group = node.group_of(&queue);
+    group.view.gate().await?;
+    let store = group.view.local();
     Ok(Json(match store.timer(&timer_key(&queue, &key)) {
         Some(row) => {
             let mut v = row_json(&node, &queue, &key, row);
@@ -242,10 +250,11 @@ pub async fn list(
     Query(q): Query<HashMap<String, String>>,
 ) -> Result<Json<Value>, ApiError> {
     let limit = q.get("limit").and_then(|l| l.parse::<usize>().ok()).unwrap_or(100).clamp(1, 1000);
-    node.group0().view.gate().await?;
+    let group = node.group_of(&queue);
+    group.view.gate().await?;
     let prefix = timer_key(&queue, "");
     let after = q.get("after").map(|a| timer_key(&queue, a));
-    let store = node.group0().view.local();
+    let store = group.view.local();
     let mut rows: Vec<Value> = store
         .timers_from(&prefix, after.as_deref())
         .take(limit + 1)

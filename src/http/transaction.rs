@@ -8,7 +8,7 @@ use super::body::{body_bytes, json_map, json_object, objects, Fields};
 use super::error::ApiError;
 use super::ids::{message_uuid, partition_uuid, payload_json};
 use super::{ack, kv, push, push_binary, timers};
-use crate::node::Node;
+use crate::node::{GroupCore, Node};
 use crate::planner::command::PushStatus;
 use crate::planner::items::{REFUSED_UNKNOWN_MESSAGE, REFUSED_UNRESOLVABLE};
 use crate::planner::transaction::{Bundle, BundleAnswer, Refusal};
@@ -16,7 +16,7 @@ use crate::replicate::typed::Typed;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, StatusCode};
 use axum::{Extension, Json};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
@@ -28,6 +28,38 @@ pub const MAX_KV_OPS: usize = 64;
 enum Slot {
     Push,
     Ack,
+}
+
+/// The one raft group a bundle touches: what its pushes, acks and timers
+/// name, and group 0 for its KV operations. A bundle is one entry, atomic
+/// because one group applies it: one that would touch several is refused
+/// (`docs/operations.md`, "Several raft groups").
+fn one_group<'n>(node: &'n Node, bundle: &Bundle) -> Result<&'n GroupCore, ApiError> {
+    let mut groups: Vec<&GroupCore> = node.groups_of(
+        bundle.pushes.iter().map(|p| p.queue.as_str()).chain(bundle.timers.iter().map(|t| t.queue.as_str())),
+    );
+    for a in &bundle.acks {
+        let group = node.group_of_id(a.queue_id);
+        if !groups.iter().any(|g| std::ptr::eq(*g, group)) {
+            groups.push(group);
+        }
+    }
+    if !bundle.kv.is_empty() && !groups.iter().any(|g| std::ptr::eq(*g, node.group0())) {
+        groups.push(node.group0());
+    }
+    match groups.as_slice() {
+        [] => Ok(node.group0()),
+        [one] => Ok(one),
+        _ => Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "transaction_spans_groups",
+            format!(
+                "this transaction touches {} raft groups (QUEEN_RAFT_GROUPS places each queue in one, and KV in group 0); \
+                 a transaction is atomic within one group: split it, or keep its queues and KV apart",
+                groups.len()
+            ),
+        )),
+    }
 }
 
 fn rider<'a>(body: &'a Map<String, Value>, name: &str) -> Result<&'a [Value], ApiError> {
@@ -139,7 +171,8 @@ pub async fn commit(
         .map(|p| (p.queue.clone(), p.transaction_id().expect("an HTTP push item is one message").to_string()))
         .collect();
     let ack_ids: Vec<String> = bundle.acks.iter().map(|a| a.transaction_id.clone()).collect();
-    let answer = node.group0().replicator.ask(Typed::transaction(bundle)).await?;
+    let group = one_group(&node, &bundle)?;
+    let answer = group.replicator.ask(Typed::transaction(bundle)).await?;
     let (pushes, acks, kv_results, timer_results) = match answer {
         BundleAnswer::Committed { pushes, acks, kv, timers } => (pushes, acks, kv, timers),
         BundleAnswer::RolledBack(refusal) => {

@@ -6,7 +6,7 @@
 use super::records::{to_record, transaction_id};
 use super::time_index::TimeIndex;
 use crate::message::Message;
-use crate::node::Node;
+use crate::node::{GroupCore, Node};
 use crate::planner::command::{Command, ConfigureQueue, CursorCommit, PushBody, PushItem, PushOutcome, PushStatus};
 use crate::planner::kafka_txn::{KafkaTxnAnswer, KafkaTxnOp, TxnRefusal};
 use crate::planner::kv::{row_key, Expiry, KvAnswer, KvKind, KvOp, KvResult};
@@ -29,6 +29,7 @@ use facade::broker::{
 };
 use facade::file_range::{FileRange, StoredFile};
 use facade::TopicSettings;
+use futures_util::future::join_all;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -81,6 +82,13 @@ impl QueenBroker {
     /// Whether Kafka transactions may be written: always on one node; on a
     /// cluster once every member reads their effects (catalogue 3).
     fn refuse_transactions_before_catalogue_3(&self) -> Result<(), BrokerError> {
+        if self.node.placed_apart() {
+            return Err(BrokerError::Unsupported(
+                "Kafka transactions span topics, and with QUEEN_RAFT_GROUPS above 1 topics lie in several raft \
+                 groups: this build does not write a transaction's markers across groups"
+                    .into(),
+            ));
+        }
         match self.node.settings.raft_node_id.is_none() || cluster_catalogue(&self.store()) >= 3 {
             true => Ok(()),
             false => Err(BrokerError::CoordinatorLoading(
@@ -101,16 +109,23 @@ impl QueenBroker {
 
     /// (queue id, partition id) of each asked partition, or why not.
     fn locate_all(&self, partitions: &[(String, i32)]) -> Vec<Result<(u64, u64), BrokerError>> {
-        let store = self.store();
-        partitions.iter().map(|(topic, index)| locate(&store, topic, *index)).collect()
+        partitions.iter().map(|(topic, index)| locate(&self.store_of(topic), topic, *index)).collect()
     }
 
+    /// Group 0's applied state: the coordinators' (consumer group state,
+    /// producer ids, transactions, share group declarations).
     fn store(&self) -> std::sync::RwLockReadGuard<'_, Store> {
         self.node.group0().view.local()
     }
 
+    /// The applied state of the raft group that holds `topic`.
+    fn store_of(&self, topic: &str) -> std::sync::RwLockReadGuard<'_, Store> {
+        self.node.group_of(topic).view.local()
+    }
+
+    /// Asks group 0, the coordinators' group.
     async fn ask<A>(&self, proposal: Typed<A>) -> Result<A, BrokerError> {
-        self.node.group0().replicator.ask(proposal).await.map_err(broker_error)
+        ask_in(self.node.group0(), proposal).await
     }
 
     /// Hands `proposal` to the planner now where this node plans, so its
@@ -118,11 +133,12 @@ impl QueenBroker {
     /// follower forwards it and waits. The future answers once it is durable.
     async fn ask_placed<A: Send + 'static>(
         &self,
+        group: &GroupCore,
         proposal: Typed<A>,
     ) -> Pin<Box<dyn Future<Output = Result<A, BrokerError>> + Send>> {
-        match self.node.group0().replicator.ask_now(proposal) {
+        match group.replicator.ask_now(proposal) {
             Ok(wait) => Box::pin(async move { wait.await.map_err(broker_error) }),
-            Err(forwarded) => Box::pin(std::future::ready(self.ask(*forwarded).await)),
+            Err(forwarded) => Box::pin(std::future::ready(ask_in(group, *forwarded).await)),
         }
     }
 
@@ -134,7 +150,7 @@ impl QueenBroker {
         partition: i32,
         lookup: impl FnOnce(&TimeIndex, &Node, u64, u64) -> Result<Option<(u64, i64)>, ReaderError> + Send + 'static,
     ) -> Result<Option<(i64, i64)>, BrokerError> {
-        let (q, p) = locate(&self.store(), topic, partition)?;
+        let (q, p) = locate(&self.store_of(topic), topic, partition)?;
         let (node, times) = (self.node.clone(), self.times.clone());
         let found = tokio::task::spawn_blocking(move || lookup(&times, &node, q, p))
             .await
@@ -147,7 +163,7 @@ impl QueenBroker {
     /// `max.message.bytes`, else the node's `message.max.bytes` (a topic
     /// that does not exist yet is created with the node's).
     fn max_message_bytes(&self, topic: &str) -> usize {
-        let store = self.store();
+        let store = self.store_of(topic);
         let own = store
             .queues
             .get(&topic.to_string())
@@ -161,6 +177,11 @@ impl QueenBroker {
         }
         Ok(())
     }
+}
+
+/// Asks the raft group `group`.
+async fn ask_in<A>(group: &GroupCore, proposal: Typed<A>) -> Result<A, BrokerError> {
+    group.replicator.ask(proposal).await.map_err(broker_error)
 }
 
 /// A topic's id: fixed for the queue's life, never shared with another
@@ -237,7 +258,7 @@ impl PartitionRead {
             return Ok(Fetched { runs: Vec::new(), offsets, aborted: Vec::new() });
         }
         let (runs, used) = node
-            .group0()
+            .group_of_id(queue)
             .reader
             .read_for_kafka(queue, partition, offset, end, budget as u64)
             .map_err(|e| BrokerError::Internal(e.to_string()))?;
@@ -298,17 +319,22 @@ impl facade::Broker for QueenBroker {
     }
 
     fn topics(&self) -> Vec<TopicView> {
-        let store = self.store();
-        store.queues.iter().filter_map(|(name, _)| view(&store, name)).collect()
+        let mut topics = Vec::new();
+        for group in self.node.queue_groups() {
+            let store = group.view.local();
+            topics.extend(store.queues.iter().filter_map(|(name, _)| view(&store, name)));
+        }
+        topics.sort_by(|a, b| a.name.cmp(&b.name));
+        topics
     }
 
     fn topic(&self, name: &str) -> Option<TopicView> {
-        view(&self.store(), name)
+        view(&self.store_of(name), name)
     }
 
     fn topic_by_id(&self, id: [u8; 16]) -> Option<TopicView> {
         let queue = u64::try_from(u128::from_be_bytes(id) ^ u128::from_be_bytes(topic_id(0))).ok()?;
-        let store = self.store();
+        let store = self.node.group_of_id(queue).view.local();
         let name = store.queue_name(queue)?.to_string();
         view(&store, &name)
     }
@@ -321,14 +347,14 @@ impl facade::Broker for QueenBroker {
     ) -> Result<TopicView, BrokerError> {
         self.refuse_when_full()?;
         let options = queue_options(settings);
-        if self.ask(Typed::create_topic(name.clone(), partitions, options)).await?.existed {
+        if ask_in(self.node.group_of(&name), Typed::create_topic(name.clone(), partitions, options)).await?.existed {
             return Err(BrokerError::TopicAlreadyExists);
         }
-        view(&self.store(), &name).ok_or_else(|| BrokerError::Internal("a created topic is missing".into()))
+        view(&self.store_of(&name), &name).ok_or_else(|| BrokerError::Internal("a created topic is missing".into()))
     }
 
     async fn delete_topic(&self, name: String) -> Result<(), BrokerError> {
-        match self.ask(Typed::delete_queue(name)).await? {
+        match ask_in(self.node.group_of(&name), Typed::delete_queue(name)).await? {
             false => Err(BrokerError::UnknownTopicOrPartition),
             true => Ok(()),
         }
@@ -336,7 +362,7 @@ impl facade::Broker for QueenBroker {
 
     async fn create_partitions(&self, name: String, total: u32) -> Result<(), BrokerError> {
         self.refuse_when_full()?;
-        match self.ask(Typed::add_partitions(name, total)).await?.existed {
+        match ask_in(self.node.group_of(&name), Typed::add_partitions(name, total)).await?.existed {
             false => Err(BrokerError::UnknownTopicOrPartition),
             true => Ok(()),
         }
@@ -376,7 +402,7 @@ impl facade::Broker for QueenBroker {
             // The partition's name, and whether its topic stamps the append
             // time, in one look at the applied state.
             let located = {
-                let store = self.store();
+                let store = self.store_of(&b.topic);
                 locate(&store, &b.topic, b.partition).and_then(|(q, p)| {
                     let name = store.partition(q, p).map(|r| r.name.clone());
                     let stamps = store
@@ -427,7 +453,7 @@ impl facade::Broker for QueenBroker {
             let op = KafkaTxnOp::Produce { transactional_id, producer: planner_producer(producer), items };
             let asked = match self.refuse_transactions_before_catalogue_3() {
                 Err(e) => Box::pin(std::future::ready(Err(e))),
-                Ok(()) => self.ask_placed(Typed::kafka_txn(op)).await,
+                Ok(()) => self.ask_placed(self.node.group0(), Typed::kafka_txn(op)).await,
             };
             Box::pin(async move {
                 match asked.await? {
@@ -436,16 +462,31 @@ impl facade::Broker for QueenBroker {
                 }
             })
         } else {
-            let asked = self.ask_placed(Typed::push(items)).await;
+            // Each raft group's part is placed now, in this connection's
+            // order; each partition is answered by its own group's write.
+            let mut asked = Vec::new();
+            for (group, part) in self.node.split(items, |node, item| node.group_of(&item.queue)) {
+                let (at, items): (Vec<usize>, Vec<PushItem>) = part.into_iter().unzip();
+                asked.push((at, self.ask_placed(group, Typed::push(items)).await));
+            }
             Box::pin(async move {
-                match asked.await? {
-                    Ok(outcomes) => Ok(outcomes.into_iter().map(Ok).collect()),
-                    // A full queue is a condition the producer retries through.
-                    Err(full) => Err(BrokerError::QueueFull(format!(
-                        "queue {:?} is at its maxSize of {}",
-                        full.queue, full.max_size
-                    ))),
+                let mut placed: Vec<(usize, Result<PushOutcome, BrokerError>)> = Vec::new();
+                for (at, answer) in asked {
+                    match answer.await {
+                        Ok(Ok(outcomes)) => placed.extend(at.into_iter().zip(outcomes.into_iter().map(Ok))),
+                        // A full queue is a condition the producer retries through.
+                        Ok(Err(full)) => {
+                            let full = BrokerError::QueueFull(format!(
+                                "queue {:?} is at its maxSize of {}",
+                                full.queue, full.max_size
+                            ));
+                            placed.extend(at.into_iter().map(|a| (a, Err(full.clone()))));
+                        }
+                        Err(e) => placed.extend(at.into_iter().map(|a| (a, Err(e.clone())))),
+                    }
                 }
+                placed.sort_by_key(|(at, _)| *at);
+                Ok(placed.into_iter().map(|(_, outcome)| outcome).collect())
             })
         };
         let node = self.node.clone();
@@ -466,7 +507,7 @@ impl facade::Broker for QueenBroker {
                         }
                     }
                     let first = written[0].as_ref().map_err(Clone::clone)?;
-                    let store = node.group0().view.local();
+                    let store = node.group_of_id(first.queue_id).view.local();
                     let log_start =
                         store.partition(first.queue_id, first.partition_id).map_or(0, |r| r.log_start as i64);
                     // The time a LogAppendTime batch was stamped with (-1 for CreateTime).
@@ -482,14 +523,20 @@ impl facade::Broker for QueenBroker {
 
     async fn fetch(&self, asks: Vec<FetchAsk>, total_bytes: usize) -> Vec<Result<Fetched, BrokerError>> {
         // A consumer acts on what it fetches: it reads the committed log.
-        if let Err(e) = self.node.group0().view.gate().await {
-            let e = broker_error(e);
-            return asks.iter().map(|_| Err(e.clone())).collect();
-        }
-        let reads: Vec<Result<PartitionRead, BrokerError>> = {
-            let store = self.store();
-            asks.iter().map(|ask| PartitionRead::plan(&store, ask)).collect()
-        };
+        // Each partition behind its own group's gate: a group electing a
+        // leader holds up only its own partitions.
+        let groups = self.node.groups_of(asks.iter().map(|a| a.topic.as_str()));
+        let gates = join_all(groups.iter().map(|g| g.view.gate())).await;
+        let reads: Vec<Result<PartitionRead, BrokerError>> = asks
+            .iter()
+            .map(|ask| {
+                let group = self.node.group_of(&ask.topic);
+                let at =
+                    groups.iter().position(|g| std::ptr::eq(*g, group)).expect("every asked topic's group is gated");
+                gates[at].clone().map_err(broker_error)?;
+                PartitionRead::plan(&group.view.local(), ask)
+            })
+            .collect();
         let node = self.node.clone();
         // File reads block: every partition's in one task off the async
         // workers, where a task each cost a wake-up and a thread switch each.
@@ -503,11 +550,15 @@ impl facade::Broker for QueenBroker {
     }
 
     async fn read_gate(&self) -> Result<(), BrokerError> {
-        self.node.group0().view.gate().await.map_err(broker_error)
+        // Not told which partitions the read is for: every group's.
+        for gate in join_all(self.node.groups().iter().map(|g| g.view.gate())).await {
+            gate.map_err(broker_error)?;
+        }
+        Ok(())
     }
 
     fn offsets(&self, topic: &str, partition: i32) -> Result<PartitionOffsets, BrokerError> {
-        let store = self.store();
+        let store = self.store_of(topic);
         let (q, p) = locate(&store, topic, partition)?;
         Ok(offsets_of(&store, q, p))
     }
@@ -527,38 +578,53 @@ impl facade::Broker for QueenBroker {
     }
 
     fn appended(&self, topics: &[&str]) -> impl std::future::Future<Output = ()> + Send + 'static {
-        let queues: Vec<u64> = {
-            let store = self.store();
-            topics.iter().filter_map(|t| store.queue_id(t)).collect()
-        };
+        let queues: Vec<u64> = topics.iter().filter_map(|t| self.store_of(t).queue_id(t)).collect();
         let signal = self.node.apply_watch.watch(queues);
         async move { signal.notified().await }
     }
 
     async fn commit_offsets(&self, group: String, commits: Vec<OffsetCommit>) -> Vec<Result<(), BrokerError>> {
         let resolved: Vec<Result<CursorCommit, BrokerError>> = {
-            let store = self.store();
             commits
                 .iter()
                 .map(|c| {
-                    let (queue, partition) = locate(&store, &c.topic, c.partition)?;
+                    let (queue, partition) = locate(&self.store_of(&c.topic), &c.topic, c.partition)?;
                     let offset = u64::try_from(c.offset)
                         .map_err(|_| BrokerError::InvalidRequest(format!("offset {} is negative", c.offset)))?;
                     Ok(CursorCommit { queue, partition, group: group.clone(), offset, metadata: c.metadata.clone() })
                 })
                 .collect()
         };
-        let valid: Vec<CursorCommit> = resolved.iter().filter_map(|r| r.as_ref().ok().cloned()).collect();
-        let written = if valid.is_empty() {
-            Ok(())
-        } else {
-            self.ask(Typed::group(Command::CommitOffsets(valid))).await.map(|_| ())
-        };
-        resolved.into_iter().map(|r| r.and(written.clone())).collect()
+        // Each partition's commit is written in its own raft group, and
+        // answered by that group's write.
+        let (at, valid): (Vec<usize>, Vec<CursorCommit>) =
+            resolved.iter().enumerate().filter_map(|(i, r)| Some((i, r.as_ref().ok()?.clone()))).unzip();
+        let written: Vec<Result<(), BrokerError>> = self
+            .node
+            .ask_split(
+                valid,
+                |node, c| node.group_of_id(c.queue),
+                |group, commits| async move {
+                    let n = commits.len();
+                    Ok::<_, std::convert::Infallible>(vec![
+                        ask_in(group, Typed::group(Command::CommitOffsets(commits)))
+                            .await
+                            .map(|_| ());
+                        n
+                    ])
+                },
+            )
+            .await
+            .unwrap_or_else(|never| match never {});
+        let mut results: Vec<Result<(), BrokerError>> = resolved.into_iter().map(|r| r.map(|_| ())).collect();
+        for (i, w) in at.into_iter().zip(written) {
+            results[i] = w;
+        }
+        results
     }
 
     fn committed(&self, group: &str, topic: &str, partition: i32) -> Result<Option<Committed>, BrokerError> {
-        let store = self.store();
+        let store = self.store_of(topic);
         let (q, p) = locate(&store, topic, partition)?;
         let key = (q, p, group.to_string());
         Ok(store.cursors.get(&key).map(|c| Committed {
@@ -568,29 +634,38 @@ impl facade::Broker for QueenBroker {
     }
 
     fn group_partitions(&self, group: &str) -> Vec<(String, i32)> {
-        let store = self.store();
-        store
-            .cursors
-            .iter()
-            .filter(|(k, _)| k.2 == group)
-            .filter_map(|(k, _)| {
+        let mut partitions = Vec::new();
+        for placed in self.node.queue_groups() {
+            let store = placed.view.local();
+            partitions.extend(store.cursors.iter().filter(|(k, _)| k.2 == group).filter_map(|(k, _)| {
                 let name = store.queue_name(k.0)?.to_string();
                 let index = partition_ids(&store, k.0).position(|p| p == k.1)?;
                 Some((name, index as i32))
-            })
-            .collect()
+            }));
+        }
+        partitions
     }
 
     fn group_names(&self) -> Vec<String> {
-        let store = self.store();
-        let mut names: Vec<String> = store.cursors.iter().map(|(k, _)| k.2.clone()).collect();
+        let mut names: Vec<String> = Vec::new();
+        for placed in self.node.queue_groups() {
+            names.extend(placed.view.local().cursors.iter().map(|(k, _)| k.2.clone()));
+        }
         names.sort_unstable();
         names.dedup();
         names
     }
 
     async fn delete_group_offsets(&self, group: String, topic: Option<String>) -> Result<(), BrokerError> {
-        self.ask(Typed::group(Command::DeleteGroup { queue: topic, group, metadata: true })).await.map(|_| ())
+        let groups = match topic.as_deref() {
+            Some(topic) => std::slice::from_ref(self.node.group_of(topic)),
+            None => self.node.queue_groups(),
+        };
+        for placed in groups {
+            let command = Command::DeleteGroup { queue: topic.clone(), group: group.clone(), metadata: true };
+            ask_in(placed, Typed::group(command)).await?;
+        }
+        Ok(())
     }
 
     fn consumer_group_state(&self, group: &str) -> Option<String> {
@@ -743,8 +818,8 @@ impl facade::Broker for QueenBroker {
     }
 
     fn txn_offsets_pending(&self, group: &str, topic: &str, partition: i32) -> bool {
+        let Ok((q, p)) = locate(&self.store_of(topic), topic, partition) else { return false };
         let store = self.store();
-        let Ok((q, p)) = locate(&store, topic, partition) else { return false };
         let pending = store.kafka_txns().any(|(_, row)| {
             row.state == KafkaTxnState::Ongoing
                 && row.offsets.iter().any(|o| o.queue == q && o.partition == p && o.group == group)
@@ -753,7 +828,7 @@ impl facade::Broker for QueenBroker {
     }
 
     fn topic_config(&self, topic: &str) -> Option<Vec<ConfigEntry>> {
-        let store = self.store();
+        let store = self.store_of(topic);
         let row = store.queues.get(&topic.to_string())?;
         let options = QueueOptions::parse(&row.options);
         let retention_s = options.retention_seconds();
@@ -790,12 +865,14 @@ impl facade::Broker for QueenBroker {
 
     async fn set_topic_settings(&self, topic: String, settings: TopicSettings) -> Result<(), BrokerError> {
         let (namespace, task) = {
-            let store = self.store();
+            let store = self.store_of(&topic);
             let row = store.queues.get(&topic).ok_or(BrokerError::UnknownTopicOrPartition)?;
             (row.namespace.clone(), row.task.clone())
         };
         let options = queue_options(settings);
-        self.ask(Typed::configure(ConfigureQueue { queue: topic, namespace, task, options })).await.map(|_| ())
+        ask_in(self.node.group_of(&topic), Typed::configure(ConfigureQueue { queue: topic, namespace, task, options }))
+            .await
+            .map(|_| ())
     }
 
     fn share_group_config(&self, group: &str) -> Option<Vec<ConfigEntry>> {
@@ -882,7 +959,7 @@ impl facade::Broker for QueenBroker {
     }
 
     fn share_start_offset(&self, group: &str, topic: &str, partition: i32) -> Result<Option<i64>, BrokerError> {
-        let store = self.store();
+        let store = self.store_of(topic);
         let (q, p) = locate(&store, topic, partition)?;
         Ok(store.cursors.get(&(q, p, group.to_string())).map(|c| c.committed as i64))
     }
@@ -909,6 +986,7 @@ fn share_group_error(e: ShareGroupError) -> BrokerError {
     match e {
         ShareGroupError::Invalid(why) => BrokerError::InvalidRequest(why),
         ShareGroupError::NotYet => BrokerError::CoordinatorLoading(e.to_string()),
+        ShareGroupError::GroupsApart => BrokerError::Unsupported(e.to_string()),
         ShareGroupError::Propose(e) => broker_error(e),
     }
 }

@@ -96,14 +96,13 @@ impl TimeIndex {
             let mut all = self.partitions.lock().expect("time index lock");
             if !all.contains_key(&(queue, partition)) {
                 // Forget the partitions deleted since, before adding one.
-                let store = node.group0().view.local();
-                all.retain(|(q, p), _| store.partition(*q, *p).is_some());
+                all.retain(|(q, p), _| node.group_of_id(*q).view.local().partition(*q, *p).is_some());
             }
             all.entry((queue, partition)).or_default().clone()
         };
         let mut times = times.lock().expect("partition time index lock");
         let (log_start, spans) = {
-            let store = node.group0().view.local();
+            let store = node.group_of_id(queue).view.local();
             let Some(row) = store.partition(queue, partition) else { return lookup(&PartitionTimes::default(), 0) };
             let from = times.end.max(row.log_start);
             (row.log_start, store.locator.spans_from(queue, partition, from).to_vec())
@@ -163,7 +162,7 @@ fn read_records(
     from: u64,
     end: u64,
 ) -> Result<Vec<StoredMessage<MessageView>>, ReaderError> {
-    Ok(node.group0().reader.read_from(queue, partition, from, end, u64::MAX)?.0)
+    Ok(node.group_of_id(queue).reader.read_from(queue, partition, from, end, u64::MAX)?.0)
 }
 
 /// The largest timestamp of the records of `from..end` still held.

@@ -56,4 +56,9 @@ pub enum BootError {
     StagedSnapshot(#[from] ReceiveError),
     #[error(transparent)]
     TooOld(#[from] TooOld),
+    #[error(
+        "group 0 holds {0} queues, but with QUEEN_RAFT_GROUPS above 1 queues live in the other groups: \
+         this directory was founded by a build that kept every queue in group 0; found the cluster again"
+    )]
+    QueuesInGroup0(usize),
 }

@@ -20,6 +20,7 @@ use crate::fd_limit;
 use crate::internal_kv::EPHEMERAL_DECLARATIONS;
 use crate::jwt::Auth;
 use crate::metrics::Metrics;
+use crate::placement;
 use crate::qlog::sync_ledger::SyncLedger;
 use crate::replicate::raft::founding;
 use crate::replicate::raft::port::{self, PortShare, RaftPort};
@@ -28,6 +29,8 @@ use crate::storage::create_dir_durable;
 use crate::storage::os::OsStorage;
 use crate::test_hooks::TestHooks;
 use facade::groups::ShareGroups;
+use futures_util::future::join_all;
+use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
@@ -123,9 +126,9 @@ impl Node {
                 hooks: &hooks,
                 ledger: ledger.clone(),
                 cipher: cipher.clone(),
-                // `/metrics` shows group 0's, which carries every write
-                // today; the other groups' are their own, unrendered.
-                metrics: if g == 0 { metrics.clone() } else { Arc::default() },
+                // `/metrics` counts every group's work; its applied index
+                // is group 0's.
+                metrics: if g == 0 { metrics.clone() } else { Arc::new(metrics.for_another_group()) },
                 clock: clock.clone(),
                 apply_watch: apply_watch.clone(),
                 open_files,
@@ -133,6 +136,11 @@ impl Node {
             })?);
         }
         let group0 = &groups[0];
+        // Placement reads queues only in the data groups (`placement.rs`).
+        let queues_in_group0 = group0.state.read().expect("store lock").queues.len();
+        if groups.len() > 1 && queues_in_group0 > 0 {
+            return Err(BootError::QueuesInGroup0(queues_in_group0));
+        }
         let ephemeral = Ephemeral::default();
         let prefix = format!("{EPHEMERAL_DECLARATIONS}\0");
         let store = group0.state.read().expect("store lock");
@@ -161,9 +169,8 @@ impl Node {
         })
     }
 
-    /// Group 0: the queues, their options and partitions, KV, locks,
-    /// timers, membership and the Kafka coordinators, and with one group
-    /// (all a cluster is founded with today) every partition's data too.
+    /// Group 0: KV, locks, ephemeral declarations, membership and the
+    /// Kafka coordinators' state, and with one group every queue too.
     pub fn group0(&self) -> &GroupCore {
         &self.groups[0]
     }
@@ -171,6 +178,96 @@ impl Node {
     /// Every group of this node, group 0 first.
     pub fn groups(&self) -> &[GroupCore] {
         &self.groups
+    }
+
+    /// The group that holds the queue `name` (`placement.rs`).
+    pub fn group_of(&self, queue: &str) -> &GroupCore {
+        &self.groups[placement::group_of_queue(queue, self.groups.len() as u32) as usize]
+    }
+
+    /// The group that holds the queue numbered `queue`.
+    pub fn group_of_id(&self, queue: u64) -> &GroupCore {
+        &self.groups[placement::group_of_id(queue, self.groups.len() as u32) as usize]
+    }
+
+    /// The groups that hold queues: group 0 alone with one group, every
+    /// other group with several. What lists every queue asks each of them.
+    pub fn queue_groups(&self) -> &[GroupCore] {
+        match self.groups.len() {
+            1 => &self.groups,
+            _ => &self.groups[1..],
+        }
+    }
+
+    /// The groups that hold `queues`, each once.
+    pub fn groups_of<'q>(&self, queues: impl IntoIterator<Item = &'q str>) -> Vec<&GroupCore> {
+        let mut groups: Vec<&GroupCore> = Vec::new();
+        for queue in queues {
+            let group = self.group_of(queue);
+            if !groups.iter().any(|g| std::ptr::eq(*g, group)) {
+                groups.push(group);
+            }
+        }
+        groups
+    }
+
+    /// `items` shared out by the group `group_of` names for each, each with
+    /// its place in `items`, in the order they came: one part with one
+    /// group, so a call about one queue stays one call.
+    pub fn split<'n, T>(
+        &'n self,
+        items: Vec<T>,
+        group_of: impl Fn(&'n Self, &T) -> &'n GroupCore,
+    ) -> Vec<(&'n GroupCore, Vec<(usize, T)>)> {
+        let mut parts: Vec<(&GroupCore, Vec<(usize, T)>)> = Vec::new();
+        for (at, item) in items.into_iter().enumerate() {
+            let group = group_of(self, &item);
+            match parts.iter_mut().find(|(g, _)| std::ptr::eq(*g, group)) {
+                Some((_, part)) => part.push((at, item)),
+                None => parts.push((group, vec![(at, item)])),
+            }
+        }
+        parts
+    }
+
+    /// Asks each group its part of `items` (`split`), all at once, and
+    /// answers each item in the order they came; the first error any
+    /// group answers is the answer (what other groups stored stays
+    /// stored, and a retry finds it by its ids).
+    pub async fn ask_split<'n, T, A, E, Fut>(
+        &'n self,
+        items: Vec<T>,
+        group_of: impl Fn(&'n Self, &T) -> &'n GroupCore,
+        ask: impl Fn(&'n GroupCore, Vec<T>) -> Fut,
+    ) -> Result<Vec<A>, E>
+    where
+        Fut: Future<Output = Result<Vec<A>, E>>,
+    {
+        let asked = self.split(items, group_of).into_iter().map(|(group, part)| {
+            let (at, items): (Vec<usize>, Vec<T>) = part.into_iter().unzip();
+            let answer = ask(group, items);
+            async move { (at, answer.await) }
+        });
+        let mut placed = Vec::new();
+        for (at, answer) in join_all(asked).await {
+            let answers = answer?;
+            assert_eq!(
+                at.len(),
+                answers.len(),
+                "a group answered {} items of the {} it was asked",
+                answers.len(),
+                at.len()
+            );
+            placed.extend(at.into_iter().zip(answers));
+        }
+        placed.sort_by_key(|(at, _)| *at);
+        Ok(placed.into_iter().map(|(_, a)| a).collect())
+    }
+
+    /// Whether queues live apart from group 0, so that a call about several
+    /// queues may reach several groups.
+    pub fn placed_apart(&self) -> bool {
+        self.groups.len() > 1
     }
 
     /// Stops every group's replicator: each hands over the leadership it
@@ -184,6 +281,6 @@ impl Node {
     /// Seals the messages of one request for the queues configured with
     /// encryptionEnabled.
     pub fn sealer(&self) -> Sealer<'_> {
-        Sealer::new(&self.group0().view, self.cipher.as_deref())
+        Sealer::new(|queue| &self.group_of(queue).view, self.cipher.as_deref())
     }
 }

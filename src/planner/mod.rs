@@ -67,7 +67,15 @@ impl Planner {
     /// entries may be cut, and never apply.
     pub fn lead(&mut self, (term, node): (u64, u64), last: LogId) {
         assert!(term >= self.term, "a planner leads in term {term} after term {}: terms never go back", self.term);
-        *self = Self { node, rotation: self.rotation, ..Self::new(term, last) };
+        let id_floor = self.overlay.id_floor;
+        *self = Self { node, rotation: self.rotation, ..Self::new(term, last).numbering_from(id_floor) };
+    }
+
+    /// Gives queue and partition ids above `floor`: a raft group's own range
+    /// (`node::placement`), so that ids name their group.
+    pub fn numbering_from(mut self, floor: u64) -> Self {
+        self.overlay.id_floor = floor;
+        self
     }
 
     /// The log id the next entry planned is stamped with: the one the log

@@ -109,6 +109,11 @@ pub struct Overlay {
     dedup: Layer<(u64, u64, [u8; 16]), u64>,
     next_queue_id: Next,
     next_partition_id: Next,
+    /// The least queue and partition id this group gives
+    /// (`node::placement::id_floor`), so ids stay unique across groups even
+    /// when the store has never numbered one (a fresh or snapshot-installed
+    /// store starts at 1).
+    pub id_floor: u64,
     /// Cursors moved (`None`: removed by a group delete) by unapplied entries.
     cursors: Layer<CursorKey, Option<CursorRow>>,
     /// Group rows written (`None`: removed by a group delete) by unapplied
@@ -228,7 +233,7 @@ impl Overlay {
     }
 
     pub fn create_queue(&mut self, store: &Store, name: &str) -> u64 {
-        let id = self.next_queue_id.get().unwrap_or(store.next_queue_id);
+        let id = self.next_queue_id.get().unwrap_or(store.next_queue_id.max(self.id_floor + 1));
         self.next_queue_id.set(self.stamp, id + 1);
         self.queues.insert(self.stamp, name.to_string(), Some(id));
         id
@@ -303,7 +308,7 @@ impl Overlay {
     }
 
     pub fn create_partition(&mut self, store: &Store, queue: u64, name: &str) -> u64 {
-        let id = self.next_partition_id.get().unwrap_or(store.next_partition_id);
+        let id = self.next_partition_id.get().unwrap_or(store.next_partition_id.max(self.id_floor + 1));
         self.next_partition_id.set(self.stamp, id + 1);
         self.partitions.insert(self.stamp, (queue, name.to_string()), id);
         self.next_offsets.insert(self.stamp, (queue, id), 0);

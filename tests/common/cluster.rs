@@ -160,36 +160,59 @@ pub async fn start(dir: &Path, env: &[(String, String)]) -> Node {
 /// Pushes one message at a time through `url` until `stop`, retrying each
 /// transactionId until it is acknowledged (the retry is safe: dedup).
 pub async fn writer(url: String, ledger: Ledger, writer: usize, stop: Arc<std::sync::atomic::AtomicBool>) -> u64 {
-    let client = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().unwrap();
-    let partition = format!("p{writer}");
-    let mut refused = 0;
-    for seq in 0.. {
-        if stop.load(std::sync::atomic::Ordering::Acquire) {
-            break;
-        }
-        let txid = format!("w{writer}-{seq}");
-        let body = push_body(&[("cluster".into(), partition.clone(), txid.clone(), json!({"seq": seq}))]);
-        loop {
-            match client.post(&url).json(&body).send().await {
-                Ok(r) if r.status().as_u16() == 201 => {
-                    let answer: Vec<Value> = r.json().await.unwrap();
-                    let offset = answer[0]["offset"].as_u64().unwrap();
-                    ledger.lock().unwrap().insert(txid, (partition.clone(), offset));
-                    break;
-                }
-                // A 503 during the election, or no answer from a node that
-                // was killed: the same transactionId again.
-                _ => {
-                    refused += 1;
-                    if stop.load(std::sync::atomic::Ordering::Acquire) {
-                        return refused;
+    let to = Writer { queue: "cluster".into(), timeout: Duration::from_secs(10), acked_at: Arc::default() };
+    to.run(url, ledger, writer, stop).await
+}
+
+/// Where and how a [`writer`] pushes: its queue, how long it waits for an
+/// answer before it pushes the same transactionId again, and when each of
+/// its pushes was acknowledged.
+pub struct Writer {
+    pub queue: String,
+    pub timeout: Duration,
+    pub acked_at: Arc<Mutex<Vec<Instant>>>,
+}
+
+impl Writer {
+    pub async fn run(
+        self,
+        url: String,
+        ledger: Ledger,
+        writer: usize,
+        stop: Arc<std::sync::atomic::AtomicBool>,
+    ) -> u64 {
+        let client = reqwest::Client::builder().timeout(self.timeout).build().unwrap();
+        let partition = format!("p{writer}");
+        let mut refused = 0;
+        for seq in 0.. {
+            if stop.load(std::sync::atomic::Ordering::Acquire) {
+                break;
+            }
+            let txid = format!("w{writer}-{seq}");
+            let body = push_body(&[(self.queue.clone(), partition.clone(), txid.clone(), json!({"seq": seq}))]);
+            loop {
+                match client.post(&url).json(&body).send().await {
+                    Ok(r) if r.status().as_u16() == 201 => {
+                        let answer: Vec<Value> = r.json().await.unwrap();
+                        let offset = answer[0]["offset"].as_u64().unwrap();
+                        ledger.lock().unwrap().insert(txid, (partition.clone(), offset));
+                        self.acked_at.lock().unwrap().push(Instant::now());
+                        break;
                     }
-                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    // A 503 during the election, or no answer from a node
+                    // that was killed: the same transactionId again.
+                    _ => {
+                        refused += 1;
+                        if stop.load(std::sync::atomic::Ordering::Acquire) {
+                            return refused;
+                        }
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
                 }
             }
         }
+        refused
     }
-    refused
 }
 
 /// Node `node`'s `read` of `partition` holds every write of `ledger` in it

@@ -133,6 +133,28 @@ fn sample(store: &Store, now_us: i64) -> Sample {
     s
 }
 
+/// One sample over several raft groups' stores: each store's sample,
+/// summed, with the busiest queues of all of them.
+fn sample_groups<'s>(stores: impl Iterator<Item = &'s Store>, now_us: i64) -> Sample {
+    let mut all = Sample { time_ms: now_us / 1000, ..Sample::default() };
+    for store in stores {
+        let s = sample(store, now_us);
+        all.stored += s.stored;
+        all.consumed += s.consumed;
+        all.depth += s.depth;
+        all.lag += s.lag;
+        all.lag_seconds = all.lag_seconds.max(s.lag_seconds);
+        all.dead_letters += s.dead_letters;
+        all.queues.extend(s.queues);
+    }
+    if all.queues.len() > QUEUES_PER_SAMPLE {
+        let mut queues: Vec<(String, (u64, u64))> = std::mem::take(&mut all.queues).into_iter().collect();
+        queues.sort_by(|a, b| b.1 .1.cmp(&a.1 .1).then(b.1 .0.cmp(&a.1 .0)));
+        all.queues = queues.into_iter().take(QUEUES_PER_SAMPLE).collect();
+    }
+    all
+}
+
 #[derive(Default)]
 pub struct History {
     samples: Mutex<VecDeque<Sample>>,
@@ -212,7 +234,9 @@ fn history_of(node: &Arc<Node>) -> Arc<History> {
                 tick.tick().await;
                 let Some(node) = weak.upgrade() else { return };
                 let now_us = chrono::Utc::now().timestamp_micros();
-                let s = sample(&node.group0().view.local(), now_us);
+                let stores: Vec<_> = node.queue_groups().iter().map(|g| g.view.local()).collect();
+                let s = sample_groups(stores.iter().map(|s| &**s), now_us);
+                drop(stores);
                 drop(node);
                 h.record(s);
             }

@@ -64,6 +64,8 @@ pub struct Seat<SM: RaftStateMachine<Queen>> {
     /// Where the plan's time comes from (`Clock::wall_us`).
     pub clock: Arc<dyn Clock>,
     pub on_answered: Option<OnAnswered>,
+    /// The group's own queue and partition numbering (`placement::id_floor`).
+    pub id_floor: u64,
 }
 
 struct Proposer<SM: RaftStateMachine<Queen>> {
@@ -84,8 +86,8 @@ struct Proposer<SM: RaftStateMachine<Queen>> {
 pub fn spawn<SM: RaftStateMachine<Queen>>(seat: Seat<SM>) -> (mpsc::UnboundedSender<Msg>, JoinHandle<()>) {
     let (tx, rx) = mpsc::unbounded_channel();
     let proposer = Proposer {
+        planner: Planner::new(0, LogId::default()).numbering_from(seat.id_floor),
         seat,
-        planner: Planner::new(0, LogId::default()),
         led: None,
         in_flight: Arc::default(),
         last_done: None,
