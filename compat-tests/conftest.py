@@ -174,9 +174,9 @@ def health(node):
         return json.load(r)
 
 
-@pytest.fixture
-def cluster():
-    """Three nodes of one cluster, each at its own ports on loopback."""
+def three_nodes(extra=None):
+    """Three nodes of one cluster, each at its own ports on loopback, with
+    `extra` in each one's environment."""
     raft = [free_port() for _ in range(3)]
     kafka = [free_port() for _ in range(3)]
     # Each peer names its Kafka address: the raft leader coordinates every
@@ -191,8 +191,16 @@ def cluster():
             "QUEEN_KAFKA_ADDR": f"127.0.0.1:{kafka[i]}",
             "QUEEN_RAFT_TOKEN": "compat-cluster",
             "QUEEN_RAFT_WRITE_TIMEOUT_MS": "5000",
+            **(extra or {}),
         }
         nodes.append(Node(env))
+    return nodes
+
+
+@pytest.fixture
+def cluster():
+    """Three nodes of one cluster, each at its own ports on loopback."""
+    nodes = three_nodes()
     yield nodes
     for n in nodes:
         n.stop()

@@ -32,7 +32,7 @@ pub mod storage {
 
 /// Which raft group holds a queue, as the tests place their writers.
 pub mod placement {
-    pub use crate::placement::group_of_queue;
+    pub use crate::placement::{group_of_id, group_of_queue};
 }
 
 /// One boot of the log: its layout, recovery and writer, in its raft

@@ -3,7 +3,8 @@
 // records, prints "half" and waits for a line on stdin (the test kills the
 // raft leader meanwhile), writes the rest, and then a consumer group reads
 // every record the producer was told is written, at its offset, once.
-// BOOTSTRAP names every node. Exits non-zero on the first failed check.
+// BOOTSTRAP names every node; TOPICS, if set, the topics to write across
+// (one of its own otherwise). Exits non-zero on the first failed check.
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -35,7 +36,10 @@ public class Failover {
     }
 
     public static void main(String[] args) throws Exception {
-        String topic = "java-failover-" + UUID.randomUUID().toString().substring(0, 8);
+        String given = System.getenv("TOPICS");
+        String[] topics = given == null
+                ? new String[] {"java-failover-" + UUID.randomUUID().toString().substring(0, 8)}
+                : given.split(",");
         Properties pp = new Properties();
         pp.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, BOOTSTRAP);
         pp.put(ProducerConfig.ACKS_CONFIG, "all");
@@ -51,11 +55,11 @@ public class Failover {
                 Map<String, Future<RecordMetadata>> sent = new HashMap<>();
                 for (int i = half * RECORDS / 2; i < (half + 1) * RECORDS / 2; i++) {
                     String v = "v" + i;
-                    sent.put(v, p.send(new ProducerRecord<>(topic, "k" + (i % 5), v)));
+                    sent.put(v, p.send(new ProducerRecord<>(topics[i % topics.length], "k" + (i % 5), v)));
                 }
                 for (Map.Entry<String, Future<RecordMetadata>> e : sent.entrySet()) {
                     RecordMetadata m = e.getValue().get();
-                    written.put(e.getKey(), m.partition() + ":" + m.offset());
+                    written.put(e.getKey(), m.topic() + ":" + m.partition() + ":" + m.offset());
                 }
                 if (half == 0) {
                     System.out.println("half");
@@ -68,17 +72,17 @@ public class Failover {
 
         Properties cp = new Properties();
         cp.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, BOOTSTRAP);
-        cp.put(ConsumerConfig.GROUP_ID_CONFIG, "g-" + topic);
+        cp.put(ConsumerConfig.GROUP_ID_CONFIG, "g-" + topics[0]);
         cp.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
         cp.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
         cp.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
         Map<String, String> read = new HashMap<>();
         try (KafkaConsumer<String, String> c = new KafkaConsumer<>(cp)) {
-            c.subscribe(List.of(topic));
+            c.subscribe(List.of(topics));
             long deadline = System.currentTimeMillis() + 60_000;
             while (read.size() < RECORDS && System.currentTimeMillis() < deadline) {
                 for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(500))) {
-                    String at = r.partition() + ":" + r.offset();
+                    String at = r.topic() + ":" + r.partition() + ":" + r.offset();
                     check(read.put(r.value(), at) == null, r.value() + " read twice");
                 }
             }

@@ -6,6 +6,7 @@ use super::body::page;
 use super::error::ApiError;
 use super::ids::{iso_time, partition_uuid};
 use crate::node::Node;
+use crate::placement;
 use crate::planner::command::QUEUE_MODE;
 use crate::queue_options::QueueOptions;
 use crate::store::rows::QueueRow;
@@ -150,6 +151,8 @@ pub async fn queue(State(node): State<Arc<Node>>, Path(name): Path<String>) -> R
     let row = s.queues.get(&name).ok_or_else(|| unknown_queue(&name))?;
     let mut v = queue_json(&s, &name, row);
     v["partitions"] = Value::Array(partitions_json(&s, row.id));
+    // Where it lives: 0 with one raft group (`placement.rs`).
+    v["raftGroup"] = json!(placement::group_of_queue(&name, node.groups().len() as u32));
     Ok(Json(v))
 }
 

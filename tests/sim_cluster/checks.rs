@@ -1,5 +1,6 @@
-//! The checks of a settled cluster, node by node: every committed entry
-//! after its purge point is in its log at its index, its store applied through the same index as
+//! The checks of a settled cluster, node by node and group by group: every
+//! committed entry after its purge point is in its log at its index, its
+//! store applied through the same index as
 //! every other node's and equal to theirs, every answered push reads back at
 //! its offset, outside any Kafka transaction's hidden offsets, every
 //! partition's offsets run without a gap (a Kafka transaction's marker
@@ -52,14 +53,9 @@ pub async fn held(up: &Up, last: Option<u64>) -> Result<Held, String> {
     Ok((from, held.iter().map(|e| (e.log_id.index, e.log_id)).collect()))
 }
 
-/// Checks node `id`, whose log holds `held`; answers what broke.
-pub fn node(
-    id: u64,
-    up: &Up,
-    held: Result<Held, String>,
-    committed: &BTreeMap<u64, RaftLogId>,
-    model: &Model,
-) -> Vec<String> {
+/// Checks node `id`'s log of one group, which holds `held`, against the
+/// entries that group committed; answers what broke.
+pub fn log(id: u64, held: Result<Held, String>, committed: &BTreeMap<u64, RaftLogId>) -> Vec<String> {
     let mut broke = Vec::new();
     match held {
         Ok((from, held)) => {
@@ -75,8 +71,17 @@ pub fn node(
         }
         Err(e) => broke.push(format!("node {id}: its log does not read back: {e}")),
     }
-    let store = up.store.read().expect("store lock");
+    broke
+}
+
+/// Checks node `id`'s data: `groups` are its raft groups, group 0 first,
+/// and `placed(queue)` the index of the one holding `queue`; answers what
+/// broke.
+pub fn data(id: u64, groups: &[&Up], placed: impl Fn(&str) -> usize, model: &Model) -> Vec<String> {
+    let mut broke = Vec::new();
     for ((queue, partition, txn), (offset, value)) in &model.acked {
+        let up = groups[placed(queue)];
+        let store = up.store.read().expect("store lock");
         let at = store.queue_id(queue).and_then(|q| Some((q, store.partition_id(q, partition)?)));
         let Some((q, p)) = at else {
             broke.push(format!("node {id}: partition {queue}/{partition} of an answered push is gone"));
@@ -94,24 +99,30 @@ pub fn node(
             ));
         }
     }
-    broke.extend(super::kafka_txns::check(id, &store, &model.txns, |q, p, offset| {
-        read(&store, &up.files, q, p, offset)
-    }));
-    broke.extend(super::shares::check(id, &store, &model.shares));
-    for ((q, p), row) in store.partitions.iter() {
-        let mut seen = HashMap::new();
-        for offset in 0..row.next_offset {
-            match read(&store, &up.files, *q, *p, offset) {
-                Ok((txn, _)) => {
-                    if let Some(first) = seen.insert(txn.clone(), offset) {
-                        broke.push(format!(
-                            "node {id}: transactionId {txn} is stored twice in {q}/{p}: offsets {first} and {offset}"
-                        ));
+    {
+        let (up, store) = (groups[0], groups[0].store.read().expect("store lock"));
+        broke.extend(super::kafka_txns::check(id, &store, &model.txns, |q, p, offset| {
+            read(&store, &up.files, q, p, offset)
+        }));
+        broke.extend(super::shares::check(id, &store, &model.shares));
+    }
+    for up in groups {
+        let store = up.store.read().expect("store lock");
+        for ((q, p), row) in store.partitions.iter() {
+            let mut seen = HashMap::new();
+            for offset in 0..row.next_offset {
+                match read(&store, &up.files, *q, *p, offset) {
+                    Ok((txn, _)) => {
+                        if let Some(first) = seen.insert(txn.clone(), offset) {
+                            broke.push(format!(
+                                "node {id}: transactionId {txn} is stored twice in {q}/{p}: offsets {first} and {offset}"
+                            ));
+                        }
                     }
+                    // A transaction's marker: a control batch, hidden from HTTP readers.
+                    Err(_) if store.is_kafka_hidden(*q, *p, offset) => {}
+                    Err(why) => broke.push(format!("node {id}: partition {q}/{p} has a gap at offset {offset}: {why}")),
                 }
-                // A transaction's marker: a control batch, hidden from HTTP readers.
-                Err(_) if store.is_kafka_hidden(*q, *p, offset) => {}
-                Err(why) => broke.push(format!("node {id}: partition {q}/{p} has a gap at offset {offset}: {why}")),
             }
         }
     }

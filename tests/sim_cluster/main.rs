@@ -8,8 +8,9 @@
 //! `cargo test --test sim_cluster` runs `QUEEN_SIM_SEEDS` seeds (default
 //! 24, about a second each in debug) from `QUEEN_SIM_FIRST_SEED` (default
 //! 0), and, in `partition_seeds`, the same under partitions that last
-//! (default 12), and, in `group_seeds`, with three raft groups per node
-//! (default 8); `QUEEN_SIM_SEED=N` runs seed N alone; `QUEEN_SIM_TRACE=1`
+//! (default 12), in `group_seeds`, with three raft groups per node
+//! (default 8), and in `placed_seeds` with the clients' queues placed in
+//! them (default 8); `QUEEN_SIM_SEED=N` runs seed N alone; `QUEEN_SIM_TRACE=1`
 //! tells what happens. `scripts/simulate --cluster --seeds N` is the long
 //! run (`--partitions` for the second plan). A failing seed prints the line
 //! that replays it.
@@ -33,10 +34,12 @@ mod run;
 mod shares;
 mod workload;
 
+use queen::seams::placement::group_of_queue;
 use run::{Outcome, Plan, Run};
 use std::cell::RefCell;
 use std::sync::Once;
 use std::time::Instant;
+use workload::PLACED_QUEUES;
 
 fn env_u64(name: &str) -> Option<u64> {
     std::env::var(name).ok().map(|v| v.parse().unwrap_or_else(|_| panic!("{name}={v} is not a number")))
@@ -276,33 +279,33 @@ fn a_seed_replays_bit_for_bit() {
 }
 
 /// Runs `QUEEN_SIM_SEEDS` seeds (or `QUEEN_SIM_SEED` alone) of `plan`;
-/// answers how many snapshots their nodes installed, and how many records
-/// the share group's members were delivered.
-fn run_seeds(plan: Plan, default_count: u64) -> (u64, u64) {
+/// answers their outcomes.
+fn run_seeds(plan: Plan, default_count: u64) -> Vec<Outcome> {
     let (first, count) = match env_u64("QUEEN_SIM_SEED") {
         Some(seed) => (seed, 1),
         None => (env_u64("QUEEN_SIM_FIRST_SEED").unwrap_or(0), env_u64("QUEEN_SIM_SEEDS").unwrap_or(default_count)),
     };
     let started = Instant::now();
-    let (mut snapshots, mut share_deliveries) = (0, 0);
+    let mut outcomes = Vec::new();
     for seed in first..first + count {
         let at = Instant::now();
         let o = run_seed(seed, plan);
         eprintln!("seed {seed}: {} nodes, {:.1}s: {o:?}", o.nodes, at.elapsed().as_secs_f64());
-        snapshots += o.snapshots_installed;
-        share_deliveries += o.share_deliveries;
+        outcomes.push(o);
     }
     eprintln!(
         "simulated cluster seeds {first}..{} ({plan:?}): {count} seeds in {:.1}s",
         first + count,
         started.elapsed().as_secs_f64()
     );
-    (snapshots, share_deliveries)
+    outcomes
 }
 
 #[test]
 fn seeds() {
-    let (snapshots, share_deliveries) = run_seeds(Plan::default(), 24);
+    let outcomes = run_seeds(Plan::default(), 24);
+    let snapshots: u64 = outcomes.iter().map(|o| o.snapshots_installed).sum();
+    let share_deliveries: u64 = outcomes.iter().map(|o| o.share_deliveries).sum();
     // A node away past the purge hold (a second) is sent a snapshot, stages
     // it, exits and installs it at its next boot: the default seeds do so;
     // and the share group's members take records.
@@ -326,4 +329,22 @@ fn partition_seeds() {
 #[test]
 fn group_seeds() {
     run_seeds(Plan::groups(), 8);
+}
+
+/// Three raft groups on every node, the clients' queues placed in the data
+/// groups as a node places them (`Plan::placed`): every check holds group by
+/// group (each group's committed entries in every node's log, its stores
+/// equal, every answered push read back at its offset in its queue's group,
+/// each partition gapless) through crashes, faults and partitions that
+/// change one group's leader and not another's.
+#[test]
+fn placed_seeds() {
+    let groups: Vec<u32> = PLACED_QUEUES.iter().map(|q| group_of_queue(q, Plan::placed().groups)).collect();
+    assert_eq!(groups, [1, 2], "the workload's queues lie in the two data groups");
+    let outcomes = run_seeds(Plan::placed(), 8);
+    if env_u64("QUEEN_SIM_SEED").is_none() {
+        let data: u64 = outcomes.iter().map(|o| o.other_groups_committed).sum();
+        let pushed: u64 = outcomes.iter().map(|o| o.pushes_answered).sum();
+        assert!(data > 0 && pushed > 0, "the data groups committed {data} entries, {pushed} pushes answered");
+    }
 }

@@ -14,7 +14,7 @@
 //!   at the expiry minus the fixed lease length, on the one wall clock the
 //!   nodes share).
 
-use super::workload::{PushKey, PARTITIONS, QUEUES};
+use super::workload::{PushKey, PARTITIONS};
 use queen::seams::planner::{AckItem, AckOutcome, AckStatus, Claim, Command, PopRequest, Subscription};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
@@ -58,9 +58,14 @@ pub struct PopModel {
 }
 
 impl PopModel {
-    /// A pop or an ack the seed draws; an ack only of messages whose
-    /// transactionId is known (their push was answered).
-    pub fn next(&mut self, rng: &mut StdRng, acked: &BTreeMap<PushKey, (u64, Vec<u8>)>) -> (Command, PopSent) {
+    /// A pop of one of `queues` or an ack the seed draws; an ack only of
+    /// messages whose transactionId is known (their push was answered).
+    pub fn next(
+        &mut self,
+        rng: &mut StdRng,
+        acked: &BTreeMap<PushKey, (u64, Vec<u8>)>,
+        queues: &[&str],
+    ) -> (Command, PopSent) {
         if !self.unacked.is_empty() && rng.gen_bool(0.6) {
             let claim = self.unacked.swap_remove(rng.gen_range(0..self.unacked.len()));
             let txn_at = |offset: u64| {
@@ -96,7 +101,7 @@ impl PopModel {
             }
         }
         let request = PopRequest {
-            queue: Some(QUEUES.choose(rng).unwrap().to_string()),
+            queue: Some(queues.choose(rng).unwrap().to_string()),
             partition: rng.gen_bool(0.5).then(|| PARTITIONS.choose(rng).unwrap().to_string()),
             namespace: None,
             task: None,

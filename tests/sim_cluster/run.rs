@@ -20,6 +20,7 @@ use super::storage::{Crash, Faults, SimStorage};
 use super::workload::{Clients, Directory};
 use openraft::async_runtime::watch::WatchReceiver;
 use openraft::ServerState;
+use queen::seams::placement::group_of_queue;
 use queen::seams::raft::MembershipChange;
 use queen::seams::replicate::Replicator;
 use queen::seams::store::Member;
@@ -44,9 +45,15 @@ pub struct Plan {
     /// Answers without an entry wait for a read index (`read_confirm.rs`);
     /// off only to show that the checks catch the bug it fixed.
     pub confirm_reads: bool,
-    /// The raft groups each node runs (`QUEEN_RAFT_GROUPS`): the clients
-    /// use group 0, and the others run beside it over the same ports.
+    /// The raft groups each node runs (`QUEEN_RAFT_GROUPS`), all over the
+    /// same ports.
     pub groups: u32,
+    /// With several groups: the clients' pushes, pops and acks go to the
+    /// group that holds their queue, as a node sends them, and KV calls to
+    /// group 0 (Kafka transactions and share groups, refused by a node
+    /// with its groups apart, are not sent). Otherwise every call goes to
+    /// group 0 and the other groups carry none.
+    pub placed: bool,
 }
 
 impl Plan {
@@ -56,6 +63,7 @@ impl Plan {
             p if p == Plan::default() => "seeds",
             p if p == Plan::partitions() => "partition_seeds",
             p if p == Plan::groups() => "group_seeds",
+            p if p == Plan::placed() => "placed_seeds",
             _ => "reads_without_a_read_index_are_caught",
         }
     }
@@ -71,11 +79,25 @@ impl Plan {
     pub fn groups() -> Self {
         Plan { groups: 3, ..Plan::default() }
     }
+
+    /// Three raft groups on every node, the clients' queues placed in
+    /// groups 1 and 2 as a node places them (`src/placement.rs`).
+    pub fn placed() -> Self {
+        Plan { placed: true, ..Plan::groups() }
+    }
 }
 
 impl Default for Plan {
     fn default() -> Self {
-        Plan { steps: 400, crash_ppt: 8, partition_ppt: 10, faults_ppt: 4, confirm_reads: true, groups: 1 }
+        Plan {
+            steps: 400,
+            crash_ppt: 8,
+            partition_ppt: 10,
+            faults_ppt: 4,
+            confirm_reads: true,
+            groups: 1,
+            placed: false,
+        }
     }
 }
 
@@ -191,7 +213,7 @@ impl Run {
             ups: BTreeMap::new(),
             net,
             ledgers: (0..plan.groups).map(|_| Ledger::default()).collect(),
-            clients: Clients::new(directory.clone()),
+            clients: Clients::new(directory.clone(), plan.placed.then_some(plan.groups)),
             directory,
             faulty: None,
             cut_at: None,
@@ -316,7 +338,8 @@ impl Run {
         match booted {
             Ok(up) => {
                 trace(|| format!("node {id} boots: applied through {}", up.store.read().unwrap().applied));
-                self.directory.lock().expect("directory lock").insert(id, up.replicator.clone());
+                let replicators = std::iter::once(&up).chain(&up.others).map(|g| g.replicator.clone()).collect();
+                self.directory.lock().expect("directory lock").insert(id, replicators);
                 self.clients.stores.lock().expect("stores lock").insert(id, up.store.clone());
                 self.ups.insert(id, up);
             }
@@ -605,21 +628,36 @@ impl Run {
         for (id, up) in &self.ups {
             while up.log.sync_staged().unwrap_or_else(|e| self.violation(&format!("node {id} could not sync: {e}"))) {}
         }
-        let mut held = BTreeMap::new();
-        for (id, up) in &self.ups {
-            held.insert(*id, checks::held(up, committed.keys().next_back().copied()).await);
+        // Each group's log on each node holds what the group committed.
+        let groups = self.plan.groups as usize;
+        for g in 0..groups {
+            let committed = self.ledgers[g].committed();
+            let last = committed.keys().next_back().copied();
+            for (id, up) in &self.ups {
+                let up = if g == 0 { up } else { &up.others[g - 1] };
+                let held = checks::held(up, last).await;
+                if let Some(v) = checks::log(*id, held, &committed).first() {
+                    self.violation(&format!("group {g}: {v}"));
+                }
+            }
         }
         let model = self.clients.model.clone();
         let model = model.lock().expect("model lock");
+        let placed = |queue: &str| match self.plan.placed {
+            true => group_of_queue(queue, self.plan.groups) as usize,
+            false => 0,
+        };
         for (id, up) in &self.ups {
-            let held = held.remove(id).expect("read above");
-            if let Some(v) = checks::node(*id, up, held, &committed, &model).first() {
+            let all: Vec<&Up> = std::iter::once(up).chain(&up.others).collect();
+            if let Some(v) = checks::data(*id, &all, placed, &model).first() {
                 self.violation(v);
             }
         }
-        let ups = self.ups.iter().map(|(id, up)| (*id, up)).collect();
-        if let Some(v) = checks::equal_stores(&ups).first() {
-            self.violation(v);
+        for g in 0..groups {
+            let ups = self.ups.iter().map(|(id, up)| (*id, if g == 0 { up } else { &up.others[g - 1] })).collect();
+            if let Some(v) = checks::equal_stores(&ups).first() {
+                self.violation(&format!("group {g}: {v}"));
+            }
         }
         // Each settled node's KV rows end the KV history, read after every call.
         let rows: Vec<_> = self.ups.values().map(checks::kv_rows).collect();

@@ -13,6 +13,7 @@ use super::node::{Recorded, WRITE_TIMEOUT};
 use super::pops::{PopModel, PopSent};
 use super::shares::{ShareModel, ShareSent};
 use queen::seams::message::Message;
+use queen::seams::placement::{group_of_id, group_of_queue};
 use queen::seams::planner::{Answer, Command, PushItem, PushStatus};
 use queen::seams::raft::RaftReplicator;
 use queen::seams::replicate::{ProposeError, Replicator};
@@ -24,6 +25,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, RwLock};
 
 pub const QUEUES: &[&str] = &["a", "b"];
+/// The queues of a placed run (`Plan::placed`): one in each data group of
+/// three groups ("a" and "b" lie in the same one).
+pub const PLACED_QUEUES: &[&str] = &["d", "a"];
 pub const PARTITIONS: &[&str] = &["p0", "p1"];
 const KV_KEYS: &[&str] = &["k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7"];
 
@@ -48,8 +52,8 @@ pub struct Model {
     pub violations: Vec<String>,
 }
 
-/// Each node's replicator while its process is up.
-pub type Directory = Arc<Mutex<BTreeMap<u64, Arc<RaftReplicator<Recorded>>>>>;
+/// Each node's replicators while its process is up, group 0 first.
+pub type Directory = Arc<Mutex<BTreeMap<u64, Vec<Arc<RaftReplicator<Recorded>>>>>>;
 
 /// Each running node's store, where its Kafka front end looks up the
 /// partitions a transaction adds.
@@ -60,6 +64,8 @@ pub struct Clients {
     pub directory: Directory,
     pub stores: Stores,
     next_txn: u64,
+    /// The groups the queues are placed in (`Plan::placed`), if they are.
+    placed: Option<u32>,
 }
 
 /// A command as sent, and what its answer is checked against.
@@ -72,17 +78,27 @@ enum Sent {
 }
 
 impl Clients {
-    pub fn new(directory: Directory) -> Self {
-        Clients { model: Arc::default(), directory, stores: Stores::default(), next_txn: 0 }
+    pub fn new(directory: Directory, placed: Option<u32>) -> Self {
+        Clients { model: Arc::default(), directory, stores: Stores::default(), next_txn: 0, placed }
+    }
+
+    /// The queues the clients push to and pop from.
+    fn queues(&self) -> &'static [&'static str] {
+        if self.placed.is_some() {
+            PLACED_QUEUES
+        } else {
+            QUEUES
+        }
     }
 
     /// Sends one command the seed draws to node `to`, answered in a task
     /// of its own.
     pub fn send(&mut self, rng: &mut StdRng, to: u64) {
         let (command, sent) = self.command(rng, to);
+        let group = self.placed.map_or(0, |groups| group_of(&command, groups));
         let (model, directory) = (self.model.clone(), self.directory.clone());
         tokio::spawn(async move {
-            let answer = ask(&directory, to, command.clone()).await;
+            let answer = ask(&directory, to, group, command.clone()).await;
             super::node::trace(|| format!("to node {to}: {command:?}\n  => {answer:?}"));
             settle(&mut model.lock().expect("model lock"), &command, sent, answer);
         });
@@ -98,10 +114,12 @@ impl Clients {
         }
         if (62..70).contains(&roll) {
             let Model { pops, acked, .. } = &mut *model;
-            let (command, sent) = pops.next(rng, acked);
+            let (command, sent) = pops.next(rng, acked, self.queues());
             return (command, Sent::Pop(sent));
         }
-        let store = (roll < 55 || (70..80).contains(&roll))
+        // A node with its groups apart refuses Kafka transactions and share
+        // groups: they are not sent.
+        let store = (self.placed.is_none() && (roll < 55 || (70..80).contains(&roll)))
             .then(|| self.stores.lock().expect("stores lock").get(&to).cloned())
             .flatten();
         if let (Some(store), true) = (&store, roll >= 70) {
@@ -119,7 +137,7 @@ impl Clients {
                 return (command, Sent::Txn(sent));
             }
         }
-        let mut keys = Vec::new();
+        let mut keys: Vec<PushKey> = Vec::new();
         for _ in 0..rng.gen_range(1..=3) {
             let retry: Vec<&PushKey> =
                 if rng.gen_bool(0.5) { model.unknown.iter().collect() } else { model.acked.keys().collect() };
@@ -127,12 +145,14 @@ impl Clients {
                 Some(key) if rng.gen_bool(0.2) => (*key).clone(),
                 _ => {
                     self.next_txn += 1;
-                    let q = QUEUES.choose(rng).unwrap().to_string();
+                    let q = self.queues().choose(rng).unwrap().to_string();
                     let p = PARTITIONS.choose(rng).unwrap().to_string();
                     (q, p, format!("t{}", self.next_txn))
                 }
             };
-            if !keys.contains(&key) {
+            // Placed, a push names one queue, so that it is one group's.
+            let same_queue = self.placed.is_none() || keys.first().is_none_or(|first| first.0 == key.0);
+            if !keys.contains(&key) && same_queue {
                 keys.push(key);
             }
         }
@@ -177,11 +197,23 @@ pub fn message(queue: &str, partition: &str, txn: &str) -> Message {
     Message::new(txn.to_string(), format!("{queue}/{partition}/{txn}").into_bytes())
 }
 
-/// Sends `command` to node `to`'s replicator, which forwards it to the
-/// leader it knows of (and answers `Timeout` itself past the write timeout;
-/// the client's own wait is a backstop).
-async fn ask(directory: &Directory, to: u64, command: Command) -> Result<Answer, ProposeError> {
-    let replicator = directory.lock().expect("directory lock").get(&to).cloned();
+/// The group a node sends `command` to with its queues placed in `groups`
+/// groups: its queue's, or group 0 for what touches no queue.
+fn group_of(command: &Command, groups: u32) -> usize {
+    let g = match command {
+        Command::Push(items) => group_of_queue(&items[0].queue, groups),
+        Command::Pop(request) => group_of_queue(request.queue.as_deref().expect("the workload pops a queue"), groups),
+        Command::Ack(items) => group_of_id(items[0].queue_id, groups),
+        _ => 0,
+    };
+    g as usize
+}
+
+/// Sends `command` to node `to`'s replicator of group `group`, which
+/// forwards it to the leader it knows of (and answers `Timeout` itself past
+/// the write timeout; the client's own wait is a backstop).
+async fn ask(directory: &Directory, to: u64, group: usize, command: Command) -> Result<Answer, ProposeError> {
+    let replicator = directory.lock().expect("directory lock").get(&to).and_then(|g| g.get(group).cloned());
     let Some(replicator) = replicator else { return Err(ProposeError::NotLeader { leader: None }) };
     let answer = tokio::time::timeout(WRITE_TIMEOUT * 2, replicator.propose(command)).await;
     answer.unwrap_or(Err(ProposeError::Timeout))
