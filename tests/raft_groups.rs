@@ -7,11 +7,12 @@
 //! groups the killed node did not lead and resume in its group once that
 //! group elects; every acknowledged write is there, once, gapless. The
 //! node back takes its preferred group again; a SIGTERM hands over the
-//! groups a node leads.
+//! groups a node leads; and a node is replaced (removed, joined empty,
+//! added, promoted), each membership change carried to every group.
 
 mod common;
 
-use common::cluster::{Cluster, Ledger, Writer};
+use common::cluster::{start, Cluster, Ledger, Writer};
 use common::kafka::idempotent_writer;
 use queen::seams::placement::group_of_queue;
 use serde_json::Value;
@@ -88,15 +89,6 @@ async fn four_groups_on_three_nodes_spread_their_leaders_and_a_kill_stalls_only_
         .map(|g| (g["group"].as_u64().unwrap(), g["membership"]["leader"].as_u64().unwrap()))
         .collect();
     assert_eq!(shown, vec![(0, 1), (1, 2), (2, 3), (3, 1)], "{membership}");
-    let (status, refused) = cluster
-        .call(
-            0,
-            reqwest::Method::PUT,
-            "/api/v1/system/raft/membership/voters",
-            Some(serde_json::json!({"voters": [1, 2]})),
-        )
-        .await;
-    assert_eq!((status, refused["code"].as_str()), (501, Some("unsupported")), "{refused}");
 
     // An HTTP writer into a queue of each data group, through node 1, and
     // idempotent Kafka producers into a topic of group 2 (node 3's) and
@@ -191,4 +183,35 @@ async fn four_groups_on_three_nodes_spread_their_leaders_and_a_kill_stalls_only_
     assert!(log.contains("handed leadership over before stopping"), "node 2 handed group 1 over:\n{log}");
     let handed = leaders_when(&cluster, Duration::from_secs(10), |l| l[1].0 != 2).await;
     assert_eq!((handed[0], handed[2], handed[3]), (back[0], back[2], back[3]), "the other groups kept their leaders");
+
+    // Node 2 is replaced as recovery.md replaces a broken node, each change
+    // made once and carried to every group: removed, started empty and
+    // joining, added as a learner and promoted (refused while any group's
+    // log is still being copied to it).
+    let (status, removed) =
+        cluster.call(0, reqwest::Method::DELETE, "/api/v1/system/raft/membership/members/2", None).await;
+    assert_eq!(status, 200, "{removed}");
+    assert_eq!(voters_of_each_group(&cluster).await, vec![vec![1, 3]; GROUPS], "node 2 left every group");
+    let dir = cluster.dir(1);
+    std::fs::rename(&dir, dir.with_extension("broken")).unwrap();
+    let mut env = cluster.env[1].clone();
+    env.push(("QUEEN_RAFT_JOIN".into(), "true".into()));
+    cluster.nodes[1] = Some(start(&dir, &env).await);
+    let membership = cluster.add_voter(0, 2, &cluster.raft_addr(1)).await;
+    assert_eq!(membership["voters"], serde_json::json!([1, 2, 3]), "{membership}");
+    assert_eq!(voters_of_each_group(&cluster).await, vec![vec![1, 2, 3]; GROUPS], "node 2 is back in every group");
+    // The rebuilt node serves every group's data, and takes its group back.
+    for (w, queue) in queues.iter().enumerate() {
+        let ledger = ledgers[w].lock().unwrap().clone();
+        cluster.check_ledger(&ledger, queue, &[format!("p{w}")]).await;
+    }
+    leaders_when(&cluster, Duration::from_secs(60), preferred).await;
+}
+
+/// Each group's voters, as the membership API shows them.
+async fn voters_of_each_group(cluster: &Cluster) -> Vec<Vec<u64>> {
+    let (status, view) = cluster.call(0, reqwest::Method::GET, "/api/v1/system/raft/membership", None).await;
+    assert_eq!(status, 200, "{view}");
+    let groups = view["groups"].as_array().unwrap();
+    groups.iter().map(|g| serde_json::from_value(g["membership"]["voters"].clone()).unwrap()).collect()
 }

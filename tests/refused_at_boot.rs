@@ -210,16 +210,6 @@ async fn a_directory_founded_with_other_raft_groups_is_refused() {
     assert!(!tmp.path().join("fresh/qlog").exists(), "a refused boot founded nothing");
     let log = expect_refusal(&tmp.path().join("fresh"), &[("QUEEN_RAFT_GROUPS", "0")]);
     assert!(log.contains("QUEEN_RAFT_GROUPS=0 is not between 1 and 64"), "{log}");
-    let joining = [
-        ("QUEEN_RAFT_GROUPS", "4"),
-        ("QUEEN_RAFT_NODE_ID", "2"),
-        ("QUEEN_RAFT_PEERS", "1=127.0.0.1:1,2=127.0.0.1:2"),
-        ("QUEEN_RAFT_TOKEN", "t"),
-        ("QUEEN_RAFT_JOIN", "true"),
-    ];
-    let log = expect_refusal(&tmp.path().join("fresh"), &joining);
-    assert!(log.contains("QUEEN_RAFT_JOIN with QUEEN_RAFT_GROUPS=4"), "{log}");
-    assert!(!tmp.path().join("fresh/qlog").exists(), "a refused boot founded nothing");
 }
 
 #[tokio::test]

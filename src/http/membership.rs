@@ -38,19 +38,59 @@ pub async fn show(State(node): State<Arc<Node>>) -> Result<Json<Value>, ApiError
     Ok(Json(json!({ "membership": view, "groups": groups })))
 }
 
+/// Makes `change` in every raft group, group 0 first, each through its own
+/// leader (which refuses what its own log does not allow: a learner still
+/// copying that group's log is not promoted there). A group already as the
+/// change would make it is skipped, so that a change refused part-way is
+/// finished by asking again; the refusal names the group and the groups
+/// already changed.
 async fn change(node: &Node, change: MembershipChange) -> Result<Response, ApiError> {
-    let answer = node.group0().replicator.change_membership(change).ok_or_else(not_a_cluster)?.await;
-    Ok(match answer {
-        Ok(view) => Json(json!({ "ok": true, "membership": view })).into_response(),
-        Err(ChangeRefusal { code, message }) => {
-            let status = match code.as_str() {
-                "failed" => StatusCode::SERVICE_UNAVAILABLE,
-                "unsupported" => StatusCode::NOT_IMPLEMENTED,
-                _ => StatusCode::CONFLICT,
-            };
-            (status, Json(json!({ "ok": false, "code": code, "error": message }))).into_response()
+    let several = node.groups().len() > 1;
+    let mut made = Vec::new();
+    // Group 0's view after its change: the answer.
+    let mut view = None;
+    for (g, group) in node.groups().iter().enumerate() {
+        if several {
+            let current = group.replicator.membership().ok_or_else(not_a_cluster)?.await;
+            if change.in_effect(&current) {
+                continue;
+            }
         }
-    })
+        match group.replicator.change_membership(change.clone()).ok_or_else(not_a_cluster)?.await {
+            Ok(changed) => {
+                made.push(g);
+                if g == 0 {
+                    view = Some(changed);
+                }
+            }
+            Err(ChangeRefusal { code, message }) => {
+                let status = match code.as_str() {
+                    "failed" => StatusCode::SERVICE_UNAVAILABLE,
+                    "unsupported" => StatusCode::NOT_IMPLEMENTED,
+                    _ => StatusCode::CONFLICT,
+                };
+                let error = match several {
+                    false => message,
+                    true => format!(
+                        "raft group {g}: {message} (groups changed by this call: {made:?}; ask again to finish)"
+                    ),
+                };
+                return Ok(
+                    (status, Json(json!({ "ok": false, "code": code, "error": error, "group": g }))).into_response()
+                );
+            }
+        }
+    }
+    // Removing a node no group has is refused, as one group refuses it.
+    if let (true, MembershipChange::Remove { id }) = (made.is_empty(), &change) {
+        let refused = json!({ "ok": false, "code": "not_member", "error": format!("node {id} is not a member") });
+        return Ok((StatusCode::CONFLICT, Json(refused)).into_response());
+    }
+    let view = match view {
+        Some(view) => view,
+        None => node.group0().replicator.membership().ok_or_else(not_a_cluster)?.await,
+    };
+    Ok(Json(json!({ "ok": true, "membership": view })).into_response())
 }
 
 fn ids(f: &Fields<'_>, field: &str) -> Result<Vec<u64>, ApiError> {

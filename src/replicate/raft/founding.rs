@@ -28,8 +28,6 @@ pub enum FoundingError {
         "QUEEN_RAFT_GROUPS={0} needs a cluster (QUEEN_RAFT_NODE_ID and QUEEN_RAFT_PEERS): a single node runs one group"
     )]
     GroupsAlone(u32),
-    #[error("QUEEN_RAFT_JOIN with QUEEN_RAFT_GROUPS={0}: adding a node to a cluster of several groups is not built yet; found such a cluster with all its voters in QUEEN_RAFT_PEERS")]
-    JoinGroups(u32),
 }
 
 /// The most raft groups a cluster may be founded with: each is a raft log,
@@ -74,9 +72,6 @@ pub fn cluster(settings: &Settings, catalogue: Option<u32>) -> Result<Option<Clu
         return Err(FoundingError::NotListed(me));
     }
     let token = settings.raft_token.clone().filter(|t| !t.is_empty()).ok_or(FoundingError::NoToken)?;
-    if settings.raft_join && groups > 1 {
-        return Err(FoundingError::JoinGroups(groups));
-    }
     Ok(Some(Cluster {
         me,
         peers,

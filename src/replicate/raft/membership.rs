@@ -72,6 +72,27 @@ impl ChangeRefusal {
     }
 }
 
+impl MembershipChange {
+    /// Whether `view`, one raft group's membership, already is what this
+    /// change would make it: a change carried to every group skips such a
+    /// group, so that asking again after a refusal part-way finishes it.
+    pub fn in_effect(&self, view: &MembershipView) -> bool {
+        let member = |id: &u64| view.members.iter().any(|m| m.node_id == *id);
+        match self {
+            MembershipChange::AddLearner { id, .. } => member(id),
+            MembershipChange::Promote { ids } => ids.iter().all(|id| view.voters.contains(id)),
+            MembershipChange::SetVoters { voters } => {
+                let (mut want, mut have) = (voters.clone(), view.voters.clone());
+                want.sort_unstable();
+                want.dedup();
+                have.sort_unstable();
+                want == have && view.joint.is_empty()
+            }
+            MembershipChange::Remove { id } => !member(id),
+        }
+    }
+}
+
 /// The view from `m`, this node's metrics: the leader's own when this node
 /// leads (with every member's progress), else `follower` at `age`.
 pub fn view(m: &RaftMetrics<Queen>, age: Option<Duration>) -> MembershipView {

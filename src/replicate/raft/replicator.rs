@@ -111,8 +111,6 @@ struct Inner<SM: Machine> {
     /// Started with QUEEN_RAFT_JOIN: until a membership names this node, it
     /// waits to be added.
     join: bool,
-    /// The cluster's raft groups (`QUEEN_RAFT_GROUPS`).
-    groups: u32,
 }
 
 /// A cluster node's replicator, over Queen's state machine (`RaftMachine`)
@@ -263,7 +261,6 @@ impl<SM: Machine> RaftReplicator<SM> {
             derailed,
             reads: reads.clone(),
             join: cluster.join,
-            groups: cluster.groups,
         });
         let server = Arc::new(Server {
             raft: raft.clone(),
@@ -725,12 +722,6 @@ impl<SM: Machine> Replicator for RaftReplicator<SM> {
     fn change_membership(&self, change: MembershipChange) -> Option<Admin<'_, Result<MembershipView, ChangeRefusal>>> {
         let inner = &self.inner;
         Some(Box::pin(async move {
-            if inner.groups > 1 {
-                return Err(ChangeRefusal::new(
-                    "unsupported",
-                    format!("this cluster runs {} raft groups (QUEEN_RAFT_GROUPS), and carrying a membership change to every group is not built yet", inner.groups),
-                ));
-            }
             match inner.leader() {
                 Some((id, _)) if id == inner.me => inner.change_here(change).await,
                 Some(leader) => {
