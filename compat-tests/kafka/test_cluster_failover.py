@@ -25,6 +25,40 @@ def group_member(nodes, alive, group):
     )
 
 
+def read_each_once(consumers, count, within, where):
+    """Polls `consumers` in turn until they have read `count` records or
+    `within` seconds have passed, failing on a value read twice (by one
+    consumer or two); answers value -> where(k, record), k the consumer's
+    place in `consumers`, and the errors polled."""
+    seen, failed = {}, []
+    deadline = time.time() + within
+    while len(seen) < count and time.time() < deadline:
+        for k, c in enumerate(consumers):
+            m = c.poll(1.0 / len(consumers))
+            if m is None:
+                continue
+            if m.error():
+                failed.append(str(m.error()))
+                continue
+            assert m.value() not in seen, f"{m.value()} read twice"
+            seen[m.value()] = where(k, m)
+    return seen, failed
+
+
+def kcat_read(kcat, brokers, topic):
+    """Every record of `topic` through kcat: (partition, offset, value) rows."""
+    import subprocess
+
+    done = subprocess.run(
+        [kcat, "-b", brokers, "-C", "-t", topic, "-o", "beginning", "-e", "-f", "%p|%o|%s\n"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return [line.split("|") for line in done.stdout.splitlines() if line]
+
+
 def explain(nodes, alive, failed):
     """What a reading that fell short saw: the consumers' last errors and
     each node's log tail, printed for the failure report."""
@@ -78,17 +112,7 @@ def test_an_idempotent_producer_and_a_group_carry_on_through_a_leader_killed(clu
     # offset and once.
     c = group_member(nodes, alive, f"g-{t}")
     c.subscribe([t])
-    seen, failed = {}, []
-    deadline = time.time() + 60
-    while len(seen) < 400 and time.time() < deadline:
-        m = c.poll(1.0)
-        if m is None:
-            continue
-        if m.error():
-            failed.append(str(m.error()))
-            continue
-        assert m.value() not in seen, f"{m.value()} read twice"
-        seen[m.value()] = (m.partition(), m.offset())
+    seen, failed = read_each_once([c], 400, 60, lambda _, m: (m.partition(), m.offset()))
     if len(seen) < 400:
         explain(nodes, alive, failed)
     assert seen == delivered
@@ -147,18 +171,8 @@ def test_members_of_one_group_reaching_different_nodes_meet_one_coordinator(clus
     members = [group_member(nodes, [i], group) for i in followers]
     for c in members:
         c.subscribe([t])
-    seen, failed = {}, []
-    deadline = time.time() + 60
-    while len(seen) < 200 and time.time() < deadline:
-        for k, c in enumerate(members):
-            m = c.poll(0.2)
-            if m is None:
-                continue
-            if m.error():
-                failed.append(str(m.error()))
-                continue
-            assert m.value() not in seen, f"{m.value()} read by both members: two groups, not one"
-            seen[m.value()] = k
+    # A value read by both members would mean two groups, not one.
+    seen, failed = read_each_once(members, 200, 60, lambda k, _: k)
     assignments = [{tp.partition for tp in c.assignment()} for c in members]
     for c in members:
         c.close()
@@ -249,16 +263,9 @@ def test_kcat_produces_and_consumes_through_a_leader_killed(cluster):
     alive = [i for i in range(3) if i != first]
     produce([f"b{i}" for i in range(100)])
     survivors = ",".join(nodes[i].bootstrap for i in alive)
-    done = subprocess.run(
-        [kcat, "-b", survivors, "-C", "-t", t, "-o", "beginning", "-e", "-f", "%p|%o|%s\n"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    rows = [line.split("|") for line in done.stdout.splitlines() if line]
+    rows = kcat_read(kcat, survivors, t)
     values = sorted(v for _, _, v in rows)
-    assert values == sorted([f"a{i}" for i in range(100)] + [f"b{i}" for i in range(100)]), done.stdout[-2000:]
+    assert values == sorted([f"a{i}" for i in range(100)] + [f"b{i}" for i in range(100)]), rows[-20:]
     per_partition = {}
     for p, o, _ in rows:
         per_partition.setdefault(p, []).append(int(o))

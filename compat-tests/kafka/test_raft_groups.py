@@ -15,11 +15,11 @@ import urllib.request
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from conftest import health, three_nodes
-from test_cluster_failover import java_through_a_leader_kill
+from test_cluster_failover import group_member, java_through_a_leader_kill, kcat_read, read_each_once
 
 GROUPS = 4
 
@@ -116,26 +116,9 @@ def test_confluent_kafka_across_groups_led_by_different_nodes_through_a_kill(gro
     assert errors == [], errors
     assert len(delivered) == 600
 
-    c = Consumer(
-        {
-            "bootstrap.servers": ",".join(nodes[i].bootstrap for i in alive),
-            "group.id": f"g-{topics[1]}",
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-        }
-    )
+    c = group_member(nodes, alive, f"g-{topics[1]}")
     c.subscribe(list(topics.values()))
-    seen, failed = {}, []
-    deadline = time.time() + 90
-    while len(seen) < 600 and time.time() < deadline:
-        m = c.poll(1.0)
-        if m is None:
-            continue
-        if m.error():
-            failed.append(str(m.error()))
-            continue
-        assert m.value() not in seen, f"{m.value()} read twice"
-        seen[m.value()] = (m.topic(), m.partition(), m.offset())
+    seen, failed = read_each_once([c], 600, 90, lambda _, m: (m.topic(), m.partition(), m.offset()))
     c.close()
     assert seen == delivered, (len(seen), failed[-5:])
     assert_gapless(seen.values())
@@ -170,17 +153,10 @@ def test_kcat_across_groups_led_by_different_nodes_through_a_kill(groups_cluster
     for g, t in topics.items():
         produce(t, [f"b{g}-{i}" for i in range(50)])
     for g, t in topics.items():
-        done = subprocess.run(
-            [kcat, "-b", survivors, "-C", "-t", t, "-o", "beginning", "-e", "-f", "%p|%o|%s\n"],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert done.returncode == 0, done.stderr
-        rows = [line.split("|") for line in done.stdout.splitlines() if line]
+        rows = kcat_read(kcat, survivors, t)
         values = sorted(v for _, _, v in rows)
         wanted = sorted([f"a{g}-{i}" for i in range(50)] + [f"b{g}-{i}" for i in range(50)])
-        assert values == wanted, done.stdout[-2000:]
+        assert values == wanted, rows[-20:]
         assert_gapless((t, p, int(o)) for p, o, _ in rows)
 
 
