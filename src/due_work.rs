@@ -8,27 +8,36 @@
 use crate::node::Node;
 use crate::planner::command::Command;
 use crate::planner::kafka_txn::{is_expired, KafkaTxnOp};
+use crate::replicate::ProposeError;
 use crate::store::rows::KafkaTxnState;
 use crate::store::Store;
+use futures_util::future::join_all;
 use std::sync::Arc;
 use std::time::Duration;
 
 /// Every `tick`, proposes `command` to each raft group whose store at this
-/// time has work for it, as `due` says; stops when the node takes no more
-/// writes.
+/// time has work for it, as `due` says, each group on its own so that one
+/// electing a leader holds up no other; stops when the node takes no more
+/// writes. A proposal refused otherwise (no leader yet, a timeout) is made
+/// again at a later tick, while the work is still due.
 pub async fn run(node: Arc<Node>, tick: Duration, due: fn(&Store, i64) -> bool, command: fn() -> Command) {
-    let mut interval = tokio::time::interval(tick);
-    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        interval.tick().await;
-        let now_us = chrono::Utc::now().timestamp_micros();
-        for group in node.groups() {
-            let is_due = due(&group.view.local(), now_us);
-            if is_due && group.replicator.propose(command()).await.is_err() {
-                return;
+    let groups = (0..node.groups().len()).map(|g| {
+        let node = node.clone();
+        async move {
+            let mut interval = tokio::time::interval(tick);
+            interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                interval.tick().await;
+                let group = &node.groups()[g];
+                let now_us = chrono::Utc::now().timestamp_micros();
+                let is_due = due(&group.view.local(), now_us);
+                if is_due && matches!(group.replicator.propose(command()).await, Err(ProposeError::ShuttingDown)) {
+                    return;
+                }
             }
         }
-    }
+    });
+    join_all(groups).await;
 }
 
 /// Timers: a 50 ms tick, so a timer fires within about that of its time.

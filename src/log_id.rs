@@ -29,12 +29,28 @@ impl LogId {
     /// take the first six bytes and the index's low 56 bits the last seven,
     /// around the version and variant bits of a version 8 UUID.
     pub fn derived_uuid(&self, ordinal: u32) -> String {
+        self.derived_uuid_in(0, ordinal)
+    }
+
+    /// [`LogId::derived_uuid`] for an entry of raft group `group`, which
+    /// takes byte 7 (0 for group 0, so its ids are as they always were):
+    /// groups' logs reach the same log ids, and a lease or streams query
+    /// id must name one group's (`derived_group`).
+    pub fn derived_uuid_in(&self, group: u32, ordinal: u32) -> String {
         let mut bytes = [0u8; 16];
         bytes[..2].copy_from_slice(&(self.term as u16).to_be_bytes());
         bytes[2..6].copy_from_slice(&ordinal.to_be_bytes());
+        bytes[7] = u8::try_from(group).expect("at most 64 raft groups (founding::MAX_GROUPS)");
         bytes[9..].copy_from_slice(&self.index.to_be_bytes()[1..]);
         uuid::Uuid::new_v8(bytes).to_string()
     }
+}
+
+/// The raft group whose entry derived `id` (`LogId::derived_uuid_in`);
+/// `None` for text that is no such id.
+pub fn derived_group(id: &str) -> Option<u32> {
+    let id = uuid::Uuid::parse_str(id).ok()?;
+    (id.get_version_num() == 8).then(|| u32::from(id.as_bytes()[7]))
 }
 
 impl std::fmt::Display for LogId {
@@ -45,7 +61,7 @@ impl std::fmt::Display for LogId {
 
 #[cfg(test)]
 mod tests {
-    use super::LogId;
+    use super::{derived_group, LogId};
 
     #[test]
     fn derived_ids_are_uuids_that_differ_by_entry_and_ordinal() {
@@ -55,5 +71,10 @@ mod tests {
         assert_ne!(a, LogId::new(1, 6).derived_uuid(0));
         assert_ne!(a, LogId::new(2, 5).derived_uuid(0));
         assert_ne!(a, LogId::new(1, 5).derived_uuid(1));
+        assert_eq!(derived_group(&a), Some(0));
+        let in_group = LogId::new(1, 5).derived_uuid_in(3, 0);
+        assert_ne!(a, in_group, "two groups' entries at one log id name different ids");
+        assert_eq!(derived_group(&in_group), Some(3));
+        assert_eq!(derived_group("not-an-id"), None);
     }
 }

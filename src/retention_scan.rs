@@ -12,6 +12,7 @@ use crate::planner::cleanup::{is_idle_and_empty, NumberedQueues};
 use crate::planner::command::{Answer, Command};
 use crate::planner::retention::{watermarks, ByQueue};
 use crate::reclaim::{Freed, Pass, Policy, Position};
+use crate::replicate::ProposeError;
 use crate::store::{PartitionKey, Store};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -34,9 +35,10 @@ pub async fn run(node: Arc<Node>) {
     loop {
         interval.tick().await;
         // The scan's rate is the node's, shared among its groups.
-        let share = node.settings.retention_scan_per_s * RETENTION_INTERVAL.as_secs() as usize / node.groups().len();
+        let per_round = node.settings.retention_scan_per_s * RETENTION_INTERVAL.as_secs() as usize;
+        let share = per_round.div_ceil(node.groups().len());
         for (group, scan_from) in node.groups().iter().zip(scan_from.iter_mut()) {
-            let mut budget = share.max(1);
+            let mut budget = share;
             let mut found = Found::default();
             while budget > 0 {
                 let now_us = chrono::Utc::now().timestamp_micros();
@@ -110,6 +112,8 @@ pub async fn run(node: Arc<Node>) {
 
 /// Proposes `command` for each chunk of `partitions`; answers how many
 /// partitions the planner changed, or `None` once the replicator stopped.
+/// A chunk refused otherwise (no leader in an election, a timeout) ends
+/// this group's round: the next round finds the same partitions again.
 async fn propose_in_chunks(
     group: &GroupCore,
     partitions: &[(u64, u64)],
@@ -120,7 +124,11 @@ async fn propose_in_chunks(
         match group.replicator.propose(command(chunk.to_vec())).await {
             Ok(Answer::Retained { partitions } | Answer::CleanedUp { partitions }) => changed += partitions as u64,
             Ok(_) => {}
-            Err(_) => return None,
+            Err(ProposeError::ShuttingDown) => return None,
+            Err(e) => {
+                tracing::debug!(error = %e, "a retention entry was not written; the next round retries");
+                break;
+            }
         }
     }
     Some(changed)

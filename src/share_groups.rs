@@ -63,10 +63,14 @@ pub fn names(store: &Store) -> Vec<String> {
         .collect()
 }
 
-fn refuse_unless_served(node: &Node) -> Result<(), ShareGroupError> {
-    if node.placed_apart() {
-        return Err(ShareGroupError::GroupsApart);
+fn refuse_groups_apart(node: &Node) -> Result<(), ShareGroupError> {
+    match node.placed_apart() {
+        true => Err(ShareGroupError::GroupsApart),
+        false => Ok(()),
     }
+}
+
+fn refuse_before_catalogue_4(node: &Node) -> Result<(), ShareGroupError> {
     match node.settings.raft_node_id.is_none() || cluster_catalogue(&node.group0().view.local()) >= 4 {
         true => Ok(()),
         false => Err(ShareGroupError::NotYet),
@@ -94,10 +98,11 @@ async fn write(node: &Node, group: &str, row: &Map<String, Value>) -> Result<(),
 
 /// Makes `group` a share group, if it is not one already.
 pub async fn declare(node: &Node, group: &str) -> Result<(), ShareGroupError> {
-    refuse_unless_served(node)?;
+    refuse_groups_apart(node)?;
     if row(&node.group0().view.local(), group).is_some() {
         return Ok(());
     }
+    refuse_before_catalogue_4(node)?;
     write(node, group, &Map::new()).await
 }
 
@@ -143,6 +148,7 @@ pub async fn set(
     if validate_only {
         return Ok(());
     }
-    refuse_unless_served(node)?;
+    refuse_groups_apart(node)?;
+    refuse_before_catalogue_4(node)?;
     write(node, group, &row).await
 }

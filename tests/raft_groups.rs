@@ -168,6 +168,33 @@ async fn four_groups_on_three_nodes_spread_their_leaders_and_a_kill_stalls_only_
         cluster.check_ledger(&ledger, topic, &["0".into()]).await;
     }
 
+    // A consumer works a data group's queue through a node that leads
+    // none of it: its lease's id names the group, so renewing and acking
+    // it reach that group.
+    let queue = &queues[1];
+    let path = format!("/api/v1/pop/queue/{queue}?consumerGroup=g&batch=2");
+    let (status, popped) = cluster.call(0, reqwest::Method::GET, &path, None).await;
+    assert_eq!(status, 200, "{popped}");
+    let lease = popped["leaseId"].as_str().unwrap().to_string();
+    let path = format!("/api/v1/lease/{lease}/extend");
+    let (status, extended) = cluster.call(1, reqwest::Method::POST, &path, None).await;
+    assert_eq!((status, extended["renewed"].as_u64()), (200, Some(1)), "{extended}");
+    let m = &popped["messages"][0];
+    let ack = serde_json::json!({"transactionId": m["transactionId"], "partitionId": m["partitionId"],
+                                 "leaseId": lease, "consumerGroup": "g"});
+    let (status, acked) = cluster.call(1, reqwest::Method::POST, "/api/v1/ack", Some(ack)).await;
+    assert_eq!((status, acked[0]["success"].as_bool()), (200, Some(true)), "{acked}");
+    // What would span groups is refused, and names why.
+    let spanning = serde_json::json!({"operations": [
+        {"type": "push", "queue": queues[0], "payload": {}},
+        {"type": "push", "queue": queues[1], "payload": {}},
+    ]});
+    let (status, refused) = cluster.call(0, reqwest::Method::POST, "/api/v1/transaction", Some(spanning)).await;
+    assert_eq!((status, refused["code"].as_str()), (409, Some("transaction_spans_groups")), "{refused}");
+    let path = format!("/api/v1/pop/queue/{queue}?consumerGroup=s&shared=true");
+    let (status, refused) = cluster.call(0, reqwest::Method::GET, &path, None).await;
+    assert_eq!((status, refused["code"].as_str()), (501, Some("unsupported")), "{refused}");
+
     // Back, node 3 catches up and is handed its preferred group again.
     cluster.start_node_with(2, &[]).await;
     let back = leaders_when(&cluster, Duration::from_secs(60), preferred).await;

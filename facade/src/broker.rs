@@ -286,6 +286,17 @@ pub struct BrokerAddress {
     pub port: i32,
 }
 
+/// What a read behind [`Broker::read_gate`] reads.
+pub enum Read {
+    /// These topics' partitions.
+    Topics(Vec<String>),
+    /// The group coordinator's state (consumer groups' generations and
+    /// assignments).
+    Coordinator,
+    /// Anything: committed offsets of any topic, say.
+    Everything,
+}
+
 /// Where a consumer group's coordinator is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GroupCoordinator {
@@ -351,8 +362,10 @@ pub trait Broker: Send + Sync + 'static {
     /// Resolves once what this broker reads holds every write committed
     /// before the call (a cluster's read index: a follower or a leader cut
     /// off from its majority may lag), or answers why it cannot. The
-    /// offsets and commits a client acts on are read after it.
-    fn read_gate(&self) -> impl Future<Output = Result<(), BrokerError>> + Send;
+    /// offsets and commits a client acts on are read after it. `Read` says
+    /// of what: a broker whose topics lie in several logs waits only for
+    /// theirs.
+    fn read_gate(&self, of: Read) -> impl Future<Output = Result<(), BrokerError>> + Send;
 
     fn offsets(&self, topic: &str, partition: i32) -> Result<PartitionOffsets, BrokerError>;
 

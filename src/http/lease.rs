@@ -12,15 +12,9 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 
 pub async fn extend(State(node): State<Arc<Node>>, Path(lease_id): Path<String>) -> Result<Json<Value>, ApiError> {
-    // A lease is one group's (one pop reaches one queue's group): the
-    // others renew nothing.
-    let mut renewed = 0;
-    let mut expires_us = None;
-    for group in node.queue_groups() {
-        let extended: Extended = group.replicator.ask(Typed::extend_lease(lease_id.clone())).await?;
-        renewed += extended.renewed;
-        expires_us = expires_us.max(extended.expires_us);
-    }
+    // A lease is its pop's group's, which its id names.
+    let group = node.group_of_derived(&lease_id);
+    let Extended { renewed, expires_us } = group.replicator.ask(Typed::extend_lease(lease_id.clone())).await?;
     let expires = expires_us.map(iso_time);
     let mut answer = json!({
         "leaseId": lease_id,

@@ -198,14 +198,21 @@ async fn pop_once(node: &Node, req: &PopRequest) -> Result<Vec<Claim>, ApiError>
         None => node.queue_groups(),
     };
     let first = NEXT_FIRST.fetch_add(1, Ordering::Relaxed);
+    // A group that cannot answer (electing a leader) holds up no other:
+    // its error is the answer only if no group had anything.
+    let mut refused = None;
     for i in 0..groups.len() {
         let group = &groups[(first + i) % groups.len()];
-        let claims = group.replicator.ask(Typed::pop(req.clone())).await?;
-        if !claims.is_empty() {
-            return Ok(claims);
+        match group.replicator.ask(Typed::pop(req.clone())).await {
+            Ok(claims) if !claims.is_empty() => return Ok(claims),
+            Ok(_) => {}
+            Err(e) => refused = Some(e),
         }
     }
-    Ok(Vec::new())
+    match refused {
+        Some(e) => Err(e.into()),
+        None => Ok(Vec::new()),
+    }
 }
 
 /// The conflation policy in force for the popping group: the stored one,

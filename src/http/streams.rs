@@ -16,7 +16,7 @@ use super::body::{json_object, objects, Fields};
 use super::error::ApiError;
 use super::ids::{iso_time, message_uuid, parse_partition_uuid, partition_uuid, payload_json};
 use super::{ack, push};
-use crate::node::{GroupCore, Node};
+use crate::node::Node;
 use crate::planner::items::{REFUSED_UNKNOWN_MESSAGE, REFUSED_UNRESOLVABLE};
 use crate::planner::streams::{self, Cycle, Register, StateOp, StreamsAnswer, StreamsOp};
 use crate::planner::transaction::Refusal;
@@ -42,18 +42,6 @@ fn unknown_query(query_id: &str) -> ApiError {
 /// else as sent.
 fn canonical_partition(text: &str) -> String {
     parse_partition_uuid(text).map_or_else(|| text.to_string(), |(q, p)| partition_uuid(q, p))
-}
-
-/// The raft group a query lives in: its source queue's, which the
-/// partition it works on names; for a partition that is not one of ours,
-/// the group it was registered in.
-fn query_group<'n>(node: &'n Node, query_id: &str, partition: &str) -> &'n GroupCore {
-    if let Some((queue, _)) = parse_partition_uuid(partition) {
-        return node.group_of_id(queue);
-    }
-    let now_us = chrono::Utc::now().timestamp_micros();
-    let registered = node.queue_groups().iter().find(|g| streams::registered(&g.view.local(), query_id, now_us));
-    registered.unwrap_or(node.group0())
 }
 
 /// A streams call whose queues lie in several raft groups: one cycle is
@@ -141,7 +129,8 @@ pub async fn state_get(
     };
     // Behind the gate: the state a worker reads holds every cycle committed
     // before it asked, its own last one included.
-    let group = query_group(&node, query_id, &partition);
+    // A query lives in its source queue's group, which its id names.
+    let group = node.group_of_derived(query_id);
     group.view.gate().await?;
     let store = group.view.local();
     let now_us = chrono::Utc::now().timestamp_micros();
@@ -216,7 +205,7 @@ pub async fn cycle(
     // needs nothing of its own: an ack commits its message and the ones
     // before it, and the lease holds the tail until it expires, when it is
     // delivered again in order. `true` acks the whole batch anyway.
-    let placed = query_group(&node, &query_id, &partition_text);
+    let placed = node.group_of_derived(&query_id);
     if pushes.iter().any(|p| !std::ptr::eq(node.group_of(&p.queue), placed)) {
         return Err(spans_groups("a pushed queue is"));
     }

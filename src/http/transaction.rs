@@ -30,16 +30,16 @@ enum Slot {
     Ack,
 }
 
-/// The one raft group a bundle touches: what its pushes, acks and timers
-/// name, and group 0 for its KV operations. A bundle is one entry, atomic
+/// The one raft group a bundle touches: what its pushes, acks, timers and
+/// required leases name, and group 0 for its KV operations. A bundle is one entry, atomic
 /// because one group applies it: one that would touch several is refused
 /// (`docs/operations.md`, "Several raft groups").
 fn one_group<'n>(node: &'n Node, bundle: &Bundle) -> Result<&'n GroupCore, ApiError> {
     let mut groups: Vec<&GroupCore> = node.groups_of(
         bundle.pushes.iter().map(|p| p.queue.as_str()).chain(bundle.timers.iter().map(|t| t.queue.as_str())),
     );
-    for a in &bundle.acks {
-        let group = node.group_of_id(a.queue_id);
+    let leased = bundle.required_leases.iter().map(|l| node.group_of_derived(l));
+    for group in bundle.acks.iter().map(|a| node.group_of_id(a.queue_id)).chain(leased) {
         if !groups.iter().any(|g| std::ptr::eq(*g, group)) {
             groups.push(group);
         }

@@ -24,8 +24,8 @@ use crate::store::Store;
 use bytes::Bytes;
 use facade::broker::{
     BrokerAddress, BrokerError, Committed, ConfigEntry, FetchAsk, Fetched, FetchedRun, GroupCoordinator, OffsetCommit,
-    PartitionBatch, PartitionOffsets, ProduceAnswers, Produced, ShareAckAsk, ShareAcquired, TopicView, TxnProducer,
-    TxnView,
+    PartitionBatch, PartitionOffsets, ProduceAnswers, Produced, Read, ShareAckAsk, ShareAcquired, TopicView,
+    TxnProducer, TxnView,
 };
 use facade::file_range::{FileRange, StoredFile};
 use facade::TopicSettings;
@@ -169,6 +169,16 @@ impl QueenBroker {
             .get(&topic.to_string())
             .and_then(|row| QueueOptions::parse(&row.options).kafka_max_message_bytes());
         own.unwrap_or(self.node.settings.kafka_message_max_bytes)
+    }
+
+    /// Share group state is group 0's and its records the queue groups':
+    /// refused with the groups apart, whether or not the member declared
+    /// itself (`share_groups::declare` refuses that too).
+    fn refuse_share_groups_apart(&self) -> Result<(), BrokerError> {
+        match self.node.placed_apart() {
+            true => Err(share_group_error(ShareGroupError::GroupsApart)),
+            false => Ok(()),
+        }
     }
 
     fn refuse_when_full(&self) -> Result<(), BrokerError> {
@@ -473,7 +483,16 @@ impl facade::Broker for QueenBroker {
                 let mut placed: Vec<(usize, Result<PushOutcome, BrokerError>)> = Vec::new();
                 for (at, answer) in asked {
                     match answer.await {
-                        Ok(Ok(outcomes)) => placed.extend(at.into_iter().zip(outcomes.into_iter().map(Ok))),
+                        Ok(Ok(outcomes)) => {
+                            assert_eq!(
+                                at.len(),
+                                outcomes.len(),
+                                "a group answered a push of {} items with {} outcomes",
+                                at.len(),
+                                outcomes.len()
+                            );
+                            placed.extend(at.into_iter().zip(outcomes.into_iter().map(Ok)));
+                        }
                         // A full queue is a condition the producer retries through.
                         Ok(Err(full)) => {
                             let full = BrokerError::QueueFull(format!(
@@ -549,9 +568,13 @@ impl facade::Broker for QueenBroker {
         .unwrap_or_else(|e| vec![Err(BrokerError::Internal(e.to_string())); n])
     }
 
-    async fn read_gate(&self) -> Result<(), BrokerError> {
-        // Not told which partitions the read is for: every group's.
-        for gate in join_all(self.node.groups().iter().map(|g| g.view.gate())).await {
+    async fn read_gate(&self, of: Read) -> Result<(), BrokerError> {
+        let groups: Vec<&GroupCore> = match &of {
+            Read::Topics(topics) => self.node.groups_of(topics.iter().map(String::as_str)),
+            Read::Coordinator => vec![self.node.group0()],
+            Read::Everything => self.node.groups().iter().collect(),
+        };
+        for gate in join_all(groups.iter().map(|g| g.view.gate())).await {
             gate.map_err(broker_error)?;
         }
         Ok(())
@@ -909,6 +932,7 @@ impl facade::Broker for QueenBroker {
         partitions: Vec<(String, i32)>,
         max_records: usize,
     ) -> Result<ShareAcquired, BrokerError> {
+        self.refuse_share_groups_apart()?;
         let located = self.locate_all(&partitions);
         let ids: Vec<(u64, u64)> = located.iter().filter_map(|l| l.as_ref().ok().copied()).collect();
         let op = ShareOp::Acquire { group, holder: member, partitions: ids, max_records };
@@ -933,6 +957,7 @@ impl facade::Broker for QueenBroker {
         member: String,
         acks: Vec<ShareAckAsk>,
     ) -> Result<Vec<Result<(), BrokerError>>, BrokerError> {
+        self.refuse_share_groups_apart()?;
         let asked: Vec<Result<ShareAck, BrokerError>> = {
             let store = self.store();
             acks.iter().map(|a| share_ack(&store, a)).collect()
@@ -955,6 +980,7 @@ impl facade::Broker for QueenBroker {
     }
 
     async fn share_release(&self, group: String, member: String) -> Result<(), BrokerError> {
+        self.refuse_share_groups_apart()?;
         self.ask(Typed::share(ShareOp::ReleaseAll { group, holder: member })).await.map(|_| ())
     }
 

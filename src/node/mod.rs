@@ -190,6 +190,13 @@ impl Node {
         &self.groups[placement::group_of_id(queue, self.groups.len() as u32) as usize]
     }
 
+    /// The group whose entry derived `id`, a lease or streams query id
+    /// (`LogId::derived_uuid_in`); group 0 for one no group derived.
+    pub fn group_of_derived(&self, id: &str) -> &GroupCore {
+        let g = crate::log_id::derived_group(id).unwrap_or(0) as usize;
+        self.groups.get(g).unwrap_or(&self.groups[0])
+    }
+
     /// The groups that hold queues: group 0 alone with one group, every
     /// other group with several. What lists every queue asks each of them.
     pub fn queue_groups(&self) -> &[GroupCore] {

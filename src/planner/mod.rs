@@ -67,14 +67,15 @@ impl Planner {
     /// entries may be cut, and never apply.
     pub fn lead(&mut self, (term, node): (u64, u64), last: LogId) {
         assert!(term >= self.term, "a planner leads in term {term} after term {}: terms never go back", self.term);
-        let id_floor = self.overlay.id_floor;
-        *self = Self { node, rotation: self.rotation, ..Self::new(term, last).numbering_from(id_floor) };
+        let group = self.overlay.group;
+        *self = Self { node, rotation: self.rotation, ..Self::new(term, last).in_group(group) };
     }
 
-    /// Gives queue and partition ids above `floor`: a raft group's own range
-    /// (`node::placement`), so that ids name their group.
-    pub fn numbering_from(mut self, floor: u64) -> Self {
-        self.overlay.id_floor = floor;
+    /// Plans for raft group `group`: queue and partition ids from the
+    /// group's own range, and the leases and streams queries it derives
+    /// named in the group (`placement.rs`).
+    pub fn in_group(mut self, group: u32) -> Self {
+        self.overlay.group = group;
         self
     }
 
@@ -114,7 +115,7 @@ impl Planner {
             Command::Pop(req) => {
                 self.rotation = self.rotation.wrapping_add(1);
                 // Derived from the entry, so a replay and every node name it alike.
-                let lease_id = id.derived_uuid(0);
+                let lease_id = id.derived_uuid_in(overlay.group, 0);
                 let (effects, claims) = consume::plan_pop(store, overlay, timestamp_us, lease_id, &req, self.rotation);
                 (effects, vec![], Answer::Popped(claims))
             }

@@ -5,6 +5,7 @@
 //! the store has applied that index. A leader that loses its leadership drops
 //! the whole overlay (`Planner::lead`): what it planned may never commit.
 
+use crate::placement::id_floor;
 use crate::queue_options::QueueOptions;
 use crate::store::rows::{CursorRow, GroupRow, KafkaTxnRow, KvRow, ShareRow, TimerRow};
 use crate::store::{CursorKey, Store};
@@ -109,11 +110,12 @@ pub struct Overlay {
     dedup: Layer<(u64, u64, [u8; 16]), u64>,
     next_queue_id: Next,
     next_partition_id: Next,
-    /// The least queue and partition id this group gives
-    /// (`node::placement::id_floor`), so ids stay unique across groups even
-    /// when the store has never numbered one (a fresh or snapshot-installed
-    /// store starts at 1).
-    pub id_floor: u64,
+    /// The raft group this planner plans for: it numbers queues and
+    /// partitions from the group's own floor (`placement::id_floor`), so ids
+    /// stay unique across groups even when the store has never numbered one
+    /// (a fresh or snapshot-installed store starts at 1), and names the
+    /// leases and streams queries it derives in the group.
+    pub group: u32,
     /// Cursors moved (`None`: removed by a group delete) by unapplied entries.
     cursors: Layer<CursorKey, Option<CursorRow>>,
     /// Group rows written (`None`: removed by a group delete) by unapplied
@@ -233,7 +235,15 @@ impl Overlay {
     }
 
     pub fn create_queue(&mut self, store: &Store, name: &str) -> u64 {
-        let id = self.next_queue_id.get().unwrap_or(store.next_queue_id.max(self.id_floor + 1));
+        let id = self.next_queue_id.get().unwrap_or(store.next_queue_id.max(id_floor(self.group) + 1));
+        // Queue ids name their group (`placement::group_of_id`): one past
+        // the group's range would name another.
+        assert!(
+            self.group == 0 || id < id_floor(self.group + 1),
+            "raft group {} has given every queue id of its range: queue id {id} would name group {}",
+            self.group,
+            self.group + 1
+        );
         self.next_queue_id.set(self.stamp, id + 1);
         self.queues.insert(self.stamp, name.to_string(), Some(id));
         id
@@ -308,7 +318,10 @@ impl Overlay {
     }
 
     pub fn create_partition(&mut self, store: &Store, queue: u64, name: &str) -> u64 {
-        let id = self.next_partition_id.get().unwrap_or(store.next_partition_id.max(self.id_floor + 1));
+        // Partition ids are looked up by queue, never routed by: past the
+        // group's range they stay unique in the store, only their message
+        // ids may repeat another group's.
+        let id = self.next_partition_id.get().unwrap_or(store.next_partition_id.max(id_floor(self.group) + 1));
         self.next_partition_id.set(self.stamp, id + 1);
         self.partitions.insert(self.stamp, (queue, name.to_string()), id);
         self.next_offsets.insert(self.stamp, (queue, id), 0);

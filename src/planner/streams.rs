@@ -196,9 +196,9 @@ fn plan_register(
                 ops.push(delete(STREAMS_STATE, key, false));
             }
             ops.push(delete(STREAMS_QUERIES, by_id(&old.query_id), false));
-            (id.derived_uuid(0), false, true)
+            (id.derived_uuid_in(overlay.group, 0), false, true)
         }
-        None => (id.derived_uuid(0), true, false),
+        None => (id.derived_uuid_in(overlay.group, 0), true, false),
     };
     let row = QueryRow {
         query_id: query_id.clone(),

@@ -9,6 +9,7 @@
 
 use super::assignor::TopicPartition;
 use super::consumer_group::{Beat, BeatAnswer, ConsumerGroup, Refusal, Topic};
+use crate::broker::Read;
 use crate::Broker;
 use protocol::ResponseError;
 use std::collections::{BTreeMap, HashMap};
@@ -40,7 +41,7 @@ impl ConsumerGroups {
     async fn lock<B: Broker>(&self, broker: &B, id: &str) -> Result<OwnedMutexGuard<ConsumerGroup>, Refusal> {
         let held = self.groups.lock().expect("consumer groups lock").entry(id.to_string()).or_default().clone();
         let mut group = held.lock_owned().await;
-        broker.read_gate().await.map_err(unavailable)?;
+        broker.read_gate(Read::Coordinator).await.map_err(unavailable)?;
         let saved = broker.consumer_group_state(id);
         let version = saved.as_deref().map(|text| serde_json::from_str::<Version>(text).map(|v| v.version));
         match version {

@@ -3,6 +3,7 @@
 //! Read behind the read gate: a consumer starts from what it is answered.
 //! At READ_COMMITTED (isolation level 1) latest is the last stable offset.
 
+use crate::broker::Read;
 use crate::names::topic_name;
 use crate::{Broker, Facade};
 use protocol::messages::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
@@ -18,7 +19,8 @@ const LATEST_TIERED: i64 = -5;
 const READ_COMMITTED: i8 = 1;
 
 pub async fn handle<B: Broker>(f: &Facade<B>, req: ListOffsetsRequest, version: i16) -> ListOffsetsResponse {
-    let gate = f.broker.read_gate().await.map_err(|e| e.code());
+    let topics = req.topics.iter().map(|t| t.name.0.to_string()).collect();
+    let gate = f.broker.read_gate(Read::Topics(topics)).await.map_err(|e| e.code());
     let mut topics = Vec::with_capacity(req.topics.len());
     for t in &req.topics {
         let name = t.name.0.as_str();

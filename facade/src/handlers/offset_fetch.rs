@@ -10,6 +10,7 @@
 
 use super::by_topic;
 use crate::broker::Committed;
+use crate::broker::Read;
 use crate::names::{str_bytes, topic_name};
 use crate::{topics, Broker, Facade};
 use protocol::messages::offset_fetch_response::{
@@ -23,7 +24,7 @@ use protocol::ResponseError;
 type Row = (String, i32, Committed, i16);
 
 pub async fn handle<B: Broker>(f: &Facade<B>, req: OffsetFetchRequest, version: i16) -> OffsetFetchResponse {
-    let gate = f.broker.read_gate().await.map_err(|_| ResponseError::CoordinatorNotAvailable.code());
+    let gate = f.broker.read_gate(Read::Everything).await.map_err(|_| ResponseError::CoordinatorNotAvailable.code());
     let refused = gate.err().unwrap_or(0);
     if version >= 8 {
         // v9: a consumer-protocol member reads at its member epoch (an

@@ -2,12 +2,14 @@
 //! so every epoch ends at the high watermark, read behind the read gate (a
 //! lagging end offset would look to the client like a truncation).
 
+use crate::broker::Read;
 use crate::{Broker, Facade};
 use protocol::messages::offset_for_leader_epoch_response::{EpochEndOffset, OffsetForLeaderTopicResult};
 use protocol::messages::{OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse};
 
 pub async fn handle<B: Broker>(f: &Facade<B>, req: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse {
-    let gate = f.broker.read_gate().await.map_err(|e| e.code());
+    let topics = req.topics.iter().map(|t| t.topic.0.to_string()).collect();
+    let gate = f.broker.read_gate(Read::Topics(topics)).await.map_err(|e| e.code());
     let topics = req
         .topics
         .iter()

@@ -80,7 +80,9 @@ impl MembershipChange {
         let member = |id: &u64| view.members.iter().any(|m| m.node_id == *id);
         match self {
             MembershipChange::AddLearner { id, .. } => member(id),
-            MembershipChange::Promote { ids } => ids.iter().all(|id| view.voters.contains(id)),
+            // A promotion half made (joint) is not done: asking again is
+            // refused `in_flight`, with the change that finishes it.
+            MembershipChange::Promote { ids } => ids.iter().all(|id| view.voters.contains(id)) && view.joint.is_empty(),
             MembershipChange::SetVoters { voters } => {
                 let (mut want, mut have) = (voters.clone(), view.voters.clone());
                 want.sort_unstable();

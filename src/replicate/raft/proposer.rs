@@ -64,8 +64,8 @@ pub struct Seat<SM: RaftStateMachine<Queen>> {
     /// Where the plan's time comes from (`Clock::wall_us`).
     pub clock: Arc<dyn Clock>,
     pub on_answered: Option<OnAnswered>,
-    /// The group's own queue and partition numbering (`placement::id_floor`).
-    pub id_floor: u64,
+    /// The raft group it plans for (`Planner::in_group`).
+    pub group: u32,
 }
 
 struct Proposer<SM: RaftStateMachine<Queen>> {
@@ -86,7 +86,7 @@ struct Proposer<SM: RaftStateMachine<Queen>> {
 pub fn spawn<SM: RaftStateMachine<Queen>>(seat: Seat<SM>) -> (mpsc::UnboundedSender<Msg>, JoinHandle<()>) {
     let (tx, rx) = mpsc::unbounded_channel();
     let proposer = Proposer {
-        planner: Planner::new(0, LogId::default()).numbering_from(seat.id_floor),
+        planner: Planner::new(0, LogId::default()).in_group(seat.group),
         seat,
         led: None,
         in_flight: Arc::default(),

@@ -242,7 +242,7 @@ impl<SM: Machine> RaftReplicator<SM> {
             reads: ground.confirm_reads.then(|| reads.clone()),
             clock,
             on_answered: ground.on_answered,
-            id_floor: crate::placement::id_floor(cluster.group),
+            group: cluster.group,
         };
         let (tx, proposer) = proposer::spawn(seat);
         let inner = Arc::new(Inner {
