@@ -2,6 +2,7 @@
 
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
@@ -29,6 +30,24 @@ pub struct Metrics {
     pub group_commit_entries: Histogram,
     /// How Kafka fetches sent stored batches: by sendfile, or read first.
     pub kafka_file_bytes: facade::file_range::FileBytesSent,
+    /// Each raft group's state on this node, labelled by group, set when
+    /// `/metrics` is read (`record_group`): the counters above sum every
+    /// group's work, these tell the groups apart.
+    group_applied: Family<GroupLabel, Gauge>,
+    group_commit: Family<GroupLabel, Gauge>,
+    group_term: Family<GroupLabel, Gauge>,
+    group_leader: Family<GroupLabel, Gauge>,
+}
+
+type GroupLabel = Vec<(String, String)>;
+
+/// One raft group's state as `/metrics` shows it.
+pub struct GroupState {
+    pub applied: u64,
+    pub commit: u64,
+    pub term: u64,
+    /// The leader's node id; none while the group elects.
+    pub leader: Option<u64>,
 }
 
 impl Default for Metrics {
@@ -51,6 +70,10 @@ impl Default for Metrics {
             group_commit_seconds: Histogram::new(exponential_buckets(0.0001, 2.0, 16)),
             group_commit_entries: Histogram::new(exponential_buckets(1.0, 2.0, 14)),
             kafka_file_bytes: Default::default(),
+            group_applied: Family::default(),
+            group_commit: Family::default(),
+            group_term: Family::default(),
+            group_leader: Family::default(),
             registry: Registry::default(),
         };
         let counters = [
@@ -101,6 +124,19 @@ impl Default for Metrics {
         let commit_help = "Time from a group commit's first planned command to its apply";
         registry.register("group_commit_seconds", commit_help, m.group_commit_seconds.clone());
         registry.register("group_commit_entries", "Entries per group commit", m.group_commit_entries.clone());
+        let groups = [
+            ("raft_group_applied_index", "Index of the last entry the raft group applied here", &m.group_applied),
+            (
+                "raft_group_commit_index",
+                "Index of the last entry this node knows the raft group committed",
+                &m.group_commit,
+            ),
+            ("raft_group_term", "The raft group's term as this node knows it", &m.group_term),
+            ("raft_group_leader", "The node id of the raft group's leader, 0 while it elects", &m.group_leader),
+        ];
+        for (name, help, family) in groups {
+            registry.register(name, help, family.clone());
+        }
         Self { registry, ..m }
     }
 }
@@ -129,8 +165,22 @@ impl Metrics {
             group_commit_seconds: self.group_commit_seconds.clone(),
             group_commit_entries: self.group_commit_entries.clone(),
             kafka_file_bytes: self.kafka_file_bytes.clone(),
+            group_applied: self.group_applied.clone(),
+            group_commit: self.group_commit.clone(),
+            group_term: self.group_term.clone(),
+            group_leader: self.group_leader.clone(),
             registry: Registry::default(),
         }
+    }
+
+    /// Sets raft group `group`'s gauges.
+    pub fn record_group(&self, group: usize, state: &GroupState) {
+        let label = vec![("group".to_string(), group.to_string())];
+        let as_gauge = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        self.group_applied.get_or_create(&label).set(as_gauge(state.applied));
+        self.group_commit.get_or_create(&label).set(as_gauge(state.commit));
+        self.group_term.get_or_create(&label).set(as_gauge(state.term));
+        self.group_leader.get_or_create(&label).set(as_gauge(state.leader.unwrap_or(0)));
     }
 
     pub fn render(&self) -> String {

@@ -90,6 +90,14 @@ async fn four_groups_on_three_nodes_spread_their_leaders_and_a_kill_stalls_only_
         .collect();
     assert_eq!(shown, vec![(0, 1), (1, 2), (2, 3), (3, 1)], "{membership}");
 
+    // /metrics tells the groups apart.
+    let metrics = cluster.node(0).http.get(cluster.node(0).url("/metrics")).send().await.unwrap();
+    let metrics = metrics.text().await.unwrap();
+    for (g, leader) in [1, 2, 3, 1].into_iter().enumerate() {
+        let line = format!("queen_raft_group_leader{{group=\"{g}\"}} {leader}");
+        assert!(metrics.lines().any(|l| l == line), "/metrics has {line}:\n{metrics}");
+    }
+
     // An HTTP writer into a queue of each data group, through node 1, and
     // idempotent Kafka producers into a topic of group 2 (node 3's) and
     // of group 1 (node 2's) through nodes 1 and 2, go on through node 3's

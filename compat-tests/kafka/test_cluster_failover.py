@@ -25,16 +25,16 @@ def group_member(nodes, alive, group):
     )
 
 
-def read_each_once(consumers, count, within, where):
-    """Polls `consumers` in turn until they have read `count` records or
-    `within` seconds have passed, failing on a value read twice (by one
-    consumer or two); answers value -> where(k, record), k the consumer's
-    place in `consumers`, and the errors polled."""
+def read_each_once(consumers, count, within, where, poll_s=1.0):
+    """Polls `consumers` in turn, each for up to `poll_s`, until they have
+    read `count` records or `within` seconds have passed, failing on a value
+    read twice (by one consumer or two); answers value -> where(k, record),
+    k the consumer's place in `consumers`, and the errors polled."""
     seen, failed = {}, []
     deadline = time.time() + within
     while len(seen) < count and time.time() < deadline:
         for k, c in enumerate(consumers):
-            m = c.poll(1.0 / len(consumers))
+            m = c.poll(poll_s)
             if m is None:
                 continue
             if m.error():
@@ -172,7 +172,9 @@ def test_members_of_one_group_reaching_different_nodes_meet_one_coordinator(clus
     for c in members:
         c.subscribe([t])
     # A value read by both members would mean two groups, not one.
-    seen, failed = read_each_once(members, 200, 60, lambda k, _: k)
+    # Members polled in quick turns, so that neither holds up the other's
+    # rebalance.
+    seen, failed = read_each_once(members, 200, 60, lambda k, _: k, poll_s=0.2)
     assignments = [{tp.partition for tp in c.assignment()} for c in members]
     for c in members:
         c.close()

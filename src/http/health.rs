@@ -1,5 +1,6 @@
 //! `GET /health` and `GET /metrics`.
 
+use crate::metrics::GroupState;
 use crate::node::Node;
 use axum::extract::State;
 use axum::http::{header, StatusCode};
@@ -45,6 +46,14 @@ pub async fn health(State(node): State<Arc<Node>>) -> (StatusCode, Json<Value>) 
     )
 }
 
+/// The node's metrics; in a cluster, each raft group's state too, read
+/// from its raft status now.
 pub async fn metrics(State(node): State<Arc<Node>>) -> impl IntoResponse {
+    for (g, group) in node.groups().iter().enumerate() {
+        if let Some(s) = group.replicator.raft_status() {
+            let state = GroupState { applied: s.applied, commit: s.commit, term: s.term, leader: s.leader };
+            node.metrics.record_group(g, &state);
+        }
+    }
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], node.metrics.render())
 }
