@@ -128,10 +128,7 @@ fn delete_metadata(q: &HashMap<String, String>) -> bool {
 /// A change to a consumer group: in the named queue's raft group, or for
 /// one that names no queue, in every group that holds queues, summed.
 async fn changed(node: &Node, queue: Option<&str>, command: Command) -> Result<usize, ApiError> {
-    let groups = match queue {
-        Some(queue) => std::slice::from_ref(node.group_of(queue)),
-        None => node.queue_groups(),
-    };
+    let groups = node.groups_for(queue);
     let mut changed = 0;
     for group in groups {
         changed += group.replicator.ask(Typed::group(command.clone())).await?;

@@ -193,10 +193,7 @@ async fn pop(
 /// different group each time so that none is starved.
 async fn pop_once(node: &Node, req: &PopRequest) -> Result<Vec<Claim>, ApiError> {
     static NEXT_FIRST: AtomicUsize = AtomicUsize::new(0);
-    let groups = match req.queue.as_deref() {
-        Some(queue) => std::slice::from_ref(node.group_of(queue)),
-        None => node.queue_groups(),
-    };
+    let groups = node.groups_for(req.queue.as_deref());
     let first = NEXT_FIRST.fetch_add(1, Ordering::Relaxed);
     // A group that cannot answer (electing a leader) holds up no other:
     // its error is the answer only if no group had anything.

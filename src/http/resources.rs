@@ -137,9 +137,16 @@ pub async fn queues(State(node): State<Arc<Node>>, Query(q): Params) -> Result<J
         let rows = s.queues.iter().filter(|(name, row)| queue_matches(&q, name, row));
         matching.extend(rows.map(|(n, r)| (n.clone(), queue_json(&s, n, r))));
     }
+    Ok(Json(queue_page(matching, limit, skip)))
+}
+
+/// One page of a queue listing gathered from every group: (name, row)
+/// pairs in name order, as one store lists them.
+pub fn queue_page(mut matching: Vec<(String, Value)>, limit: usize, skip: usize) -> Value {
     matching.sort_by(|a, b| a.0.cmp(&b.0));
-    let rows: Vec<Value> = matching.iter().skip(skip).take(limit).map(|(_, v)| v.clone()).collect();
-    Ok(Json(json!({"queues": rows, "total": matching.len(), "limit": limit, "offset": skip})))
+    let total = matching.len();
+    let rows: Vec<Value> = matching.into_iter().skip(skip).take(limit).map(|(_, v)| v).collect();
+    json!({"queues": rows, "total": total, "limit": limit, "offset": skip})
 }
 
 pub fn unknown_queue(name: &str) -> ApiError {
@@ -174,10 +181,7 @@ pub async fn depth(
 }
 
 pub async fn partitions(State(node): State<Arc<Node>>, Query(q): Params) -> Result<Json<Value>, ApiError> {
-    let groups = match q.get("queue") {
-        Some(queue) => std::slice::from_ref(node.group_of(queue)),
-        None => node.queue_groups(),
-    };
+    let groups = node.groups_for(q.get("queue").map(String::as_str));
     let mut rows = Vec::new();
     for placed in groups {
         let s = placed.view.local();

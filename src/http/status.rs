@@ -6,7 +6,9 @@
 use super::body::page;
 use super::error::ApiError;
 use super::ids::iso_time;
-use super::resources::{partitions_json, pending, queue_matches, queue_pending, stored, totals, unknown_queue};
+use super::resources::{
+    partitions_json, pending, queue_matches, queue_page, queue_pending, stored, totals, unknown_queue,
+};
 use crate::node::Node;
 use crate::store::Store;
 use axum::extract::{Path, Query, State};
@@ -98,9 +100,7 @@ pub async fn queues(State(node): State<Arc<Node>>, Query(q): Params) -> Result<J
             ));
         }
     }
-    matching.sort_by(|a, b| a.0.cmp(&b.0));
-    let rows: Vec<Value> = matching.iter().skip(skip).take(limit).map(|(_, v)| v.clone()).collect();
-    Ok(Json(json!({"queues": rows, "total": matching.len(), "limit": limit, "offset": skip})))
+    Ok(Json(queue_page(matching, limit, skip)))
 }
 
 pub async fn queue(State(node): State<Arc<Node>>, Path(name): Path<String>) -> Result<Json<Value>, ApiError> {

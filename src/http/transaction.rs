@@ -8,7 +8,7 @@ use super::body::{body_bytes, json_map, json_object, objects, Fields};
 use super::error::ApiError;
 use super::ids::{message_uuid, partition_uuid, payload_json};
 use super::{ack, kv, push, push_binary, timers};
-use crate::node::{GroupCore, Node};
+use crate::node::{distinct, GroupCore, Node};
 use crate::planner::command::PushStatus;
 use crate::planner::items::{REFUSED_UNKNOWN_MESSAGE, REFUSED_UNRESOLVABLE};
 use crate::planner::transaction::{Bundle, BundleAnswer, Refusal};
@@ -35,18 +35,11 @@ enum Slot {
 /// because one group applies it: one that would touch several is refused
 /// (`docs/operations.md`, "Several raft groups").
 fn one_group<'n>(node: &'n Node, bundle: &Bundle) -> Result<&'n GroupCore, ApiError> {
-    let mut groups: Vec<&GroupCore> = node.groups_of(
-        bundle.pushes.iter().map(|p| p.queue.as_str()).chain(bundle.timers.iter().map(|t| t.queue.as_str())),
-    );
+    let queues = bundle.pushes.iter().map(|p| p.queue.as_str()).chain(bundle.timers.iter().map(|t| t.queue.as_str()));
+    let acked = bundle.acks.iter().map(|a| node.group_of_id(a.queue_id));
     let leased = bundle.required_leases.iter().map(|l| node.group_of_derived(l));
-    for group in bundle.acks.iter().map(|a| node.group_of_id(a.queue_id)).chain(leased) {
-        if !groups.iter().any(|g| std::ptr::eq(*g, group)) {
-            groups.push(group);
-        }
-    }
-    if !bundle.kv.is_empty() && !groups.iter().any(|g| std::ptr::eq(*g, node.group0())) {
-        groups.push(node.group0());
-    }
+    let kv = (!bundle.kv.is_empty()).then(|| node.group0());
+    let groups = distinct(queues.map(|q| node.group_of(q)).chain(acked).chain(leased).chain(kv));
     match groups.as_slice() {
         [] => Ok(node.group0()),
         [one] => Ok(one),

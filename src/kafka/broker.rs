@@ -680,10 +680,7 @@ impl facade::Broker for QueenBroker {
     }
 
     async fn delete_group_offsets(&self, group: String, topic: Option<String>) -> Result<(), BrokerError> {
-        let groups = match topic.as_deref() {
-            Some(topic) => std::slice::from_ref(self.node.group_of(topic)),
-            None => self.node.queue_groups(),
-        };
+        let groups = self.node.groups_for(topic.as_deref());
         for placed in groups {
             let command = Command::DeleteGroup { queue: topic.clone(), group: group.clone(), metadata: true };
             ask_in(placed, Typed::group(command)).await?;

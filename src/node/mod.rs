@@ -71,6 +71,17 @@ pub struct Node {
     _dir_lock: DataDirLock,
 }
 
+/// `groups`, each once, in the order first met.
+pub fn distinct<'n>(groups: impl IntoIterator<Item = &'n GroupCore>) -> Vec<&'n GroupCore> {
+    let mut once: Vec<&GroupCore> = Vec::new();
+    for group in groups {
+        if !once.iter().any(|g| std::ptr::eq(*g, group)) {
+            once.push(group);
+        }
+    }
+    once
+}
+
 /// Where group `g` keeps its store, qlog and raft state: group 0 in the
 /// data directory itself, each further group under `groups/g<g>/`
 /// (storage.md, "The data directory").
@@ -208,14 +219,16 @@ impl Node {
 
     /// The groups that hold `queues`, each once.
     pub fn groups_of<'q>(&self, queues: impl IntoIterator<Item = &'q str>) -> Vec<&GroupCore> {
-        let mut groups: Vec<&GroupCore> = Vec::new();
-        for queue in queues {
-            let group = self.group_of(queue);
-            if !groups.iter().any(|g| std::ptr::eq(*g, group)) {
-                groups.push(group);
-            }
+        distinct(queues.into_iter().map(|queue| self.group_of(queue)))
+    }
+
+    /// The group of `queue`, or every group that holds queues when none is
+    /// named: where a call about one queue or all of them goes.
+    pub fn groups_for(&self, queue: Option<&str>) -> &[GroupCore] {
+        match queue {
+            Some(queue) => std::slice::from_ref(self.group_of(queue)),
+            None => self.queue_groups(),
         }
-        groups
     }
 
     /// `items` shared out by the group `group_of` names for each, each with
@@ -250,6 +263,10 @@ impl Node {
     where
         Fut: Future<Output = Result<Vec<A>, E>>,
     {
+        // One group: one call as it is, nothing to share out or sort back.
+        if let [only] = self.groups.as_slice() {
+            return ask(only, items).await;
+        }
         let asked = self.split(items, group_of).into_iter().map(|(group, part)| {
             let (at, items): (Vec<usize>, Vec<T>) = part.into_iter().unzip();
             let answer = ask(group, items);
