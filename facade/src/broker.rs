@@ -314,6 +314,12 @@ pub trait Broker: Send + Sync + 'static {
         GroupCoordinator::Here
     }
 
+    /// The cluster's other brokers, its voters by their Kafka addresses;
+    /// none on a single node. Every node lists the same ones (`cluster_brokers.rs`).
+    fn other_brokers(&self) -> Vec<BrokerAddress> {
+        Vec::new()
+    }
+
     /// Every topic, by name.
     fn topics(&self) -> Vec<TopicView>;
 

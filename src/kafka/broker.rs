@@ -318,14 +318,13 @@ impl facade::Broker for QueenBroker {
         if leader == me {
             return GroupCoordinator::Here;
         }
-        let address = member.kafka.rsplit_once(':').and_then(|(host, port)| {
-            Some(BrokerAddress {
-                node_id: i32::try_from(leader).ok()?,
-                host: host.to_string(),
-                port: port.parse().ok()?,
-            })
-        });
-        address.map_or(GroupCoordinator::Here, GroupCoordinator::There)
+        kafka_address(leader, &member).map_or(GroupCoordinator::Here, GroupCoordinator::There)
+    }
+
+    fn other_brokers(&self) -> Vec<BrokerAddress> {
+        let me = self.node.settings.raft_node_id;
+        let voters = self.node.group0().replicator.voters();
+        voters.iter().filter(|(id, _)| Some(*id) != me).filter_map(|(id, member)| kafka_address(*id, member)).collect()
     }
 
     fn topics(&self) -> Vec<TopicView> {
@@ -1030,4 +1029,11 @@ fn queue_options(settings: TopicSettings) -> serde_json::Map<String, serde_json:
         options.insert(KAFKA_LOG_APPEND_TIME.into(), log_append_time.into());
     }
     options
+}
+
+/// Where node `id` takes Kafka clients, from its advertised address; none
+/// for a member that advertises none.
+fn kafka_address(id: u64, member: &crate::store::rows::Member) -> Option<BrokerAddress> {
+    let (host, port) = member.kafka.rsplit_once(':')?;
+    Some(BrokerAddress { node_id: i32::try_from(id).ok()?, host: host.to_string(), port: port.parse().ok()? })
 }

@@ -75,6 +75,13 @@ pub trait Replicator: Send + Sync + 'static {
         None
     }
 
+    /// The cluster's voters and where each is reached, as this node's
+    /// membership names them (the founders' list before it knows one);
+    /// none on a single node.
+    fn voters(&self) -> Vec<(u64, crate::store::rows::Member)> {
+        Vec::new()
+    }
+
     /// The cluster's membership as this node sees it (the leader's view
     /// when it can reach the leader); none on a single node.
     fn membership(&self) -> Option<Admin<'_, MembershipView>> {

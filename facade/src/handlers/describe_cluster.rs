@@ -1,4 +1,5 @@
-//! DescribeCluster: this node, which is also the controller.
+//! DescribeCluster: the brokers Metadata names (`cluster_brokers.rs`);
+//! this node is the controller.
 
 use crate::names::{broker_id, str_bytes};
 use crate::{Broker, Facade};
@@ -6,13 +7,17 @@ use protocol::messages::describe_cluster_response::DescribeClusterBroker;
 use protocol::messages::{DescribeClusterRequest, DescribeClusterResponse};
 
 pub fn handle<B: Broker>(f: &Facade<B>, _req: DescribeClusterRequest) -> DescribeClusterResponse {
-    let me = broker_id(f.config.node_id);
-    let broker = DescribeClusterBroker::default()
-        .with_broker_id(me)
-        .with_host(str_bytes(&f.config.advertised_host))
-        .with_port(f.config.advertised_port);
+    let brokers = super::cluster_brokers::listed(f)
+        .into_iter()
+        .map(|b| {
+            DescribeClusterBroker::default()
+                .with_broker_id(broker_id(b.node_id))
+                .with_host(str_bytes(&b.host))
+                .with_port(b.port)
+        })
+        .collect();
     DescribeClusterResponse::default()
         .with_cluster_id(str_bytes(&f.config.cluster_id))
-        .with_controller_id(me)
-        .with_brokers(vec![broker])
+        .with_controller_id(broker_id(f.config.node_id))
+        .with_brokers(brokers)
 }

@@ -1,12 +1,12 @@
 //! Metadata: this node leads every partition; topics are the queues with
 //! Kafka names (`topics.rs`), their partitions in creation order. On a
-//! cluster the coordinator (the raft leader) is listed beside this node:
+//! cluster every voter is listed beside this node (`cluster_brokers.rs`):
 //! librdkafka sends InitProducerId and the group calls only to a coordinator
 //! its metadata knows.
 
 use crate::broker::TopicView;
 use crate::names::{broker_id, str_bytes, topic_name, uuid};
-use crate::{topics, Broker, Facade, GroupCoordinator};
+use crate::{topics, Broker, Facade};
 use protocol::messages::metadata_response::{MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic};
 use protocol::messages::{MetadataRequest, MetadataResponse};
 
@@ -22,10 +22,7 @@ pub async fn handle<B: Broker>(
     let broker = |id: i32, host: &str, port: i32| {
         MetadataResponseBroker::default().with_node_id(broker_id(id)).with_host(str_bytes(host)).with_port(port)
     };
-    let mut brokers = vec![broker(f.config.node_id, &f.config.advertised_host, f.config.advertised_port)];
-    if let GroupCoordinator::There(there) = f.broker.group_coordinator() {
-        brokers.push(broker(there.node_id, &there.host, there.port));
-    }
+    let brokers = super::cluster_brokers::listed(f).iter().map(|b| broker(b.node_id, &b.host, b.port)).collect();
     // v0 asks for every topic with an empty list; v1+ with null.
     let every = match &req.topics {
         None => true,

@@ -8,6 +8,7 @@ mod alter_configs;
 mod alter_share_group_offsets;
 mod api_versions;
 mod authorize;
+mod cluster_brokers;
 mod consumer_group_describe;
 mod consumer_group_heartbeat;
 mod create_partitions;

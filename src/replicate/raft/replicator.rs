@@ -439,6 +439,18 @@ impl<SM: Machine> Inner<SM> {
         Some((leader, member))
     }
 
+    fn voters(&self) -> Vec<(u64, Member)> {
+        let metrics = self.raft.metrics();
+        let m = metrics.borrow_watched();
+        let membership = m.membership_config.membership();
+        let voters: Vec<(u64, Member)> =
+            membership.voter_ids().filter_map(|id| Some((id, membership.get_node(&id)?.clone()))).collect();
+        if voters.is_empty() {
+            return self.founders.iter().map(|(id, member)| (*id, member.clone())).collect();
+        }
+        voters
+    }
+
     /// Plans `command` here, as the leader; `NotLeader` when this node is not.
     fn propose_here(&self, command: Command) -> Forwarded {
         let (reply, answer) = oneshot::channel();
@@ -739,6 +751,10 @@ impl<SM: Machine> Replicator for RaftReplicator<SM> {
 
     fn leader(&self) -> Option<(u64, Member)> {
         self.inner.leader()
+    }
+
+    fn voters(&self) -> Vec<(u64, Member)> {
+        self.inner.voters()
     }
 
     fn raft_status(&self) -> Option<RaftStatus> {
