@@ -7,9 +7,13 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
 
+/// A clone shares every metric's value (prometheus-client's metrics are
+/// handles) and the registry that renders them.
+#[derive(Clone)]
 pub struct Metrics {
-    registry: Registry,
+    registry: Arc<Registry>,
     pub entries_applied: Counter,
     pub messages_appended: Counter,
     pub duplicates: Counter,
@@ -74,7 +78,7 @@ impl Default for Metrics {
             group_commit: Family::default(),
             group_term: Family::default(),
             group_leader: Family::default(),
-            registry: Registry::default(),
+            registry: Arc::default(),
         };
         let counters = [
             ("entries_applied", "Entries applied to the store", &m.entries_applied),
@@ -137,40 +141,17 @@ impl Default for Metrics {
         for (name, help, family) in groups {
             registry.register(name, help, family.clone());
         }
-        Self { registry, ..m }
+        Self { registry: Arc::new(registry), ..m }
     }
 }
 
 impl Metrics {
     /// Metrics for a further raft group of the node: the same counters and
-    /// histograms (a prometheus-client metric's clones share one value), so
-    /// `/metrics` counts every group's work, but an `applied_index` of its
-    /// own, since each group's log has its own indexes; the node's is
-    /// group 0's.
+    /// histograms, so `/metrics` counts every group's work, but an
+    /// `applied_index` of its own, since each group's log has its own
+    /// indexes; the node's is group 0's.
     pub fn for_another_group(&self) -> Self {
-        Self {
-            entries_applied: self.entries_applied.clone(),
-            messages_appended: self.messages_appended.clone(),
-            duplicates: self.duplicates.clone(),
-            group_commits: self.group_commits.clone(),
-            qlog_bytes_written: self.qlog_bytes_written.clone(),
-            qlog_sync_seconds: self.qlog_sync_seconds.clone(),
-            checkpoints: self.checkpoints.clone(),
-            partitions_retained: self.partitions_retained.clone(),
-            partitions_cleaned_up: self.partitions_cleaned_up.clone(),
-            qlog_files_reclaimed: self.qlog_files_reclaimed.clone(),
-            qlog_files_rewritten: self.qlog_files_rewritten.clone(),
-            qlog_bytes_reclaimed: self.qlog_bytes_reclaimed.clone(),
-            applied_index: Gauge::default(),
-            group_commit_seconds: self.group_commit_seconds.clone(),
-            group_commit_entries: self.group_commit_entries.clone(),
-            kafka_file_bytes: self.kafka_file_bytes.clone(),
-            group_applied: self.group_applied.clone(),
-            group_commit: self.group_commit.clone(),
-            group_term: self.group_term.clone(),
-            group_leader: self.group_leader.clone(),
-            registry: Registry::default(),
-        }
+        Self { applied_index: Gauge::default(), ..self.clone() }
     }
 
     /// Sets raft group `group`'s gauges.

@@ -133,12 +133,11 @@ fn sample(store: &Store, now_us: i64) -> Sample {
     s
 }
 
-/// One sample over several raft groups' stores: each store's sample,
-/// summed, with the busiest queues of all of them.
-fn sample_groups<'s>(stores: impl Iterator<Item = &'s Store>, now_us: i64) -> Sample {
+/// One sample over several raft groups: their stores' samples summed, with
+/// the busiest queues of all of them.
+fn sample_groups(samples: impl Iterator<Item = Sample>, now_us: i64) -> Sample {
     let mut all = Sample { time_ms: now_us / 1000, ..Sample::default() };
-    for store in stores {
-        let s = sample(store, now_us);
+    for s in samples {
         all.stored += s.stored;
         all.consumed += s.consumed;
         all.depth += s.depth;
@@ -234,9 +233,8 @@ fn history_of(node: &Arc<Node>) -> Arc<History> {
                 tick.tick().await;
                 let Some(node) = weak.upgrade() else { return };
                 let now_us = chrono::Utc::now().timestamp_micros();
-                let stores: Vec<_> = node.queue_groups().iter().map(|g| g.view.local()).collect();
-                let s = sample_groups(stores.iter().map(|s| &**s), now_us);
-                drop(stores);
+                // One group's store locked at a time.
+                let s = sample_groups(node.queue_groups().iter().map(|g| sample(&g.view.local(), now_us)), now_us);
                 drop(node);
                 h.record(s);
             }
