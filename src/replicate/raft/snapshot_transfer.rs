@@ -81,6 +81,12 @@ pub enum ReceiveError {
     Io { path: PathBuf, source: std::io::Error },
     #[error("the snapshot of transfer {0} arrived without its MANIFEST")]
     Incomplete(String),
+    #[error(
+        "the snapshot of transfer {transfer} holds {files} qlog files of {bytes} bytes where its MANIFEST counts {} of {}",
+        counted.0,
+        counted.1
+    )]
+    Missing { transfer: String, files: u64, bytes: u64, counted: (u64, u64) },
     #[error(transparent)]
     Install(#[from] SnapshotError),
     #[error(transparent)]
@@ -106,7 +112,12 @@ impl Inbox {
         Ok(self.data_dir.join(INCOMING).join(transfer))
     }
 
-    /// Writes one chunk where it belongs.
+    /// Writes one chunk where it belongs, durably: a chunk answered is one
+    /// the sender never sends again, so it must outlive a power cut. (Synced
+    /// only at `done`, a power cut between two chunks took the files sent
+    /// before it, the sender went on with the next ones to the rebooted
+    /// node, and a snapshot without its qlog's FORMAT and GROUPS was staged
+    /// and installed: the cluster simulator's placed seed 701678.)
     pub fn chunk(&self, transfer: &str, path: &str, offset: u64, data: &[u8]) -> Result<(), ReceiveError> {
         let rel = Path::new(path);
         if rel.components().any(|c| !matches!(c, Component::Normal(_))) || path.is_empty() {
@@ -114,37 +125,41 @@ impl Inbox {
         }
         let file = self.transfer_dir(transfer)?.join(rel);
         let parent = file.parent().expect("a file in a directory");
+        let storage = &*self.storage;
         if offset == 0 {
-            self.storage.create_dir_all(parent).map_err(io(parent))?;
+            crate::storage::create_dir_durable(storage, parent).map_err(io(parent))?;
             // A chunk sent again after a cut starts the file over.
-            crate::storage::remove_if_there(&*self.storage, &file).map_err(io(&file))?;
+            crate::storage::remove_if_there(storage, &file).map_err(io(&file))?;
         }
-        let f = self.storage.open(&file, offset == 0).map_err(io(&file))?;
-        f.write_all_at(data, offset).map_err(io(&file))
+        let f = storage.open(&file, offset == 0).map_err(io(&file))?;
+        f.write_all_at(data, offset).and_then(|()| f.datasync()).map_err(io(&file))?;
+        if offset == 0 {
+            storage.sync_dir(parent).map_err(io(parent))?;
+        }
+        Ok(())
     }
 
-    /// The transfer is whole: syncs its files, notes `point`, and stages
-    /// it in place of any snapshot staged before. Answers the staged
-    /// directory.
+    /// The transfer is whole (each chunk was made durable as it came):
+    /// checks that the qlog files its MANIFEST counts are all there, notes
+    /// `point`, and stages it in place of any snapshot staged before.
+    /// Answers the staged directory.
     pub fn done(&self, transfer: &str, point: RaftPoint) -> Result<PathBuf, ReceiveError> {
         let storage = &*self.storage;
         let dir = self.transfer_dir(transfer)?;
-        if !storage.exists(&dir.join(MANIFEST)) {
+        let Some(manifest) = snapshot::manifest(storage, &dir)? else {
             return Err(ReceiveError::Incomplete(transfer.to_string()));
-        }
-        let mut dirs = vec![dir.clone()];
-        for rel in files(storage, &dir).map_err(io(&dir))? {
-            let path = dir.join(&rel);
-            storage.open(&path, false).and_then(|f| f.datasync()).map_err(io(&path))?;
-            if let Some(parent) = path.parent().filter(|p| !dirs.iter().any(|d| d == p)) {
-                dirs.push(parent.to_path_buf());
+        };
+        let (mut files, mut bytes) = (0, 0);
+        for rel in files_under(storage, &dir).map_err(io(&dir))? {
+            if rel.starts_with("qlog") && rel.extension().is_some_and(|e| e == "qlog") {
+                let path = dir.join(&rel);
+                bytes += storage.len(&path).map_err(io(&path))?;
+                files += 1;
             }
         }
-        // Deepest first: a directory's entry is synced in its parent after
-        // what it holds.
-        dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
-        for d in &dirs {
-            storage.sync_dir(d).map_err(io(d))?;
+        if (files, bytes) != (manifest.files, manifest.bytes) {
+            let counted = (manifest.files, manifest.bytes);
+            return Err(ReceiveError::Missing { transfer: transfer.to_string(), files, bytes, counted });
         }
         let point_path = dir.join(RAFT_POINT);
         let bytes = serde_json::to_vec(&point).expect("a raft point serializes");
@@ -210,9 +225,16 @@ mod tests {
         fs::create_dir_all(src.join("qlog/q1")).unwrap();
         fs::write(src.join("qlog/q1/r00000001.qlog"), vec![7u8; CHUNK + 10]).unwrap();
         fs::write(src.join("qlog/LANES"), b"").unwrap();
-        fs::write(src.join(MANIFEST), b"{}").unwrap();
+        let manifest = Manifest {
+            applied: crate::log_id::LogId::new(2, 9),
+            applied_leader: 1,
+            membership: None,
+            files: 1,
+            bytes: CHUNK as u64 + 10,
+        };
+        fs::write(src.join(MANIFEST), serde_json::to_vec(&manifest).unwrap()).unwrap();
         let inbox = Inbox { storage: storage.clone(), data_dir: tmp.path().join("node") };
-        let requests: Vec<Request> = chunks(storage, &src, "t-1").unwrap().map(Result::unwrap).collect();
+        let requests: Vec<Request> = chunks(storage.clone(), &src, "t-1").unwrap().map(Result::unwrap).collect();
         assert_eq!(requests.len(), 4, "two chunks of the big file, one of each other file");
         let mut last = String::new();
         for r in requests {
@@ -226,6 +248,15 @@ mod tests {
         assert_eq!(fs::read(staged.join("qlog/q1/r00000001.qlog")).unwrap(), vec![7u8; CHUNK + 10]);
         let site = Site { storage: &OsStorage, data_dir: &inbox.data_dir, store_dir: &tmp.path().join("store") };
         assert_eq!(staged_point(site).unwrap(), Some(point));
+        // A transfer that lost a file (its chunks, answered, never landed)
+        // is refused, not staged.
+        for r in chunks(storage, &src, "t-3").unwrap().map(Result::unwrap) {
+            let Request::SnapshotChunk { transfer, path, offset, data } = r else { panic!("a chunk") };
+            if !path.ends_with(".qlog") {
+                inbox.chunk(&transfer, &path, offset, &data).unwrap();
+            }
+        }
+        assert!(matches!(inbox.done("t-3", point), Err(ReceiveError::Missing { files: 0, .. })));
         assert!(matches!(inbox.chunk("t-2", "../x", 0, b""), Err(ReceiveError::BadPath(_))));
         assert!(matches!(inbox.chunk("../t", "x", 0, b""), Err(ReceiveError::BadTransfer(_))));
     }
