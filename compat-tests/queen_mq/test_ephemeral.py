@@ -38,7 +38,7 @@ async def test_groups_fan_out_and_bounds_reject(client, node):
     await client.ephemeral.push(q, [{"a": 1}, {"a": 2}])
     async with httpx.AsyncClient(base_url=node.url) as http:
         r = await http.post("/api/v1/ephemeral/push", json={"queue": q, "messages": [{"payload": {"a": 3}}]})
-        assert r.status_code == 429 and r.json()["code"] == "queue_full"
+        assert r.status_code == 409 and r.json()["code"] == "queue_full"
     got = {}
     for g in ("g1", "g2"):
         got[g] = await client.ephemeral.pop(q, batch=5, group=g)

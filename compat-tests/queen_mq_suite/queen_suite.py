@@ -113,11 +113,9 @@ def _token() -> str:
 async def client():
     from queen import Queen
 
-    # A bounded queue answers a push past its bound with 429, which the
-    # client retries with backoff (500 ms doubling to 30 s, ten tries: over
-    # two minutes for test_push_max_queue_size). A short backoff keeps the
-    # same retries and the run short.
-    options = {"retry_429": {"base_ms": 20, "cap_ms": 200}}
+    # The client as it ships, its retry_429 policy and all: a full queue
+    # answers 409 queue_full, which it raises at once (test_push_max_queue_size).
+    options = {}
     if _jwt_on():
         options["bearer_token"] = _token()
     q = Queen(_node.url, **options)

@@ -12,6 +12,7 @@
 use crate::file_range::FileBytesSent;
 use crate::handlers::Reply;
 use crate::sasl::Session;
+use crate::share_sessions::ConnectionId;
 use crate::spliced::{self, Part};
 use crate::{handlers, Broker, Facade};
 use bytes::{Buf, Bytes, BytesMut};
@@ -24,6 +25,7 @@ use std::future::Future;
 use std::io::IoSlice;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -47,9 +49,36 @@ impl Socket for tokio_rustls::server::TlsStream<TcpStream> {
     }
 }
 
+/// Numbers this process's connections, so a share session can name the
+/// one that opened it.
+static CONNECTIONS: AtomicU64 = AtomicU64::new(0);
+
 /// Serves one connection, plain TCP or TLS, until the client leaves or
-/// breaks the protocol or a timeout.
-pub async fn serve<B: Broker, S: Socket>(facade: Arc<Facade<B>>, mut stream: S, peer: SocketAddr) {
+/// breaks the protocol or a timeout; then ends the share sessions it
+/// opened.
+pub async fn serve<B: Broker, S: Socket>(facade: Arc<Facade<B>>, stream: S, peer: SocketAddr) {
+    let connection = CONNECTIONS.fetch_add(1, Ordering::Relaxed);
+    serve_requests(facade.clone(), stream, peer, connection).await;
+    end_share_sessions(&facade, connection).await;
+}
+
+/// Gives back at once the records held by the members whose share sessions
+/// `connection` opened, as Kafka releases a member's acquired records when
+/// its session's connection drops, rather than leaving them to their locks.
+async fn end_share_sessions<B: Broker>(facade: &Facade<B>, connection: ConnectionId) {
+    for (group, member) in facade.share_sessions.close_connection(connection) {
+        if let Err(e) = facade.broker.share_release(group.clone(), member.clone()).await {
+            tracing::warn!(group, member, error = %e, "kafka connection closed: its share session's records wait for their locks to run out");
+        }
+    }
+}
+
+async fn serve_requests<B: Broker, S: Socket>(
+    facade: Arc<Facade<B>>,
+    mut stream: S,
+    peer: SocketAddr,
+    connection: ConnectionId,
+) {
     let mut buf = BytesMut::with_capacity(64 * 1024);
     let mut session = Session::default();
     // When the first byte of the request being read arrived.
@@ -135,7 +164,7 @@ pub async fn serve<B: Broker, S: Socket>(facade: Arc<Facade<B>>, mut stream: S, 
                 if !answer_until(&mut stream, &mut pending, keep, peer, &facade.config.file_bytes_sent).await {
                     return;
                 }
-                (handlers::handle(&facade, req, peer, &mut session).await, correlation_id, api_key, version)
+                (handlers::handle(&facade, req, peer, connection, &mut session).await, correlation_id, api_key, version)
             }
             Err(DecodeError::UnsupportedVersion {
                 api_key: protocol::messages::ApiKey::ApiVersions,

@@ -13,6 +13,7 @@ pub mod decompress_budget;
 pub mod file_range;
 pub mod groups;
 mod handlers;
+mod internal_topics;
 mod listener;
 mod names;
 pub mod sasl;

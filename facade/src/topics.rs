@@ -7,6 +7,7 @@
 //! a Kafka client naming it gets INVALID_TOPIC_EXCEPTION.
 
 use crate::broker::{BrokerError, TopicView};
+use crate::internal_topics;
 use crate::topic_settings::TopicSettings;
 use crate::{Broker, Facade};
 
@@ -21,9 +22,10 @@ pub fn check_name(name: &str) -> Result<(), BrokerError> {
     Ok(())
 }
 
-/// Whether Kafka clients see the queue named `name` as a topic.
+/// Whether Kafka clients see the queue named `name` as a topic: not one
+/// named as Kafka's internal topics, which clients see as those.
 pub fn is_kafka_name(name: &str) -> bool {
-    check_name(name).is_ok()
+    check_name(name).is_ok() && !internal_topics::is_internal(name)
 }
 
 /// Every queue Kafka clients see as a topic.
@@ -35,6 +37,9 @@ pub fn visible<B: Broker>(f: &Facade<B>) -> Vec<TopicView> {
 /// exist, auto-creation is on and the client allows it.
 pub async fn resolve<B: Broker>(f: &Facade<B>, name: &str, allow_create: bool) -> Result<TopicView, BrokerError> {
     check_name(name)?;
+    if internal_topics::is_internal(name) {
+        return Err(BrokerError::InvalidTopic(format!("{name} is an internal topic: clients may not write to it")));
+    }
     if let Some(t) = f.broker.topic(name) {
         return Ok(t);
     }

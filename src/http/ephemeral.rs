@@ -101,11 +101,9 @@ pub async fn push(
     }
     match node.ephemeral.push(&queue, partition, payloads) {
         Ok(n) => Ok((StatusCode::CREATED, Json(json!({"pushed": n})))),
-        Err(PushRefused::QueueFull) => Err(ApiError::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            "queue_full",
-            format!("ephemeral queue {queue} is at its maxLength or maxBytes"),
-        )),
+        Err(PushRefused::QueueFull) => {
+            Err(ApiError::queue_full(format!("ephemeral queue {queue} is at its maxLength or maxBytes")))
+        }
     }
 }
 

@@ -37,6 +37,15 @@ impl ApiError {
         self
     }
 
+    /// A push a full queue refuses: 409, the state of the queue, not 429.
+    /// HTTP clients (queen-mq's `retry_429` among them) read 429 as rate
+    /// limiting and retry it with backoff for minutes; a full queue stays
+    /// full until its consumers acknowledge, which the producer must hear at
+    /// once to shed load or wait on purpose.
+    pub fn queue_full(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::CONFLICT, "queue_full", message)
+    }
+
     /// The disk gate is closed.
     pub fn storage_full() -> Self {
         Self::new(StatusCode::INSUFFICIENT_STORAGE, "storage_full", "the data volume is nearly full (QUEEN_STORAGE_FULL_PCT): writes that grow storage are refused; reads, acks and deletes go on")

@@ -233,8 +233,7 @@ pub fn queue_full_message(full: &QueueFull) -> String {
     )
 }
 
-/// A push refused because a queue is at its `maxSize`: 429, as an
-/// ephemeral queue that is full answers, so clients back off and retry.
+/// A push refused because a queue is at its `maxSize`.
 pub fn queue_full(full: &QueueFull) -> ApiError {
-    ApiError::new(StatusCode::TOO_MANY_REQUESTS, "queue_full", queue_full_message(full))
+    ApiError::queue_full(queue_full_message(full))
 }

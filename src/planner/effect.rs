@@ -199,7 +199,9 @@ pub enum Effect {
         offsets: Vec<u64>,
         not_before_us: i64,
     },
-    /// The `offsets` that `holder` holds in the partition, held until `expires_us`.
+    /// The `offsets` that `holder` holds in the partition, held until
+    /// `expires_us`; until `held::RETURNED_US`, given back uncounted as
+    /// their member goes.
     Renew {
         queue: u64,
         partition: u64,

@@ -44,9 +44,31 @@ pub fn apply(row: &mut ShareRow, effect: &Effect) {
     }
 }
 
+/// The lock end a record is given when its member goes without finishing
+/// it (its share session closes, its connection drops, it leaves the
+/// group): available again at once, and not counted as a failed delivery.
+/// Kafka's rule (SharePartition.releaseAcquiredRecords): a departing
+/// member's acquired records go back to available with the delivery count
+/// their acquisition raised lowered again, and never to the archive. It
+/// is a `Renew` to this end rather than an effect of its own, so every build
+/// that reads the effect catalogue applies it the same way; no lock that
+/// runs out ends here, as every acquisition locks past the clock's now.
+pub const RETURNED_US: i64 = 0;
+
 /// Whether `offset` is held now by someone.
 pub fn is_held(row: &ShareRow, offset: u64, now_us: i64) -> bool {
     row.held.get(&offset).is_some_and(|h| h.expires_us > now_us)
+}
+
+/// Whether `hold`'s member gave it back uncounted (`RETURNED_US`), as
+/// opposed to letting its lock run out.
+pub fn is_returned(hold: &Hold) -> bool {
+    hold.expires_us == RETURNED_US
+}
+
+/// How many records are held now.
+pub fn live(row: &ShareRow, now_us: i64) -> usize {
+    row.held.values().filter(|h| h.expires_us > now_us).count()
 }
 
 /// Whether `offset` waits out a retry delay at `now_us`.

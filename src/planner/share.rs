@@ -2,10 +2,13 @@
 //! partition's records one by one, each under a lock of its own, instead of
 //! the whole partition under one lease. A record is available, held by one
 //! member until its lock runs out, or done (acknowledged or dead-lettered);
-//! a record given back counts a failed delivery, and one given back as many
-//! times as the group's delivery limit goes to the dead-letter queue with
-//! its payload, as a rejected one does. The group's cursor is the share
-//! partition's start offset; the held records live in its `ShareRow`.
+//! a record released or whose lock ran out counts a failed delivery, and
+//! one that failed as many times as the group's delivery limit goes to the
+//! dead-letter queue with its payload, as a rejected one does. A record
+//! its member still held when it went (session closed, connection dropped,
+//! left the group) is returned uncounted, as Kafka does (`held::RETURNED_US`).
+//! The group's cursor is the share partition's start offset; the held
+//! records live in its `ShareRow`.
 //!
 //! Kafka share consumers come here through `ShareOp`; an HTTP pop of a
 //! share group comes through `consume.rs`, which calls `acquire` and
@@ -29,7 +32,8 @@ pub enum ShareOp {
     /// A member's acknowledgements, each judged on its own.
     Acknowledge { group: String, holder: String, acks: Vec<ShareAck> },
     /// Every record `holder` holds in the group given back: its session
-    /// closed, or it left the group.
+    /// closed, its connection dropped, or it left the group. What it still
+    /// held is returned uncounted; a lock that had run out counts.
     ReleaseAll { group: String, holder: String },
 }
 
@@ -66,7 +70,7 @@ pub enum ShareAnswer {
     /// one of its records is not held by the member (never acquired, its
     /// lock ran out, or another member holds it).
     Acknowledged(Vec<bool>),
-    /// How many records were given back.
+    /// How many records were given back, counted or not.
     Released(usize),
 }
 
@@ -108,13 +112,11 @@ pub fn plan(store: &Store, overlay: &mut Overlay, now_us: i64, op: &ShareOp) -> 
         }
         ShareOp::ReleaseAll { group, holder } => {
             let config = ShareConfig::of(store, overlay, now_us, group).unwrap_or_default();
-            let mut released = 0;
-            for key in overlay.share_keys(store, Some(group)) {
-                let row = overlay.share(store, &key);
-                let mine: Vec<u64> = row.held.iter().filter(|(_, h)| h.holder == *holder).map(|(o, _)| *o).collect();
-                released += mine.len();
-                give_back(store, overlay, &key, mine, 0, &config, "its member left", &mut effects);
-            }
+            let released = overlay
+                .share_keys(store, Some(group))
+                .iter()
+                .map(|key| release_all(store, overlay, now_us, key, holder, &config, &mut effects))
+                .sum();
             ShareAnswer::Released(released)
         }
     };
@@ -154,6 +156,38 @@ fn start_of(
     Some(start.max(log_start))
 }
 
+/// Gives back every record `holder` holds in the partition `key` names, as
+/// its member goes: one whose lock ran out first is a failed delivery, as
+/// at any expiry; one still held is returned without counting, available
+/// again at once (`held::RETURNED_US`). How many were given back.
+fn release_all(
+    store: &Store,
+    overlay: &mut Overlay,
+    now_us: i64,
+    key: &CursorKey,
+    holder: &str,
+    config: &ShareConfig,
+    effects: &mut Vec<Effect>,
+) -> usize {
+    let row = overlay.share(store, key);
+    let (mut still_held, mut expired) = (Vec::new(), Vec::new());
+    for (offset, hold) in row.held.iter().filter(|(_, h)| h.holder == holder && !held::is_returned(h)) {
+        match hold.expires_us > now_us {
+            true => still_held.push(*offset),
+            false => expired.push(*offset),
+        }
+    }
+    let released = still_held.len() + expired.len();
+    give_back(store, overlay, key, expired, 0, config, "its acquisition lock ran out", effects);
+    if !still_held.is_empty() {
+        let (queue, partition, group, holder) = (key.0, key.1, key.2.clone(), holder.to_string());
+        let effect =
+            Effect::Renew { queue, partition, group, holder, expires_us: held::RETURNED_US, offsets: still_held };
+        record(store, overlay, key, effect, effects);
+    }
+    released
+}
+
 /// Records `effect` in the entry and in the overlay's rows.
 fn record(store: &Store, overlay: &mut Overlay, key: &CursorKey, effect: Effect, effects: &mut Vec<Effect>) {
     overlay.update_cursor(store, key, |c| cursor::apply(c, &effect));
@@ -187,8 +221,13 @@ pub(super) fn acquire(
         overlay.place_cursor(store, key.clone(), start);
         effects.push(Effect::Seek { queue, partition, group: group.clone(), offset: start });
     }
-    let expired: Vec<u64> =
-        overlay.share(store, key).held.iter().filter(|(_, h)| h.expires_us <= now_us).map(|(o, _)| *o).collect();
+    let expired: Vec<u64> = overlay
+        .share(store, key)
+        .held
+        .iter()
+        .filter(|(_, h)| h.expires_us <= now_us && !held::is_returned(h))
+        .map(|(o, _)| *o)
+        .collect();
     give_back(store, overlay, key, expired, 0, config, "its acquisition lock ran out", effects);
 
     let mut cur = overlay.cursor(store, key).expect("placed above");
@@ -196,7 +235,9 @@ pub(super) fn acquire(
     // applies; plan as if it had.
     cursor::skip_to(&mut cur, overlay.log_start(store, queue, partition));
     let row = overlay.share(store, key);
-    let room = config.max_locks.saturating_sub(row.held.len()).min(max);
+    // A returned record stays in the row until it is taken again, but
+    // holds no lock.
+    let room = config.max_locks.saturating_sub(held::live(&row, now_us)).min(max);
     let end = match config.read_committed {
         true => store.last_stable_offset(queue, partition),
         false => store.partition(queue, partition).map_or(0, |p| p.next_offset),
@@ -447,17 +488,61 @@ mod tests {
         assert_eq!(acquired(run_at(&mut planner, &mut store, 203, acquire_op("b", at, 500))).len(), 10);
     }
 
+    fn release_all_op(holder: &str) -> Command {
+        Command::Share(ShareOp::ReleaseAll { group: "g".into(), holder: holder.into() })
+    }
+
     #[test]
-    fn a_member_that_leaves_gives_back_what_it_held_and_planning_ahead_of_apply_agrees() {
+    fn a_member_that_leaves_returns_what_it_held_uncounted_and_planning_ahead_of_apply_agrees() {
         let (mut store, mut planner, at) = shared(4, EARLIEST);
         run_at(&mut planner, &mut store, 200, acquire_op("a", at, 4));
-        let release = Command::Share(ShareOp::ReleaseAll { group: "g".into(), holder: "a".into() });
         // Planned before the release applies: the overlay already has them back.
-        let first = plan(&mut planner, &store, 300, release);
+        let first = plan(&mut planner, &store, 300, release_all_op("a"));
         let second = plan(&mut planner, &store, 301, acquire_op("b", at, 4));
         settle(&mut store, &first);
         settle(&mut store, &second);
         planner.caught_up_with(&store);
-        assert_eq!(acquired(second.answer), vec![(0, 2), (1, 2), (2, 2), (3, 2)]);
+        // Kafka lowers the delivery count a departing member's acquisition
+        // raised: the next delivery is the first again.
+        assert_eq!(acquired(second.answer), vec![(0, 1), (1, 1), (2, 1), (3, 1)]);
+    }
+
+    #[test]
+    fn records_returned_by_departing_members_never_reach_the_delivery_limit_but_a_lock_that_ran_out_counts() {
+        // Kafka's SharePartition.releaseAcquiredRecords: the records a member
+        // still holds when its session or connection ends go back to
+        // available with their delivery count lowered again, never to the
+        // archive; an acquisition lock that runs out counts a delivery.
+        let configs = r#"{"share.auto.offset.reset":"earliest","share.record.lock.duration.ms":"1000","share.delivery.count.limit":"2"}"#;
+        let (mut store, mut planner, at) = shared(2, configs);
+        for (i, member) in ["a", "b", "c", "d"].into_iter().enumerate() {
+            let t = 200 + 100 * i as i64;
+            assert_eq!(acquired(run_at(&mut planner, &mut store, t, acquire_op(member, at, 1))), vec![(0, 1)]);
+            run_at(&mut planner, &mut store, t + 50, release_all_op(member));
+        }
+        assert!(store.dlq.is_empty(), "no returned record is dead-lettered");
+        // "e" takes both and goes only after their locks ran out: a delivery
+        // each. Offset 0 comes to "f" as its second delivery, and when that
+        // lock runs out too it reaches the limit of 2.
+        assert_eq!(acquired(run_at(&mut planner, &mut store, 1_000, acquire_op("e", at, 2))), vec![(0, 1), (1, 1)]);
+        run_at(&mut planner, &mut store, 1_002_000, release_all_op("e"));
+        assert_eq!(acquired(run_at(&mut planner, &mut store, 1_003_000, acquire_op("f", at, 1))), vec![(0, 2)]);
+        run_at(&mut planner, &mut store, 2_004_000, release_all_op("f"));
+        let dead = |offset| store.dlq.get(&(at.0, at.1, "g".to_string(), offset)).map(|r| r.failures);
+        assert_eq!(dead(0), Some(2), "two locks ran out: the limit of 2");
+        assert_eq!(dead(1), None);
+        assert_eq!(acquired(run_at(&mut planner, &mut store, 2_005_000, acquire_op("h", at, 2))), vec![(1, 2)]);
+    }
+
+    #[test]
+    fn a_returned_record_holds_no_lock_and_its_member_cannot_acknowledge_it() {
+        let configs = r#"{"share.auto.offset.reset":"earliest","share.partition.max.record.locks":"100"}"#;
+        let (mut store, mut planner, at) = shared(150, configs);
+        assert_eq!(acquired(run_at(&mut planner, &mut store, 200, acquire_op("a", at, 100))).len(), 100);
+        run_at(&mut planner, &mut store, 300, release_all_op("a"));
+        assert_eq!(applied(run_at(&mut planner, &mut store, 301, ack_op("a", at, 0, 0, AckKind::Accept))), vec![false]);
+        // All 100 places are free again, not taken by the returned records.
+        let b = acquired(run_at(&mut planner, &mut store, 400, acquire_op("b", at, 500)));
+        assert_eq!((b.len(), b[0], b[99]), (100, (0, 1), (99, 1)));
     }
 }

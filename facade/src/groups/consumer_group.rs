@@ -134,6 +134,9 @@ pub struct ConsumerGroup {
     pub target: Target,
     /// The topics and partition counts the target was computed over.
     assigned_over: Vec<(String, [u8; 16], i32)>,
+    /// When the group epoch last moved; a clock, not saved.
+    #[serde(skip)]
+    moved_at: Option<Instant>,
 }
 
 fn refuse(error: ResponseError, why: impl Into<String>) -> Refusal {
@@ -175,6 +178,23 @@ impl ConsumerGroup {
         }
     }
 
+    /// Whether the group is still settling at `now`: reconciling, or its
+    /// epoch moved within `window`. A member learns that its partitions
+    /// moved only when it next beats, so a group that has just changed
+    /// (members join in bursts) asks its members to beat sooner: each step
+    /// of a rebalance (revoke, then assign the freed partition) then takes
+    /// a fraction of the regular interval instead of a whole one.
+    pub fn settling(&self, now: Instant, window: Duration) -> bool {
+        self.state() != "Stable" || self.moved_at.is_some_and(|at| now.saturating_duration_since(at) < window)
+    }
+
+    /// Notes when the group epoch moved from `before`.
+    fn note_move(&mut self, before: i32, now: Instant) {
+        if self.epoch != before {
+            self.moved_at = Some(now);
+        }
+    }
+
     /// The assignor the group runs: the one most members ask for, else the default.
     pub fn assignor(&self) -> &'static str {
         let mut asked: BTreeMap<&str, usize> = BTreeMap::new();
@@ -211,10 +231,12 @@ impl ConsumerGroup {
             .filter(|m| m.session_ends.is_some_and(|e| e <= now) || m.revoke_by.is_some_and(|by| by <= now))
             .map(|m| m.id.clone())
             .collect();
+        let before = self.epoch;
         for id in gone {
             tracing::info!(member = %id, "a consumer group member timed out and leaves its group");
             self.remove(&id);
         }
+        self.note_move(before, now);
     }
 
     fn remove(&mut self, id: &str) {
@@ -259,6 +281,7 @@ impl ConsumerGroup {
         session: Duration,
         topics: &[Topic],
     ) -> Result<BeatAnswer, Refusal> {
+        let before = self.epoch;
         self.expire(now);
         if let Some(regex) = beat.subscribed_regex.filter(|r| !r.is_empty()) {
             compile(regex)?;
@@ -276,6 +299,7 @@ impl ConsumerGroup {
                 // A static member's partitions wait for its return only as
                 // long as its session: here it leaves at once.
                 self.remove(&id);
+                self.note_move(before, now);
                 return Ok(BeatAnswer { member_id: id, epoch: beat.epoch, assignment: None });
             }
             0 => self.join(&beat, now, session)?,
@@ -321,6 +345,7 @@ impl ConsumerGroup {
         }
         self.retarget(topics);
         self.reconcile(&id, beat.owned.as_ref(), now);
+        self.note_move(before, now);
         let member = self.members.get_mut(&id).expect("reconciled");
         let resend = beat.epoch == 0 || full || member.sent.as_ref() != Some(&member.assigned);
         let assignment = resend.then(|| member.assigned.clone());
@@ -536,6 +561,26 @@ mod tests {
         assert_eq!(b3.assignment.unwrap().len(), 2);
         assert_eq!(g.state(), "Stable");
         disjoint(&g);
+    }
+
+    #[test]
+    fn a_group_settles_while_it_reconciles_or_just_changed_and_then_beats_at_the_regular_pace() {
+        let (mut g, now) = (ConsumerGroup::default(), Instant::now());
+        let window = Duration::from_secs(5);
+        let a = g.heartbeat(join("a"), now, SESSION, &topics()).unwrap();
+        assert!(g.settling(now, window), "a member just joined: more may follow");
+        let owned = a.assignment.unwrap();
+        let later = now + window;
+        g.heartbeat(beat("a", a.epoch, &owned), later, SESSION, &topics()).unwrap();
+        assert!(!g.settling(later, window), "alone and stable for a whole interval");
+        let b = g.heartbeat(join("b"), later, SESSION, &topics()).unwrap();
+        let much_later = later + 2 * window;
+        assert!(g.settling(much_later, window), "a still owns what b's target holds: reconciling");
+        let kept = g.heartbeat(beat("a", a.epoch, &owned), much_later, SESSION, &topics()).unwrap().assignment.unwrap();
+        g.heartbeat(beat("a", a.epoch, &kept), much_later, SESSION, &topics()).unwrap();
+        g.heartbeat(beat("b", b.epoch, &BTreeSet::new()), much_later, SESSION, &topics()).unwrap();
+        assert_eq!(g.state(), "Stable");
+        assert!(!g.settling(much_later, window), "no epoch moved within the window");
     }
 
     #[test]

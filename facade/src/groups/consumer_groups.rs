@@ -17,6 +17,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::OwnedMutexGuard;
 
+/// How often members of a settling group are asked to beat
+/// (`ConsumerGroup::settling`), when the regular interval is longer.
+const SETTLING_HEARTBEAT_INTERVAL: Duration = Duration::from_millis(500);
+
 type Held = Arc<tokio::sync::Mutex<ConsumerGroup>>;
 
 pub struct ConsumerGroups {
@@ -85,12 +89,17 @@ impl ConsumerGroups {
         group_id: &str,
         beat: Beat<'_>,
         topics: &[Topic],
-    ) -> Result<BeatAnswer, Refusal> {
+    ) -> Result<(BeatAnswer, Duration), Refusal> {
         let mut group = self.lock(broker, group_id).await?;
         let before = group.durable();
-        let answer = group.heartbeat(beat, Instant::now(), self.session, topics);
+        let now = Instant::now();
+        let answer = group.heartbeat(beat, now, self.session, topics);
         self.save(broker, group_id, &mut group, &before).await?;
-        answer
+        let interval = match group.settling(now, self.heartbeat_interval) {
+            true => self.heartbeat_interval.min(SETTLING_HEARTBEAT_INTERVAL),
+            false => self.heartbeat_interval,
+        };
+        answer.map(|a| (a, interval))
     }
 
     /// The group if it is a consumer-protocol group with members, as last

@@ -1,7 +1,9 @@
 //! AlterShareGroupOffsets (KIP-932, `kafka-share-groups.sh --reset-offsets`):
 //! moves an empty share group's start offset on each partition named, as
 //! an offset commit moves a group's cursor; what the group's members held
-//! there is forgotten with it.
+//! there is forgotten with it. A group id no group has yet becomes a share
+//! group here, as in Kafka, so an admin can set where a share group starts
+//! before its first member joins.
 
 use crate::broker::OffsetCommit;
 use crate::names::{str_bytes, uuid};
@@ -14,7 +16,7 @@ use protocol::ResponseError;
 
 pub async fn handle<B: Broker>(f: &Facade<B>, req: AlterShareGroupOffsetsRequest) -> AlterShareGroupOffsetsResponse {
     let group = req.group_id.0.as_str();
-    if let Err((error, why)) = super::share_group_describe::empty_share_group(f, group) {
+    if let Err((error, why)) = empty_share_group_made_if_new(f, group).await {
         return AlterShareGroupOffsetsResponse::default()
             .with_error_code(error.code())
             .with_error_message(Some(str_bytes(&why)));
@@ -59,4 +61,21 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: AlterShareGroupOffsetsRequest
         })
         .collect();
     AlterShareGroupOffsetsResponse::default().with_responses(responses)
+}
+
+/// Whether `group` is a share group with no members, making it one first
+/// when no group of any kind has that id: no committed offsets, no classic
+/// or consumer-protocol members. Another kind of group answers
+/// GROUP_ID_NOT_FOUND, as Kafka does.
+async fn empty_share_group_made_if_new<B: Broker>(f: &Facade<B>, group: &str) -> Result<(), (ResponseError, String)> {
+    let share = f.broker.share_groups().iter().any(|g| g == group);
+    let other_kind = f.broker.group_names().iter().any(|g| g == group)
+        || f.groups.existing(group).is_some()
+        || f.consumer_groups.existing(&*f.broker, group).await.is_some();
+    if !share && !other_kind {
+        if let Err(e) = f.broker.declare_share_group(group.to_string()).await {
+            return Err((e.kafka(), format!("share group {group} could not be made: {e}")));
+        }
+    }
+    super::share_group_describe::empty_share_group(f, group)
 }

@@ -4,7 +4,7 @@
 
 use crate::groups::{Beat, Topic, TopicPartition};
 use crate::names::{str_bytes, uuid};
-use crate::{Broker, Facade};
+use crate::{topics, Broker, Facade};
 use protocol::messages::consumer_group_heartbeat_response::{Assignment, TopicPartitions};
 use protocol::messages::{ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse};
 use protocol::ResponseError;
@@ -47,9 +47,9 @@ pub async fn handle<B: Broker>(
         }
         id => id,
     };
-    let topics: Vec<Topic> = f
-        .broker
-        .topics()
+    // What a subscription may resolve to: the topics clients see, Kafka's
+    // internal ones left out (internal_topics.rs).
+    let topics: Vec<Topic> = topics::visible(f)
         .into_iter()
         .map(|t| Topic { name: t.name, id: t.id, partitions: t.partitions as i32 })
         .collect();
@@ -73,7 +73,7 @@ pub async fn handle<B: Broker>(
         client_host: &host,
     };
     match f.consumer_groups.heartbeat(&*f.broker, group, beat, &topics).await {
-        Ok(answer) => {
+        Ok((answer, interval)) => {
             let assignment = answer.assignment.map(|partitions| {
                 let mut by_topic: BTreeMap<[u8; 16], Vec<i32>> = BTreeMap::new();
                 for (topic, partition) in partitions {
@@ -88,7 +88,7 @@ pub async fn handle<B: Broker>(
             ConsumerGroupHeartbeatResponse::default()
                 .with_member_id(Some(str_bytes(&answer.member_id)))
                 .with_member_epoch(answer.epoch)
-                .with_heartbeat_interval_ms(f.consumer_groups.heartbeat_interval.as_millis() as i32)
+                .with_heartbeat_interval_ms(interval.as_millis() as i32)
                 .with_assignment(assignment)
         }
         Err((error, why)) => refused(error, why),

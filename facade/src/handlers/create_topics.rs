@@ -6,7 +6,7 @@
 
 use crate::names::{str_bytes, uuid};
 use crate::topic_settings::{Refusal, TopicSettings};
-use crate::{topics, Broker, Facade};
+use crate::{internal_topics, topics, Broker, Facade};
 use protocol::messages::create_topics_request::{CreatableReplicaAssignment, CreatableTopic};
 use protocol::messages::create_topics_response::CreatableTopicResult;
 use protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
@@ -25,7 +25,7 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: CreateTopicsRequest, version:
         let answer = CreatableTopicResult::default().with_name(t.name.clone());
         let outcome = match topics::check_name(&name).map_err(|e| (e.kafka(), e.to_string())).and(asked(f, t)) {
             Err(refusal) => Err(refusal),
-            Ok(_) if f.broker.topic(&name).is_some() => {
+            Ok(_) if f.broker.topic(&name).is_some() || internal_topics::is_internal(&name) => {
                 Err((ResponseError::TopicAlreadyExists, format!("topic {name:?} already exists")))
             }
             Ok(asked) if req.validate_only => Ok((asked.partitions, None)),

@@ -1,7 +1,8 @@
 //! DeleteTopics: deletes the queue, its messages and its cursors.
 
+use crate::broker::BrokerError;
 use crate::names::{str_bytes, topic_name};
-use crate::{Broker, Facade};
+use crate::{internal_topics, Broker, Facade};
 use protocol::messages::delete_topics_response::DeletableTopicResult;
 use protocol::messages::{DeleteTopicsRequest, DeleteTopicsResponse};
 
@@ -14,7 +15,11 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: DeleteTopicsRequest, version:
     let mut responses = Vec::new();
     for name in names {
         let answer = DeletableTopicResult::default().with_name(Some(topic_name(&name)));
-        responses.push(match f.broker.delete_topic(name).await {
+        let deleted = match internal_topics::is_internal(&name) {
+            true => Err(BrokerError::InvalidTopic(format!("{name} is an internal topic: it cannot be deleted"))),
+            false => f.broker.delete_topic(name).await,
+        };
+        responses.push(match deleted {
             Ok(()) => answer,
             Err(e) if version >= 5 => {
                 answer.with_error_code(e.code()).with_error_message(Some(str_bytes(&e.to_string())))

@@ -14,7 +14,7 @@ use crate::broker::{BrokerError, FetchAsk, Fetched, FetchedRun, PartitionOffsets
 use crate::file_range::FileBytesSent;
 use crate::names::topic_name;
 use crate::spliced::{Part, Splice, StandIns};
-use crate::{Broker, Facade};
+use crate::{internal_topics, Broker, Facade};
 use protocol::messages::fetch_response::{AbortedTransaction, FetchableTopicResponse, PartitionData};
 use protocol::messages::{FetchRequest, FetchResponse, ProducerId};
 use protocol::records::encode_fetched;
@@ -35,7 +35,8 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: FetchRequest, version: i16) -
             .iter()
             .map(|t| {
                 if version >= 13 {
-                    f.broker.topic_by_id(*t.topic_id.as_bytes()).map(|t| t.name)
+                    let id = *t.topic_id.as_bytes();
+                    f.broker.topic_by_id(id).or_else(|| internal_topics::by_id(id)).map(|t| t.name)
                 } else {
                     Some(t.topic.0.as_str().to_string())
                 }
@@ -77,6 +78,7 @@ async fn read_all<B: Broker>(
         .iter()
         .zip(names)
         .filter_map(|(topic, name)| Some((topic, name.as_ref()?)))
+        .filter(|(_, name)| !internal_topics::is_internal(name))
         .flat_map(|(topic, name)| {
             topic.partitions.iter().map(|p| FetchAsk {
                 topic: name.clone(),
@@ -101,13 +103,17 @@ async fn read_all<B: Broker>(
             // Only until some partition has answered records.
             let may_exceed = total == 0;
             let answer = PartitionData::default().with_partition_index(p.partition);
-            let read = match (name, fetched.next()) {
-                (Some(name), Some(read)) => {
-                    let at = (name.as_str(), p.partition);
-                    encode_partition(read, at, budget, may_exceed, &mut stand_ins, &mut splices, counted)
-                }
-                (Some(_), None) => Err(ResponseError::UnknownServerError),
-                (None, _) => Err(ResponseError::UnknownTopicId),
+            let read = match name {
+                // Nothing of Kafka's internal topics is stored to be read (internal_topics.rs).
+                Some(name) if internal_topics::is_internal(name) => Err(ResponseError::TopicAuthorizationFailed),
+                Some(name) => match fetched.next() {
+                    Some(read) => {
+                        let at = (name.as_str(), p.partition);
+                        encode_partition(read, at, budget, may_exceed, &mut stand_ins, &mut splices, counted)
+                    }
+                    None => Err(ResponseError::UnknownServerError),
+                },
+                None => Err(ResponseError::UnknownTopicId),
             };
             let answer = match read {
                 Ok((offsets, aborted, records, size)) => {

@@ -6,7 +6,7 @@
 
 use crate::broker::TopicView;
 use crate::names::{broker_id, str_bytes, topic_name, uuid};
-use crate::{topics, Broker, Facade};
+use crate::{internal_topics, topics, Broker, Facade};
 use protocol::messages::metadata_response::{MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic};
 use protocol::messages::{MetadataRequest, MetadataResponse};
 
@@ -32,15 +32,22 @@ pub async fn handle<B: Broker>(
     let mut topics = Vec::new();
     if every {
         topics.extend(topics::visible(f).into_iter().map(|t| topic_answer(f, &t, version)));
+        topics.extend(internal_topics::views().iter().map(|t| topic_answer(f, t, version)));
     } else {
         for asked in req.topics.unwrap_or_default() {
             let by_name = asked.name.as_ref().map(|n| n.0.as_str().to_string());
             let found = match &by_name {
-                Some(name) => topics::resolve(f, name, allow_create).await,
-                None => f
-                    .broker
-                    .topic_by_id(*asked.topic_id.as_bytes())
-                    .ok_or(crate::broker::BrokerError::UnknownTopicOrPartition),
+                Some(name) => match internal_topics::view(name) {
+                    Some(internal) => Ok(internal),
+                    None => topics::resolve(f, name, allow_create).await,
+                },
+                None => {
+                    let id = *asked.topic_id.as_bytes();
+                    f.broker
+                        .topic_by_id(id)
+                        .or_else(|| internal_topics::by_id(id))
+                        .ok_or(crate::broker::BrokerError::UnknownTopicOrPartition)
+                }
             };
             topics.push(match found {
                 Ok(t) => topic_answer(f, &t, version),
@@ -76,4 +83,5 @@ fn topic_answer<B: Broker>(f: &Facade<B>, t: &TopicView, version: i16) -> Metada
         .with_name(Some(topic_name(&t.name)))
         .with_topic_id(if version >= 10 { uuid(t.id) } else { Default::default() })
         .with_partitions(partitions)
+        .with_is_internal(internal_topics::is_internal(&t.name))
 }

@@ -9,6 +9,7 @@ mod alter_share_group_offsets;
 mod api_versions;
 mod authorize;
 mod cluster_brokers;
+mod commit_fence;
 mod consumer_group_describe;
 mod consumer_group_heartbeat;
 mod create_partitions;
@@ -52,6 +53,7 @@ mod txn_errors;
 mod txn_offset_commit;
 
 use crate::sasl::{Role, Session};
+use crate::share_sessions::ConnectionId;
 use crate::{Broker, Facade};
 use protocol::messages::ApiKey;
 use protocol::messages::{RequestKind, ResponseKind};
@@ -77,7 +79,15 @@ pub enum Reply {
     Refuse(String),
 }
 
-pub async fn handle<B: Broker>(f: &Facade<B>, req: Request, peer: SocketAddr, session: &mut Session) -> Reply {
+/// `connection` numbers the connection the request came on (a share
+/// session belongs to the one that opened it).
+pub async fn handle<B: Broker>(
+    f: &Facade<B>,
+    req: Request,
+    peer: SocketAddr,
+    connection: ConnectionId,
+    session: &mut Session,
+) -> Reply {
     let v = req.version;
     let before_authentication =
         matches!(req.api_key, ApiKey::ApiVersions | ApiKey::SaslHandshake | ApiKey::SaslAuthenticate);
@@ -150,7 +160,7 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: Request, peer: SocketAddr, se
         }
         RequestKind::ShareGroupDescribe(r) => ResponseKind::ShareGroupDescribe(share_group_describe::handle(f, r)),
         RequestKind::ShareFetch(r) => {
-            let (answer, splices) = share_fetch::handle(f, r).await;
+            let (answer, splices) = share_fetch::handle(f, r, connection).await;
             if !splices.is_empty() {
                 return Reply::Spliced(Box::new(ResponseKind::ShareFetch(answer)), splices);
             }

@@ -3,6 +3,7 @@
 //! commit's metadata string is kept with it for OffsetFetch.
 
 use super::by_topic;
+use super::commit_fence::CommitFence;
 use crate::broker::OffsetCommit;
 use crate::names::topic_name;
 use crate::{Broker, Facade};
@@ -16,22 +17,14 @@ const OFFSET_METADATA_MAX_BYTES: usize = 4096;
 
 pub async fn handle<B: Broker>(f: &Facade<B>, req: OffsetCommitRequest) -> OffsetCommitResponse {
     let group = req.group_id.0.as_str().to_string();
-    let instance = req.group_instance_id.as_deref();
-    let generation = req.generation_id_or_member_epoch;
-    // A consumer-protocol group's member commits at its member epoch, and
-    // no older than the epoch it was given each partition at.
-    let (refused, given_at) =
-        match f.consumer_groups.may_commit(&*f.broker, &group, req.member_id.as_str(), generation).await {
-            Some(Ok(given_at)) => (None, given_at),
-            Some(Err(e)) => (Some(e), Default::default()),
-            None => {
-                (f.groups.may_commit(&group, req.member_id.as_str(), instance, generation).err(), Default::default())
-            }
-        };
-    let stale = |topic: &str, partition: i32| {
-        !given_at.is_empty()
-            && f.broker.topic(topic).is_some_and(|t| given_at.get(&(t.id, partition)).is_some_and(|e| generation < *e))
-    };
+    let fence = CommitFence::check(
+        f,
+        &group,
+        req.member_id.as_str(),
+        req.group_instance_id.as_deref(),
+        req.generation_id_or_member_epoch,
+    )
+    .await;
     let asked: Vec<OffsetCommit> = req
         .topics
         .iter()
@@ -46,9 +39,8 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: OffsetCommitRequest) -> Offse
         .collect();
     let mut codes: Vec<i16> = asked
         .iter()
-        .map(|c| match refused {
+        .map(|c| match fence.refusal(f, &c.topic, c.partition) {
             Some(e) => e.code(),
-            None if stale(&c.topic, c.partition) => ResponseError::StaleMemberEpoch.code(),
             None if c.metadata.len() > OFFSET_METADATA_MAX_BYTES => ResponseError::OffsetMetadataTooLarge.code(),
             None => 0,
         })

@@ -10,7 +10,7 @@ use super::fetch::encode_partition;
 use super::share_acks::{self, AckBatch};
 use crate::broker::{BrokerError, FetchAsk};
 use crate::names::str_bytes;
-use crate::share_sessions::SharePartition;
+use crate::share_sessions::{ConnectionId, SharePartition};
 use crate::spliced::{Splice, StandIns};
 use crate::{Broker, Facade};
 use protocol::messages::share_fetch_response::{
@@ -49,7 +49,13 @@ fn ranges(acquired: &[(i64, i16)]) -> Vec<(i64, i64, i16)> {
     out
 }
 
-pub async fn handle<B: Broker>(f: &Facade<B>, req: ShareFetchRequest) -> (ShareFetchResponse, Vec<Splice>) {
+/// `connection`: the one the request came on, which a session opened now
+/// belongs to.
+pub async fn handle<B: Broker>(
+    f: &Facade<B>,
+    req: ShareFetchRequest,
+    connection: ConnectionId,
+) -> (ShareFetchResponse, Vec<Splice>) {
     let Some(group) = req.group_id.as_ref().map(|g| g.0.as_str().to_string()).filter(|g| !g.is_empty()) else {
         return (refused(ResponseError::InvalidRequest, "GroupId is needed"), Vec::new());
     };
@@ -89,7 +95,7 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: ShareFetchRequest) -> (ShareF
         return (refused(ResponseError::InvalidRequest, "a session's first fetch carries no acknowledgements"), vec![]);
     }
     let key = (group.clone(), member.clone());
-    let partitions = match f.share_sessions.fetch(key, epoch, &add, &forget) {
+    let partitions = match f.share_sessions.fetch(key, epoch, &add, &forget, connection) {
         Ok(partitions) => partitions,
         Err(e) => return (refused(e, &format!("share session of member {member}: {e:?}")), Vec::new()),
     };

@@ -5,6 +5,7 @@
 //! consumer-producer cannot commit over the group's new owner.
 
 use super::by_topic;
+use super::commit_fence::CommitFence;
 use super::txn_errors;
 use crate::broker::{OffsetCommit, TxnProducer};
 use crate::names::topic_name;
@@ -30,27 +31,31 @@ pub async fn handle<B: Broker>(f: &Facade<B>, req: TxnOffsetCommitRequest, versi
         })
         .collect();
     // Before v3 the request names no member: only the producer is checked.
-    let fenced = match version >= 3 {
-        true => f
-            .groups
-            .may_commit(&group, req.member_id.as_str(), req.group_instance_id.as_deref(), req.generation_id)
-            .err(),
+    let fence = match version >= 3 {
+        true => Some(
+            CommitFence::check(f, &group, req.member_id.as_str(), req.group_instance_id.as_deref(), req.generation_id)
+                .await,
+        ),
         false => None,
     };
-    let codes: Vec<i16> = match fenced {
-        Some(e) => vec![e.code(); asked.len()],
-        None => {
-            let producer = TxnProducer { id: req.producer_id.0, epoch: req.producer_epoch };
-            let transactional_id = req.transactional_id.as_str().to_string();
-            f.broker
-                .txn_offset_commit(transactional_id, producer, group, asked.clone())
-                .await
-                .into_iter()
-                .map(|r| r.map_or_else(|e| txn_errors::code(&e, version, FENCED_SINCE), |_| 0))
-                .collect()
+    let mut codes: Vec<Option<i16>> = asked
+        .iter()
+        .map(|c| fence.as_ref().and_then(|fence| fence.refusal(f, &c.topic, c.partition)).map(|e| e.code()))
+        .collect();
+    let commits: Vec<OffsetCommit> =
+        asked.iter().zip(&codes).filter(|(_, code)| code.is_none()).map(|(c, _)| c.clone()).collect();
+    if !commits.is_empty() {
+        let producer = TxnProducer { id: req.producer_id.0, epoch: req.producer_epoch };
+        let transactional_id = req.transactional_id.as_str().to_string();
+        let mut written = f.broker.txn_offset_commit(transactional_id, producer, group, commits).await.into_iter();
+        for code in codes.iter_mut().filter(|code| code.is_none()) {
+            *code = Some(
+                written.next().map_or(0, |r| r.map_or_else(|e| txn_errors::code(&e, version, FENCED_SINCE), |_| 0)),
+            );
         }
-    };
+    }
     let answers = asked.into_iter().zip(codes).map(|(c, code)| {
+        let code = code.unwrap_or(0);
         (c.topic, TxnOffsetCommitResponsePartition::default().with_partition_index(c.partition).with_error_code(code))
     });
     let topics = by_topic(answers)
