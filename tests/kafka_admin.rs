@@ -42,14 +42,18 @@ async fn create(conn: &mut KafkaConn, topic: CreatableTopic, validate_only: bool
     (r.topics[0].error_code, r.topics[0].num_partitions)
 }
 
-/// Every topic Metadata lists, with its partition count.
+/// Every topic Metadata lists but Kafka's internal ones, with its partition count.
 async fn listed(conn: &mut KafkaConn) -> Vec<(String, usize)> {
     let ResponseKind::Metadata(r) =
         conn.call(ApiKey::Metadata, 9, RequestKind::Metadata(MetadataRequest::default().with_topics(None))).await
     else {
         panic!("not a Metadata answer")
     };
-    r.topics.iter().map(|t| (t.name.as_ref().unwrap().0.to_string(), t.partitions.len())).collect()
+    r.topics
+        .iter()
+        .filter(|t| !t.is_internal)
+        .map(|t| (t.name.as_ref().unwrap().0.to_string(), t.partitions.len()))
+        .collect()
 }
 
 fn produce(topic: &str, records: bytes::Bytes) -> RequestKind {

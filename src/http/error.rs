@@ -75,6 +75,7 @@ impl From<crate::replicate::ProposeError> for ApiError {
             crate::replicate::ProposeError::LogFilesUnavailable => "log_files_unavailable",
             crate::replicate::ProposeError::NotLeader { .. } => "no_leader",
             crate::replicate::ProposeError::Timeout => "timeout",
+            crate::replicate::ProposeError::NotAMember => "not_a_member",
         };
         Self::new(StatusCode::SERVICE_UNAVAILABLE, code, e.to_string())
     }

@@ -11,9 +11,10 @@ use std::sync::Arc;
 
 /// 200 while the node serves; 503 once a cluster node stopped: on an entry
 /// apply refused (`raft.apply.failure` names it and the way out), or on a
-/// log it could not write (a full volume; its log says so); and 503 while a
+/// log it could not write (a full volume; its log says so); 503 while a
 /// node started with QUEEN_RAFT_JOIN waits to be added (recovery.md: it is
-/// NotReady until then). The top-level fields are group 0's; in a cluster,
+/// NotReady until then), and while a node removed from the membership runs
+/// on (`standing.rs`). The top-level fields are group 0's; in a cluster,
 /// `groups` gives every raft group's own (`QUEEN_RAFT_GROUPS`), and a
 /// group stopped stops the node.
 pub async fn health(State(node): State<Arc<Node>>) -> (StatusCode, Json<Value>) {
@@ -23,6 +24,7 @@ pub async fn health(State(node): State<Arc<Node>>) -> (StatusCode, Json<Value>) 
     let status = match raft {
         _ if groups.iter().any(|g| g.role == "stopped") => "stopped",
         Some(r) if r.joining => "joining",
+        _ if groups.iter().any(|g| g.removed) => "removed",
         _ => "healthy",
     };
     let groups: Vec<Value> = groups

@@ -67,7 +67,7 @@ async fn change(node: &Node, change: MembershipChange) -> Result<Response, ApiEr
             }
             Err(ChangeRefusal { code, message }) => {
                 let status = match code.as_str() {
-                    "failed" => StatusCode::SERVICE_UNAVAILABLE,
+                    "failed" | "not_a_member" => StatusCode::SERVICE_UNAVAILABLE,
                     "unsupported" => StatusCode::NOT_IMPLEMENTED,
                     _ => StatusCode::CONFLICT,
                 };

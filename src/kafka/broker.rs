@@ -46,7 +46,9 @@ fn broker_error(e: ProposeError) -> BrokerError {
     match e {
         ProposeError::ShuttingDown => BrokerError::ShuttingDown,
         ProposeError::LogFilesUnavailable => BrokerError::Unavailable(e.to_string()),
-        ProposeError::NotLeader { .. } => BrokerError::NotLeader(e.to_string()),
+        // A client retries NOT_LEADER_OR_FOLLOWER (NOT_COORDINATOR) at
+        // another broker of its metadata: a member.
+        ProposeError::NotLeader { .. } | ProposeError::NotAMember => BrokerError::NotLeader(e.to_string()),
         ProposeError::Timeout => BrokerError::TimedOut(e.to_string()),
     }
 }

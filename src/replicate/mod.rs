@@ -37,6 +37,11 @@ pub enum ProposeError {
     /// commit (guarantees.md's 503). A retry with the same ids is safe.
     #[error("the write was not committed in time; its outcome is not known, and a retry with the same ids is safe")]
     Timeout,
+    /// This node is no member of the cluster: removed from its membership,
+    /// or waiting to be added (QUEEN_RAFT_JOIN). No leader answers it, so it
+    /// refuses at once rather than at the call's timeout.
+    #[error("this node is not a member of the cluster (removed from its membership, or waiting to be added with QUEEN_RAFT_JOIN): send the request to a member")]
+    NotAMember,
 }
 
 pub type Proposal<'a> = Pin<Box<dyn Future<Output = Result<Answer, ProposeError>> + Send + 'a>>;
@@ -117,6 +122,9 @@ pub struct RaftStatus {
     /// Started on an empty directory with QUEEN_RAFT_JOIN and not added to
     /// the membership yet: it serves nothing until it is (recovery.md).
     pub joining: bool,
+    /// Removed from the membership while it ran, as a member told it, or
+    /// as its own log says: it serves nothing until it is added again.
+    pub removed: bool,
     /// An entry apply refused, and the entries applied as no-ops.
     pub apply: raft::apply_guard::ApplyReport,
 }

@@ -8,7 +8,9 @@
 //!
 //! - no record is acquired by two members at once. Each acquisition of a
 //!   record is a new delivery, so no two answered acquisitions carry the
-//!   same delivery count; and the later of two was answered no sooner than
+//!   same delivery count unless the first one's member left the group in
+//!   between (a departing member's records come back uncounted, as Kafka
+//!   gives them back); and the later of two was answered no sooner than
 //!   the earlier's lock could end (planned at its sending at the earliest,
 //!   for the lock's length, on the one wall clock the nodes share), unless
 //!   the earlier holder gave the record back in between;
@@ -251,22 +253,29 @@ impl ShareModel {
             ));
         }
         for old in self.deliveries.get(&rec).into_iter().flatten() {
-            if old.count == new.count {
+            let (first, second) = match old.count.cmp(&new.count) {
+                std::cmp::Ordering::Less => (old, &new),
+                std::cmp::Ordering::Greater => (&new, old),
+                std::cmp::Ordering::Equal if old.answered_at <= new.answered_at => (old, &new),
+                std::cmp::Ordering::Equal => (&new, old),
+            };
+            // A give-back sent before the first delivery but answered
+            // after it may have been planned after it.
+            let gave_back = |sendings: Option<&Vec<Sending>>| {
+                sendings.into_iter().flatten().any(|s| s.within(first.sent_at, second.answered_at))
+            };
+            // A member that leaves returns what it holds uncounted, as
+            // Kafka does: the next delivery repeats its count.
+            let left = gave_back(self.left.get(first.holder));
+            if old.count == new.count && !left {
                 violations.push(format!(
                     "{rec:?} was acquired twice as delivery {}: by {} and by {}",
                     new.count, old.holder, new.holder
                 ));
                 continue;
             }
-            let (first, second) = if old.count < new.count { (old, &new) } else { (&new, old) };
             let lock_ends_no_sooner = first.sent_at + LOCK;
-            // A give-back sent before the first delivery but answered
-            // after it may have been planned after it.
-            let gave_back = |sendings: Option<&Vec<Sending>>| {
-                sendings.into_iter().flatten().any(|s| s.within(first.sent_at, second.answered_at))
-            };
-            let released =
-                gave_back(self.given_back.get(&(first.holder, rec))) || gave_back(self.left.get(first.holder));
+            let released = left || gave_back(self.given_back.get(&(first.holder, rec)));
             if second.answered_at + STAMP_LEAD < lock_ends_no_sooner && !released {
                 violations.push(format!(
                     "{rec:?} was held by two members at once: {} took delivery {} (sent at {:?}), {} was answered \

@@ -20,6 +20,7 @@ mod rpc;
 pub mod runtime;
 mod server;
 pub mod snapshot_transfer;
+mod standing;
 pub mod state_machine;
 pub mod transport;
 pub mod types;

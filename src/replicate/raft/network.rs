@@ -4,6 +4,7 @@
 use super::link::{Link, LinkError};
 use super::rpc::{Hello, Request, Response};
 use super::snapshot_transfer;
+use super::standing::Standing;
 use super::transport::Transport;
 use super::types::Queen;
 use crate::storage::Storage;
@@ -38,11 +39,18 @@ pub struct Peers {
     /// When a refused token was last logged, so a cut-off node says so once
     /// a minute, not at every heartbeat.
     refused_logged: Arc<Mutex<Option<Instant>>>,
+    /// Told when a peer answers a vote that this node was removed.
+    standing: Arc<Standing>,
 }
 
 impl Peers {
-    pub fn new(hello: Hello, transport: Arc<dyn Transport>, storage: Arc<dyn Storage>) -> Self {
-        Self { links: Arc::default(), hello, transport, storage, refused_logged: Arc::default() }
+    pub fn new(
+        hello: Hello,
+        transport: Arc<dyn Transport>,
+        storage: Arc<dyn Storage>,
+        standing: Arc<Standing>,
+    ) -> Self {
+        Self { links: Arc::default(), hello, transport, storage, refused_logged: Arc::default(), standing }
     }
 
     /// The link to `target` at `raft`.
@@ -97,6 +105,19 @@ impl PeerClient {
             RPCError::Unreachable(Unreachable::new(&e))
         })
     }
+
+    /// A vote or pre-vote; a peer whose membership leaves this node out
+    /// answers that instead, which counts as no grant (`standing.rs`).
+    async fn ballot(&self, request: Request, option: &RPCOption) -> Result<VoteResponse<Queen>, RPCError<Queen>> {
+        match self.call(request, option).await? {
+            Response::Vote(r) => r.map_err(remote),
+            Response::NotAMember(at) => {
+                self.peers.standing.told(at);
+                Err(remote(format!("the peer's membership {at} leaves this node out")))
+            }
+            _ => Err(unexpected()),
+        }
+    }
 }
 
 fn remote(e: String) -> RPCError<Queen> {
@@ -126,10 +147,15 @@ impl RaftNetworkV2<Queen> for PeerClient {
         rpc: VoteRequest<Queen>,
         option: RPCOption,
     ) -> Result<VoteResponse<Queen>, RPCError<Queen>> {
-        match self.call(Request::Vote(rpc), &option).await? {
-            Response::Vote(r) => r.map_err(remote),
-            _ => Err(unexpected()),
-        }
+        self.ballot(Request::Vote(rpc), &option).await
+    }
+
+    async fn pre_vote(
+        &mut self,
+        rpc: VoteRequest<Queen>,
+        option: RPCOption,
+    ) -> Result<VoteResponse<Queen>, RPCError<Queen>> {
+        self.ballot(Request::PreVote(rpc), &option).await
     }
 
     /// Sends the snapshot's files chunk by chunk, then asks the receiver to

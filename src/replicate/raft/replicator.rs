@@ -22,9 +22,10 @@ use super::refound;
 use super::rpc::{Hello, Request, Response};
 use super::server::{exit_to_install, Changed, Forwarded, ForwardedAt, Leader, Server, StagedExit};
 use super::snapshot_transfer::Inbox;
+use super::standing::{self, Standing};
 use super::state_machine::Machine;
 use super::transport::{Listener, Tcp, Transport};
-use super::types::Queen;
+use super::types::{Queen, RaftLogId};
 use super::version_gate;
 use crate::apply_watch::ApplyWatch;
 use crate::clock::Clock;
@@ -108,9 +109,9 @@ struct Inner<SM: Machine> {
     derailed: Arc<AtomicBool>,
     /// Confirms this node's leadership for reads (`read_confirm.rs`).
     reads: Arc<ReadConfirmer<SM>>,
-    /// Started with QUEEN_RAFT_JOIN: until a membership names this node, it
-    /// waits to be added.
-    join: bool,
+    /// Whether this node is a member, or waits to be added or was removed
+    /// (`standing.rs`).
+    standing: Arc<Standing>,
 }
 
 /// A cluster node's replicator, over Queen's state machine (`RaftMachine`)
@@ -161,6 +162,13 @@ pub fn config() -> Config {
         // crash wrote other entries under the same log ids, and followers
         // holding the first ones kept them (the cluster simulator's seed 14).
         enable_leader_restore: Some(false),
+        // A node asks whether it would win before it raises its term. A
+        // voter removed while it ran never heard of its removal and
+        // campaigned with rising terms; added back, its first answer to the
+        // leader carried the higher term and every group's leader stepped
+        // down (issue 43). No member grants such a node a pre-vote, so its
+        // term stays where it was (`standing.rs`).
+        enable_pre_vote: Some(true),
         ..Default::default()
     }
 }
@@ -216,7 +224,8 @@ impl<SM: Machine> RaftReplicator<SM> {
         let queen = machine.queen();
         let (store, apply_watch, guard) = (queen.store.clone(), queen.after.apply_watch.clone(), queen.guard.clone());
         let hello = Hello { token: cluster.token.clone(), from: cluster.me, group: cluster.group };
-        let peers = Peers::new(hello, ground.transport, ground.storage.clone());
+        let standing = Arc::new(Standing::new(cluster.join));
+        let peers = Peers::new(hello, ground.transport, ground.storage.clone(), standing.clone());
         let config = Arc::new(config().validate().map_err(|e| ClusterError::Start(e.to_string()))?);
         let founder = cluster.peers.keys().next() == Some(&cluster.me);
         if founder && !cluster.join {
@@ -260,7 +269,7 @@ impl<SM: Machine> RaftReplicator<SM> {
             catalogue: cluster.catalogue,
             derailed,
             reads: reads.clone(),
-            join: cluster.join,
+            standing: standing.clone(),
         });
         let server = Arc::new(Server {
             raft: raft.clone(),
@@ -278,6 +287,7 @@ impl<SM: Machine> RaftReplicator<SM> {
         tasks.spawn(hold_purges(raft.clone(), cluster.purge_hold, reclaim));
         tasks.spawn(stop_when_the_log_fails(raft.clone(), log.clone()));
         tasks.spawn(raise_catalogue(inner.clone()));
+        tasks.spawn(standing::campaign_only_as_a_member(raft.clone(), standing, cluster.group));
         if cluster.groups > 1 {
             tasks.spawn(balancer::prefer_leader(raft.clone(), cluster.group));
         }
@@ -522,25 +532,38 @@ impl<SM: Machine> Inner<SM> {
     }
 
     /// A call's deadline (the write timeout from now) and the leader, once
-    /// the cluster has one before it.
+    /// the cluster has one before it; `NotAMember` as soon as this node
+    /// knows it is none, since no leader answers a non-member's call and
+    /// none sends it what it would wait to apply.
     async fn leader_within_timeout(&self) -> Result<(Instant, (u64, Member)), ProposeError> {
         let deadline = Instant::now() + self.write_timeout;
-        match self.await_leader(deadline).await {
-            Some(leader) => Ok((deadline, leader)),
-            None => Err(ProposeError::NotLeader { leader: None }),
+        loop {
+            if self.not_a_member() {
+                return Err(ProposeError::NotAMember);
+            }
+            if let Some(leader) = self.leader() {
+                return Ok((deadline, leader));
+            }
+            if Instant::now() >= deadline {
+                return Err(ProposeError::NotLeader { leader: None });
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
 
-    /// Waits, until `deadline`, for the cluster to have a leader.
-    async fn await_leader(&self, deadline: Instant) -> Option<(u64, Member)> {
-        loop {
-            if let Some(leader) = self.leader() {
-                return Some(leader);
-            }
-            if Instant::now() >= deadline {
-                return None;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
+    fn not_a_member(&self) -> bool {
+        self.standing.not_a_member(&self.raft.metrics().borrow_watched())
+    }
+
+    /// Leader `asked` answered that its membership `at` leaves this node
+    /// out: this node was removed, and says so from now on (`standing.rs`);
+    /// unless this node's own membership is newer, when the node asked no
+    /// longer leads.
+    fn told_removed(&self, at: RaftLogId, asked: u64) -> ProposeError {
+        self.standing.told(at);
+        match self.not_a_member() {
+            true => ProposeError::NotAMember,
+            false => ProposeError::NotLeader { leader: Some(asked) },
         }
     }
 }
@@ -653,9 +676,10 @@ impl<SM: Machine> Replicator for RaftReplicator<SM> {
             if leader.0 == inner.me {
                 return inner.propose_here(command).await;
             }
-            let timeout = left_of(deadline);
+            let (timeout, asked) = (left_of(deadline), leader.0);
             let (answer, applied) = match inner.to_leader(Request::Forward(command), leader, timeout).await? {
                 Response::Forwarded(answer) => answer?,
+                Response::NotAMember(at) => return Err(inner.told_removed(at, asked)),
                 _ => return Err(ProposeError::Timeout),
             };
             // The write is committed; the client may next read what it made
@@ -690,6 +714,7 @@ impl<SM: Machine> Replicator for RaftReplicator<SM> {
                     tracing::info!(leader = leader.0, error = %e, "the leader could not confirm a read index");
                     return Err(ProposeError::NotLeader { leader: Some(leader.0) });
                 }
+                Response::NotAMember(at) => return Err(inner.told_removed(at, leader.0)),
                 _ => return Err(ProposeError::NotLeader { leader: Some(leader.0) }),
             };
             if inner.applied_through(index, deadline).await {
@@ -734,6 +759,9 @@ impl<SM: Machine> Replicator for RaftReplicator<SM> {
     fn change_membership(&self, change: MembershipChange) -> Option<Admin<'_, Result<MembershipView, ChangeRefusal>>> {
         let inner = &self.inner;
         Some(Box::pin(async move {
+            if inner.not_a_member() {
+                return Err(ChangeRefusal::new("not_a_member", ProposeError::NotAMember.to_string()));
+            }
             match inner.leader() {
                 Some((id, _)) if id == inner.me => inner.change_here(change).await,
                 Some(leader) => {
@@ -780,7 +808,8 @@ impl<SM: Machine> Replicator for RaftReplicator<SM> {
                 cluster: version_gate::cluster_catalogue(&self.inner.store.read().expect("store lock")),
             },
             voters: m.membership_config.membership().voter_ids().collect(),
-            joining: self.inner.join && m.membership_config.membership().get_node(&self.inner.me).is_none(),
+            joining: self.inner.standing.joining(&m),
+            removed: !self.inner.standing.joining(&m) && self.inner.standing.not_a_member(&m),
             apply,
         })
     }

@@ -48,6 +48,11 @@ pub type Welcome = Option<String>;
 pub enum Request {
     Append(AppendEntriesRequest<Queen>),
     Vote(VoteRequest<Queen>),
+    /// Whether the receiver would grant this vote, asked before a node
+    /// raises its term (openraft's pre-vote); answered as a `Vote`. A build
+    /// before it cannot read it and drops the connection: the asker counts
+    /// no grant from it, and elects through the others or waits for them.
+    PreVote(VoteRequest<Queen>),
     TransferLeader(TransferLeaderRequest<Queen>),
     /// A follower's client command, for the leader to plan.
     Forward(Command),
@@ -94,6 +99,10 @@ pub enum Response {
     SnapshotChunk(Result<(), String>),
     SnapshotDone(Result<SnapshotResponse<Queen>, String>),
     Catalogue(u32),
+    /// The answer to a vote, pre-vote, forwarded command or read index
+    /// from a node that the receiver's committed membership, of this log
+    /// id, leaves out: the asker was removed (`standing.rs`).
+    NotAMember(RaftLogId),
     /// No call is answered any more (a snapshot is staged, and the node
     /// stops to install it): the caller treats it as the peer failing.
     Refused(String),

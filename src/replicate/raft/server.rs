@@ -7,6 +7,7 @@ use super::membership::{ChangeRefusal, MembershipChange, MembershipView};
 use super::read_confirm::ReadConfirmer;
 use super::rpc::{read_frame, same_token, write_frame, Hello, RaftVote, Request, Response, Welcome};
 use super::snapshot_transfer::{Inbox, RaftPoint, SNAPSHOT_EXIT_CODE};
+use super::standing;
 use super::state_machine::Machine;
 use super::transport::{Listener, Stream};
 use super::types::{Queen, RaftLogId};
@@ -107,13 +108,14 @@ impl<SM: Machine> Server<SM> {
             return write_frame(&mut stream, &refusal).await;
         }
         write_frame(&mut stream, &None::<String>).await?;
+        let from = hello.from;
         let (mut reader, writer) = tokio::io::split(stream);
         let writer = Arc::new(tokio::sync::Mutex::new(writer));
         loop {
             let (id, request): (u64, Request) = read_frame(&mut reader).await?;
             let (server, writer) = (self.clone(), writer.clone());
             tokio::spawn(async move {
-                let response = server.answer(request).await;
+                let response = server.answer(request, from).await;
                 let mut writer = writer.lock().await;
                 let _ = write_frame(&mut *writer, &(id, response)).await;
                 if server.staged.load(Ordering::Acquire) {
@@ -147,13 +149,22 @@ impl<SM: Machine> Server<SM> {
         Ok(SnapshotResponse::new(mine))
     }
 
-    async fn answer(&self, request: Request) -> Response {
+    /// Answers `request` from node `from`.
+    async fn answer(&self, request: Request, from: u64) -> Response {
         if self.staged.load(Ordering::Acquire) {
             return Response::Refused("this node staged a snapshot and is stopping to install it".into());
+        }
+        // A node removed while it ran campaigns, and forwards its clients'
+        // calls, as the voter its log says it is: it is told instead.
+        if let Request::Vote(_) | Request::PreVote(_) | Request::Forward(_) | Request::ReadIndex = request {
+            if let Some(at) = standing::outside(&self.raft.metrics().borrow_watched(), from) {
+                return Response::NotAMember(at);
+            }
         }
         match request {
             Request::Append(rpc) => Response::Append(self.raft.append_entries(rpc).await.map_err(|e| e.to_string())),
             Request::Vote(rpc) => Response::Vote(self.raft.vote(rpc).await.map_err(|e| e.to_string())),
+            Request::PreVote(rpc) => Response::Vote(self.raft.pre_vote(rpc).await.map_err(|e| e.to_string())),
             Request::TransferLeader(rpc) => {
                 Response::TransferLeader(self.raft.handle_transfer_leader(rpc).await.map_err(|e| e.to_string()))
             }
