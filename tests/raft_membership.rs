@@ -11,7 +11,7 @@ mod common;
 
 use common::cluster::{start, writer, Cluster, Ledger, Writer};
 use common::kafka::{batch, produce, produced, KafkaConn};
-use common::{free_port, Node};
+use common::Node;
 use protocol::messages::ApiKey;
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -181,17 +181,7 @@ async fn a_voter_removed_while_it_runs_and_added_back_moves_no_leader_and_a_non_
     };
 
     // Node 4, wiped and started to join, waits to be added.
-    let raft4 = format!("127.0.0.1:{}", free_port());
-    let mut env = cluster.env[0].clone();
-    for (k, v) in env.iter_mut() {
-        match k.as_str() {
-            "QUEEN_RAFT_NODE_ID" => *v = "4".into(),
-            "QUEEN_RAFT_PEERS" => *v = format!("{v},4={raft4}"),
-            "QUEEN_RAFT_ADDR" => *v = raft4.clone(),
-            _ => {}
-        }
-    }
-    env.push(("QUEEN_RAFT_JOIN".into(), "true".into()));
+    let (env, _) = cluster.joiner_env(4);
     let joining = start(&cluster.tmp.path().join("node-4"), &env).await;
 
     // Writers through nodes 1 and 2 throughout.

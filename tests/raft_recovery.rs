@@ -14,7 +14,7 @@
 mod common;
 
 use common::cluster::{start, Cluster, Ledger};
-use common::{free_port, push_body, Node};
+use common::{push_body, Node};
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -418,17 +418,7 @@ async fn a_voter_change_whose_leader_is_killed_mid_way_completes_or_finishes_wit
     cluster.leader().await;
 
     // Node 4, joining, listed in its own QUEEN_RAFT_PEERS.
-    let raft4 = format!("127.0.0.1:{}", free_port());
-    let mut env = cluster.env[0].clone();
-    for (k, v) in env.iter_mut() {
-        match k.as_str() {
-            "QUEEN_RAFT_NODE_ID" => *v = "4".into(),
-            "QUEEN_RAFT_PEERS" => *v = format!("{v},4={raft4}"),
-            "QUEEN_RAFT_ADDR" => *v = raft4.clone(),
-            _ => {}
-        }
-    }
-    env.push(("QUEEN_RAFT_JOIN".into(), "true".into()));
+    let (env, raft4) = cluster.joiner_env(4);
     cluster.env.push(env.clone());
     cluster.nodes.push(None);
     let learner = json!({"id": 4, "raft": raft4, "http": ""});

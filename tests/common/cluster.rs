@@ -93,6 +93,23 @@ impl Cluster {
         }
     }
 
+    /// The settings of a new node `id`, started empty to join this cluster
+    /// (QUEEN_RAFT_JOIN), listed in its own QUEEN_RAFT_PEERS; and its raft address.
+    pub fn joiner_env(&self, id: u64) -> (Vec<(String, String)>, String) {
+        let raft = format!("127.0.0.1:{}", free_port());
+        let mut env = self.env[0].clone();
+        for (k, v) in env.iter_mut() {
+            match k.as_str() {
+                "QUEEN_RAFT_NODE_ID" => *v = id.to_string(),
+                "QUEEN_RAFT_PEERS" => *v = format!("{v},{id}={raft}"),
+                "QUEEN_RAFT_ADDR" => *v = raft.clone(),
+                _ => {}
+            }
+        }
+        env.push(("QUEEN_RAFT_JOIN".into(), "true".into()));
+        (env, raft)
+    }
+
     /// Node `i`'s raft address.
     pub fn raft_addr(&self, i: usize) -> String {
         self.env[i].iter().find(|(k, _)| k == "QUEEN_RAFT_ADDR").expect("every node has a raft address").1.clone()
