@@ -59,13 +59,14 @@ def test_a_transactional_etl_chain_completes_on_classic_and_kip848_groups(defaul
     and KIP-848 groups with the range and uniform (sticky) server assignors, static or not.
     The KIP-848 chains once never finished: a TxnOffsetCommit was checked against the
     classic coordinator only, answered UNKNOWN_MEMBER_ID, and every transaction aborted.
-    The slowest KIP-848 chain must take no more than twice the slowest classic one."""
+    The three KIP-848 chains together must take no more than twice the three classic ones (each
+    chain's time moves in steps of a heartbeat, so one chain alone is a noisy figure)."""
     out = kgo_tests(default_groups_node, "^TestTxnEtl$", records=50_000)
     took = {m[1]: float(m[2]) for m in re.finditer(r"TestTxnEtl/(\S+) completed in ([0-9.]+)s", out)}
     kip848 = {name: t for name, t in took.items() if "848" in name}
     classic = {name: t for name, t in took.items() if "848" not in name}
     assert len(kip848) == 3 and len(classic) == 3, f"expected three chains of each kind: {took}"
-    assert max(kip848.values()) <= 2 * max(classic.values()), f"KIP-848 chains slower than twice the classic: {took}"
+    assert sum(kip848.values()) <= 2 * sum(classic.values()), f"KIP-848 chains slower than twice the classic: {took}"
 
 
 def test_pattern_subscriptions_skip_internal_topics(node):
