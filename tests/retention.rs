@@ -4,7 +4,9 @@
 //! unlinked, a queue without retention keeps everything, and a kill -9
 //! followed by a restart boots on the reclaimed directory with the offsets
 //! going on where they were; and kill -9 at random moments while retention
-//! frees files loses no acknowledged message above the log start.
+//! frees files loses no acknowledged message above the log start. And
+//! `/metrics` counts the store's rows per keyspace, the dedup rows and
+//! locator spans among them, which grow with the messages a queue keeps.
 
 mod common;
 
@@ -347,4 +349,24 @@ async fn a_deleted_queues_log_directory_is_removed() {
     assert!(!dir.join("qlog/q9").exists());
     assert_eq!(node.read_all("kept", "p").await.records.len(), 60);
     assert_eq!(node.read_all("doomed", "p").await.records.len(), 1);
+}
+
+/// `/metrics` counts each keyspace's rows in RAM: a queue without retention
+/// keeps a dedup row per message with a transactionId and a locator span per
+/// push, which is how the growth with the messages stored shows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_count_the_store_rows_of_each_keyspace() {
+    let tmp = tempfile::tempdir().unwrap();
+    let node = Node::start(tmp.path(), &[]).await;
+    for round in 0..5 {
+        push(&node, "kept", round * 10, 10).await;
+    }
+    let rows = |keyspace: &'static str| {
+        let node = &node;
+        async move { node.counter(&format!("queen_store_rows{{group=\"0\",keyspace=\"{keyspace}\"}}")).await }
+    };
+    assert_eq!(rows("queues").await, 1);
+    assert_eq!(rows("partitions").await, 1);
+    assert_eq!(rows("dedup").await, 50, "a dedup row per message with a transactionId");
+    assert_eq!(rows("locator_spans").await, 5, "a span per push");
 }

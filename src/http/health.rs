@@ -49,9 +49,12 @@ pub async fn health(State(node): State<Arc<Node>>) -> (StatusCode, Json<Value>) 
 }
 
 /// The node's metrics; in a cluster, each raft group's state too, read
-/// from its raft status now.
+/// from its raft status now; and each group's store rows by keyspace, its
+/// store read-locked for the count.
 pub async fn metrics(State(node): State<Arc<Node>>) -> impl IntoResponse {
     for (g, group) in node.groups().iter().enumerate() {
+        let rows = group.view.local().row_counts();
+        node.metrics.record_store_rows(g, &rows);
         if let Some(s) = group.replicator.raft_status() {
             let state = GroupState { applied: s.applied, commit: s.commit, term: s.term, leader: s.leader };
             node.metrics.record_group(g, &state);

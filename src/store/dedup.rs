@@ -39,6 +39,11 @@ pub struct DedupIndex {
 }
 
 impl DedupIndex {
+    /// How many rows it holds: one per stored message with a transactionId.
+    pub fn row_count(&self) -> usize {
+        self.by_hash.values().map(HashMap::len).sum()
+    }
+
     /// Loads a row read from the checkpoint.
     pub fn load_row(&mut self, key: &[u8], value: &[u8]) -> Result<(), String> {
         let (q, p, offset) =

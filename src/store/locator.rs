@@ -25,6 +25,11 @@ pub struct Locator {
 }
 
 impl Locator {
+    /// How many spans it holds: one per push or produced batch stored.
+    pub fn span_count(&self) -> usize {
+        self.spans.values().map(Vec::len).sum()
+    }
+
     /// Records an append; appends of one partition arrive in offset order.
     /// Below a partition's `txns_start` there may be gaps, where reclaim
     /// freed a file while an older one was kept for other records.

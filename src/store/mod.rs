@@ -157,6 +157,28 @@ impl CheckpointJob {
 }
 
 impl Store {
+    /// The rows each keyspace holds in RAM, for `/metrics`: most grow with
+    /// live state (queues, partitions, cursors, groups), the dedup rows and
+    /// the locator's spans with the messages stored.
+    pub fn row_counts(&self) -> Vec<(&'static str, usize)> {
+        vec![
+            (self.queues.name, self.queues.len()),
+            (self.partitions.name, self.partitions.len()),
+            (self.cursors.name, self.cursors.len()),
+            (self.commit_metadata.name, self.commit_metadata.len()),
+            (self.shares.name, self.shares.len()),
+            (self.groups.name, self.groups.len()),
+            (self.dlq.name, self.dlq.len()),
+            (self.kv.name, self.kv.len()),
+            (self.kafka_txns.name, self.kafka_txns.len()),
+            (self.aborted_txns.name, self.aborted_txns.len()),
+            (self.kafka_hidden.name, self.kafka_hidden.len()),
+            (self.timers.name, self.timers.len()),
+            (dedup::KEYSPACE, self.dedup.row_count()),
+            ("locator_spans", self.locator.span_count()),
+        ]
+    }
+
     /// Builds the store from a verified checkpoint.
     pub fn from_rows(rows: LoadedRows, path: &Path) -> Result<Self, CheckpointError> {
         let mut store = Store::default();
