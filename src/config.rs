@@ -94,6 +94,12 @@ pub struct Settings {
     #[arg(long, env = "QUEEN_KAFKA_TRANSACTION_MAX_TIMEOUT_MS", default_value_t = 900_000)]
     pub kafka_transaction_max_timeout_ms: i32,
 
+    /// How long an idempotent Kafka producer may be silent in a partition
+    /// before its state there (epoch, last batches) is forgotten, in ms:
+    /// Kafka's `producer.id.expiration.ms`.
+    #[arg(long, env = "QUEEN_KAFKA_PRODUCER_ID_EXPIRATION_MS", default_value_t = 86_400_000)]
+    pub kafka_producer_id_expiration_ms: u64,
+
     /// Kafka connections open at once; more are closed as they arrive.
     #[arg(long, env = "QUEEN_KAFKA_MAX_CONNECTIONS", default_value_t = 10_000)]
     pub kafka_max_connections: usize,

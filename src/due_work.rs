@@ -8,6 +8,7 @@
 use crate::node::Node;
 use crate::planner::command::Command;
 use crate::planner::kafka_txn::{is_expired, KafkaTxnOp};
+use crate::planner::producers::any_expired;
 use crate::replicate::ProposeError;
 use crate::store::rows::KafkaTxnState;
 use crate::store::Store;
@@ -20,9 +21,15 @@ use std::time::Duration;
 /// electing a leader holds up no other; stops when the node takes no more
 /// writes. A proposal refused otherwise (no leader yet, a timeout) is made
 /// again at a later tick, while the work is still due.
-pub async fn run(node: Arc<Node>, tick: Duration, due: fn(&Store, i64) -> bool, command: fn() -> Command) {
+pub async fn run(
+    node: Arc<Node>,
+    tick: Duration,
+    due: impl Fn(&Store, i64) -> bool + Clone,
+    command: impl Fn() -> Command + Clone,
+) {
     let groups = (0..node.groups().len()).map(|g| {
         let node = node.clone();
+        let (due, command) = (due.clone(), command.clone());
         async move {
             let mut interval = tokio::time::interval(tick);
             interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -58,6 +65,14 @@ pub async fn expire_kafka_txns(node: Arc<Node>) {
         store.kafka_txns().any(|(_, row)| row.state == KafkaTxnState::Ongoing && is_expired(row, now))
     };
     run(node, Duration::from_secs(1), due, || Command::KafkaTxn(Box::new(KafkaTxnOp::Expire))).await
+}
+
+/// Idempotent Kafka producers silent past
+/// `QUEEN_KAFKA_PRODUCER_ID_EXPIRATION_MS`: looked for once a minute.
+pub async fn expire_producers(node: Arc<Node>) {
+    let expiry_us = (node.settings.kafka_producer_id_expiration_ms as i64).saturating_mul(1000);
+    let due = move |store: &Store, now: i64| any_expired(store, now, expiry_us);
+    run(node, Duration::from_secs(60), due, move || Command::ExpireProducers { expiry_us }).await
 }
 
 /// Idle implicit ephemeral queues (`QUEEN_EPHEMERAL_IDLE_S`), looked for

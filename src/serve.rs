@@ -32,6 +32,7 @@ pub fn serve(settings: Settings) {
         tokio::spawn(due_work::fire_timers(node.clone()));
         tokio::spawn(due_work::sweep_kv(node.clone()));
         tokio::spawn(due_work::expire_kafka_txns(node.clone()));
+        tokio::spawn(due_work::expire_producers(node.clone()));
         tokio::spawn(retention_scan::run(node.clone()));
         tokio::spawn(due_work::collect_idle_ephemeral(node.clone()));
         http::listener::serve(node.clone(), tls.http).await

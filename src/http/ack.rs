@@ -2,6 +2,7 @@
 //! result per acknowledgment, refusals included (`success: false` and an
 //! `error` that names why), as the client expects.
 
+use super::ack_places;
 use super::body::{json_object, objects, Fields};
 use super::error::ApiError;
 use super::ids::parse_partition_uuid;
@@ -63,7 +64,8 @@ pub fn item(f: &Fields<'_>, group: Option<&str>) -> Result<Result<AckItem, &'sta
 
 async fn acknowledge(node: &Node, fields: Vec<Fields<'_>>, group: Option<&str>) -> Result<Json<Value>, ApiError> {
     let parsed = fields.iter().map(|f| item(f, group)).collect::<Result<Vec<_>, _>>()?;
-    let commands: Vec<AckItem> = parsed.iter().filter_map(|p| p.as_ref().ok().cloned()).collect();
+    let mut commands: Vec<AckItem> = parsed.iter().filter_map(|p| p.as_ref().ok().cloned()).collect();
+    ack_places::resolve(node, &mut commands);
     let mut outcomes = node
         .ask_split(
             commands,

@@ -1,6 +1,7 @@
 //! The native HTTP API (axum), in the shapes the queen-mq 2.6.0 client speaks.
 
 pub(crate) mod ack;
+pub(crate) mod ack_places;
 pub(crate) mod auth;
 pub(crate) mod body;
 pub(crate) mod changed;

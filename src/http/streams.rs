@@ -218,6 +218,10 @@ pub async fn cycle(
         .iter()
         .map(|p| (p.queue.clone(), p.transaction_id().expect("an HTTP push item is one message").to_string()))
         .collect();
+    let mut ack = ack;
+    if let Some(item) = ack.as_mut() {
+        super::ack_places::resolve(&node, std::slice::from_mut(item));
+    }
     let cycle =
         Cycle { query_id: query_id.clone(), partition: canonical_partition(&partition_text), state, pushes, ack };
     let base = |success: bool| {

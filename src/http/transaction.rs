@@ -164,6 +164,7 @@ pub async fn commit(
         .map(|p| (p.queue.clone(), p.transaction_id().expect("an HTTP push item is one message").to_string()))
         .collect();
     let ack_ids: Vec<String> = bundle.acks.iter().map(|a| a.transaction_id.clone()).collect();
+    super::ack_places::resolve(&node, &mut bundle.acks);
     let group = one_group(&node, &bundle)?;
     let answer = group.replicator.ask(Typed::transaction(bundle)).await?;
     let (pushes, acks, kv_results, timer_results) = match answer {

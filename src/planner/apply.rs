@@ -5,9 +5,13 @@
 use super::effect::{Effect, Entry};
 use super::{cursor, held};
 use crate::qlog::files::Location;
+use crate::qlog::message_record::Piece;
 use crate::queue_options;
 use crate::store::locator::Span;
-use crate::store::rows::{AbortedTxnRow, CursorRow, DlqRow, GroupRow, MembershipRow, PartitionRow, QueueRow};
+use crate::store::rows::{
+    AbortedTxnRow, CursorRow, DlqRow, GroupRow, MembershipRow, PartitionRow, ProducerBatch, ProducerRow, QueueRow,
+    FORGOTTEN,
+};
 use crate::store::{CursorKey, Store, MEMBERSHIP_ROW};
 
 /// Applies `entry`, whose message records sit at `locations` (one per
@@ -188,8 +192,18 @@ pub fn apply_effect(store: &mut Store, entry: &Entry, effect: &Effect, locations
                     m.span.queue == *queue && m.span.partition == *partition && m.span.first_offset == *first_offset
                 })
                 .expect("every append has its message record");
-            for (k, hash) in record.hashes.iter().enumerate() {
-                store.dedup.insert(*queue, *partition, *hash, first_offset + k as u64);
+            // From catalogue 5 a Kafka record has no dedup row: its
+            // producer's state deduplicates it (`ProducerBatch`).
+            let kafka_rows = store.catalogue() < 5;
+            let mut at = 0;
+            for piece in &record.pieces {
+                let count = piece.count() as usize;
+                if kafka_rows || matches!(piece, Piece::Message(_)) {
+                    for (k, hash) in record.hashes[at..at + count].iter().enumerate() {
+                        store.dedup.insert(*queue, *partition, *hash, first_offset + (at + k) as u64);
+                    }
+                }
+                at += count;
             }
             store.locator.insert(
                 *queue,
@@ -212,6 +226,20 @@ pub fn apply_effect(store: &mut Store, entry: &Entry, effect: &Effect, locations
             }
         }
         Effect::DeletePartition { queue, partition } => store.remove_partition(*queue, *partition),
+        Effect::ProducerBatch { queue, partition, producer_id, epoch, first_seq, last_seq, first_offset } => {
+            let key = (*queue, *partition, *producer_id);
+            let mut row = store.producers.get(&key).cloned().unwrap_or_default();
+            let batch = ProducerBatch { first_seq: *first_seq, last_seq: *last_seq, first_offset: *first_offset };
+            row.record(*epoch, batch, ts);
+            store.producers.insert(key, row);
+        }
+        Effect::ForgetProducers { queue, partition, producer_ids } => {
+            for id in producer_ids {
+                store.producers.remove(&(*queue, *partition, *id));
+            }
+            let forgotten = ProducerRow { last_write_us: ts, ..Default::default() };
+            store.producers.insert((*queue, *partition, FORGOTTEN), forgotten);
+        }
     }
 }
 

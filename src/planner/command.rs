@@ -94,6 +94,12 @@ pub enum Command {
     /// A share group's acquisitions, acknowledgements and releases
     /// (`planner/share.rs`). After `KafkaTxn`, for the same reason.
     Share(super::share::ShareOp),
+    /// Forgets the idempotent Kafka producers silent in a partition for
+    /// `expiry_us` (`planner/producers.rs`). After `Share`, for the same
+    /// reason.
+    ExpireProducers {
+        expiry_us: i64,
+    },
 }
 
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]

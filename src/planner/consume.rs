@@ -12,6 +12,7 @@ use super::overlay::Overlay;
 use super::share::{self, AckKind};
 use super::share_config::ShareConfig;
 use crate::message::transaction_hash;
+use crate::qlog::kafka_batch::placed_offset;
 use crate::queue_options::QueueOptions;
 use crate::store::rows::{CursorRow, GroupRow, LeaseRow};
 use crate::store::{CursorKey, Store};
@@ -277,7 +278,10 @@ fn plan_ack(
 ) -> AckOutcome {
     let refused = |why| AckOutcome { refused: Some(Refused(why)), ..Default::default() };
     let (queue, partition, group) = (item.queue_id, item.partition_id, item.group.clone());
-    let Some(offset) = overlay.dedup(store, queue, partition, &transaction_hash(&item.transaction_id)) else {
+    // A message by its dedup row; a Kafka record, which has none, by the
+    // place its ack was resolved to.
+    let row = overlay.dedup(store, queue, partition, &transaction_hash(&item.transaction_id));
+    let Some(offset) = row.or_else(|| placed_offset(&item.transaction_id)) else {
         return refused(REFUSED_UNRESOLVABLE);
     };
     let key: CursorKey = (queue, partition, group.clone());

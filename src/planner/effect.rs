@@ -210,6 +210,26 @@ pub enum Effect {
         expires_us: i64,
         offsets: Vec<u64>,
     },
+    /// An idempotent Kafka producer's batch, written at `first_offset` by
+    /// the same entry's `Append` (effect catalogue 5): the producer's state
+    /// in the partition (`rows::ProducerRow`) records it.
+    ProducerBatch {
+        queue: u64,
+        partition: u64,
+        producer_id: u64,
+        epoch: i16,
+        first_seq: i32,
+        last_seq: i32,
+        first_offset: u64,
+    },
+    /// Producers silent in the partition for longer than their expiry are
+    /// forgotten (effect catalogue 5): a later batch of theirs is taken as
+    /// from a producer never seen, as Kafka takes it.
+    ForgetProducers {
+        queue: u64,
+        partition: u64,
+        producer_ids: Vec<u64>,
+    },
 }
 
 impl Effect {
@@ -245,6 +265,8 @@ impl Effect {
             Effect::Acquire { .. } => "acquire",
             Effect::Release { .. } => "release",
             Effect::Renew { .. } => "renew",
+            Effect::ProducerBatch { .. } => "producer_batch",
+            Effect::ForgetProducers { .. } => "forget_producers",
         }
     }
     /// The queue whose log holds the effect's entry record; 0, the system
@@ -262,6 +284,7 @@ impl Effect {
             | Effect::TimerSet { .. }
             | Effect::TimerDelete { .. }
             | Effect::Retain { .. }
+            | Effect::ForgetProducers { .. }
             | Effect::DeletePartition { .. }
             | Effect::DeleteQueue { .. }
             | Effect::Membership(_)
@@ -284,7 +307,8 @@ impl Effect {
             | Effect::HideOffsets { queue, .. }
             | Effect::Acquire { queue, .. }
             | Effect::Release { queue, .. }
-            | Effect::Renew { queue, .. } => *queue,
+            | Effect::Renew { queue, .. }
+            | Effect::ProducerBatch { queue, .. } => *queue,
         }
     }
 }

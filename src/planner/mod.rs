@@ -15,6 +15,7 @@ pub mod kafka_txn;
 pub mod kv;
 pub(crate) mod locks;
 pub(crate) mod overlay;
+pub mod producers;
 pub(crate) mod push;
 pub(crate) mod queues;
 pub(crate) mod retention;
@@ -185,6 +186,11 @@ impl Planner {
                 let effects = retention::plan_retain(store, overlay, &partitions, timestamp_us, txn_window_min_s);
                 let partitions = effects.len();
                 (effects, vec![], Answer::Retained { partitions })
+            }
+            Command::ExpireProducers { expiry_us } => {
+                let effects = producers::plan_expire(store, overlay, timestamp_us, expiry_us);
+                let rows = effects.len();
+                (effects, vec![], Answer::Swept { rows })
             }
             Command::CleanupPartitions { partitions, idle_us } => {
                 let effects = cleanup::plan_cleanup(store, overlay, &partitions, timestamp_us, idle_us);

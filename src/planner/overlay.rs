@@ -7,8 +7,8 @@
 
 use crate::placement::id_floor;
 use crate::queue_options::QueueOptions;
-use crate::store::rows::{CursorRow, GroupRow, KafkaTxnRow, KvRow, ShareRow, TimerRow};
-use crate::store::{CursorKey, Store};
+use crate::store::rows::{CursorRow, GroupRow, KafkaTxnRow, KvRow, ProducerRow, ShareRow, TimerRow};
+use crate::store::{CursorKey, ProducerKey, Store, CATALOGUE_ROW};
 use std::borrow::Borrow;
 // Consulted and updated for every planned command: foldhash, not SipHash.
 use foldhash::{HashMap, HashMapExt, HashSet};
@@ -108,6 +108,9 @@ pub struct Overlay {
     /// Log starts that unapplied retention moved.
     log_starts: Layer<(u64, u64), u64>,
     dedup: Layer<(u64, u64, [u8; 16]), u64>,
+    /// Kafka producers' states written (`None`: forgotten) by unapplied
+    /// entries.
+    producers: Layer<ProducerKey, Option<ProducerRow>>,
     next_queue_id: Next,
     next_partition_id: Next,
     /// The raft group this planner plans for: it numbers queues and
@@ -152,6 +155,7 @@ impl Overlay {
             ("next_offsets", self.next_offsets.0.is_empty()),
             ("log_starts", self.log_starts.0.is_empty()),
             ("dedup", self.dedup.0.is_empty()),
+            ("producers", self.producers.0.is_empty()),
             ("cursors", self.cursors.0.is_empty()),
             ("groups", self.groups.0.is_empty()),
             ("leases", self.leases.0.is_empty()),
@@ -181,6 +185,7 @@ impl Overlay {
         self.next_offsets.forget_through(applied);
         self.log_starts.forget_through(applied);
         self.dedup.forget_through(applied);
+        self.producers.forget_through(applied);
         self.next_queue_id.forget_through(applied);
         self.next_partition_id.forget_through(applied);
         self.cursors.forget_through(applied);
@@ -363,6 +368,25 @@ impl Overlay {
         let mut ends: Vec<(u64, u64)> = self.partitions_of(store, queue).map(|p| (p, end(p))).collect();
         ends.sort_unstable();
         ends
+    }
+
+    /// The effect catalogue version the entries planned so far let this
+    /// planner write (`Store::catalogue`).
+    pub fn catalogue(&self, store: &Store) -> u32 {
+        match self.kv.get(CATALOGUE_ROW) {
+            Some(row) => row.as_ref().and_then(|r| r.value.parse().ok()).unwrap_or(1),
+            None => store.catalogue(),
+        }
+    }
+
+    /// An idempotent Kafka producer's state in a partition as the entries
+    /// planned so far leave it.
+    pub fn producer(&self, store: &Store, key: &ProducerKey) -> Option<ProducerRow> {
+        self.producers.row(key, || store.producers.get(key).cloned())
+    }
+
+    pub fn put_producer(&mut self, key: ProducerKey, row: Option<ProducerRow>) {
+        self.producers.insert(self.stamp, key, row);
     }
 
     pub fn dedup(&self, store: &Store, queue: u64, partition: u64, hash: &[u8; 16]) -> Option<u64> {

@@ -7,7 +7,9 @@ use super::items::{PushBody, PushItem, PushOutcome, PushStatus, QUEUE_MODE};
 use super::overlay::Overlay;
 use crate::log_id::LogId;
 use crate::message::transaction_hash;
+use crate::qlog::kafka_batch::KafkaBatch;
 use crate::qlog::message_record::{MessageRecord, MessageSpan, Piece};
+use crate::store::rows::{ProducerBatch, FORGOTTEN};
 use crate::store::Store;
 use foldhash::{HashSet, HashSetExt};
 use std::collections::BTreeMap;
@@ -51,11 +53,17 @@ pub fn check_max_size(store: &Store, overlay: &Overlay, items: &[PushItem]) -> R
         if slot.max == 0 {
             continue;
         }
+        let partition = overlay.partition_id(store, queue, &item.partition);
+        if let (Some(p), PushBody::Kafka(_)) = (partition, &item.body) {
+            if verdict(store, overlay, queue, p, &item.body) == Verdict::New {
+                slot.new_by_place += u64::from(item.count());
+            }
+            continue;
+        }
         let Some(hash) = item.dedup_hash() else {
             slot.new_by_place += u64::from(item.count());
             continue;
         };
-        let partition = overlay.partition_id(store, queue, &item.partition);
         if partition.is_none_or(|p| overlay.dedup(store, queue, p, &hash).is_none()) {
             slot.new.insert((partition, hash));
             slot.new_by_place += u64::from(item.count()) - 1;
@@ -105,24 +113,35 @@ pub fn plan_push(
                 p
             }
         };
-        if let Some(offset) = item.dedup_hash().and_then(|hash| overlay.dedup(store, queue, partition, &hash)) {
-            outcomes.push(PushOutcome {
-                queue_id: queue,
-                partition_id: partition,
-                offset,
-                status: PushStatus::Duplicate,
-                timestamp_us,
-            });
-            continue;
-        }
-        if let Some(status) = out_of_order(store, overlay, queue, partition, &item) {
-            outcomes.push(PushOutcome { queue_id: queue, partition_id: partition, offset: 0, status, timestamp_us });
-            continue;
+        let refused =
+            |offset, status| PushOutcome { queue_id: queue, partition_id: partition, offset, status, timestamp_us };
+        match verdict(store, overlay, queue, partition, &item.body) {
+            Verdict::New => {}
+            Verdict::Duplicate(offset) => {
+                outcomes.push(refused(offset, PushStatus::Duplicate));
+                continue;
+            }
+            Verdict::OutOfOrder => {
+                outcomes.push(refused(0, PushStatus::OutOfOrder));
+                continue;
+            }
+            Verdict::Fenced => {
+                outcomes.push(refused(0, PushStatus::Fenced));
+                continue;
+            }
         }
         let offset = overlay.take_offsets(store, queue, partition, item.count());
         let (hashes, piece) = match item.body {
             PushBody::Message { transaction_id, payload } => {
                 (vec![transaction_hash(&transaction_id)], Piece::Message(payload))
+            }
+            PushBody::Kafka(batch) if overlay.catalogue(store) >= 5 => {
+                // No dedup row will be made of them (apply skips a Kafka
+                // piece's hashes): the producer's state answers retries.
+                if let Some(effect) = producer_batch(overlay, store, queue, partition, &batch, offset, timestamp_us) {
+                    effects.push(effect);
+                }
+                (vec![[0; 16]; batch.count as usize], Piece::Kafka(batch))
             }
             PushBody::Kafka(batch) => {
                 let ids = (0..batch.count).map(|i| batch.transaction_id(i, id, offset + u64::from(i)));
@@ -165,29 +184,140 @@ pub fn plan_push(
     PlannedPush { effects, messages, outcomes }
 }
 
-/// Why an idempotent producer's Kafka batch may not be written, if it may
-/// not: its epoch is fenced, or the record it follows is not stored. This
-/// is where idempotence is decided, on replicated rows, so every node
-/// decides alike and a new leader knows what the old one wrote: a batch
-/// after one lost in a leader's crash is refused, and its producer sends
-/// the lost one again, rather than taking it for written. Once retention
-/// has dropped some of the partition's rows, a missing row proves no loss,
-/// and the batch is let through, as Kafka lets through the sequence of a
-/// producer whose state retention removed.
-fn out_of_order(store: &Store, overlay: &Overlay, queue: u64, partition: u64, item: &PushItem) -> Option<PushStatus> {
-    let (preceding, next_epoch) = item.producer_order_hashes();
-    if next_epoch.is_some_and(|hash| overlay.dedup(store, queue, partition, &hash).is_some()) {
-        return Some(PushStatus::Fenced);
+/// What a push item meets in its partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    New,
+    /// Stored before, at this offset.
+    Duplicate(u64),
+    /// An idempotent producer's batch whose preceding one is not stored.
+    OutOfOrder,
+    /// An idempotent producer's batch from an epoch it has moved past.
+    Fenced,
+}
+
+/// Whether an item may be written to the partition. A message is a
+/// duplicate when its transactionId's dedup row is there. An idempotent
+/// Kafka producer's batch is judged, from catalogue 5, by the producer's
+/// state in the partition, as Kafka's `ProducerStateManager` judges it; a
+/// producer the state does not know (new, forgotten, or last seen before
+/// the upgrade to catalogue 5) by the dedup rows its earlier records may
+/// have. This is decided on replicated rows, so every node decides alike
+/// and a new leader knows what the old one wrote.
+fn verdict(store: &Store, overlay: &Overlay, queue: u64, partition: u64, body: &PushBody) -> Verdict {
+    let batch = match body {
+        PushBody::Message { transaction_id, .. } => {
+            let hash = transaction_hash(transaction_id);
+            return overlay.dedup(store, queue, partition, &hash).map_or(Verdict::New, Verdict::Duplicate);
+        }
+        PushBody::Kafka(batch) => batch,
+    };
+    let Some((producer_id, epoch, first_seq)) = batch.producer() else {
+        return Verdict::New;
+    };
+    let last_seq = last_sequence(first_seq, batch.count);
+    let legacy = || legacy_verdict(store, overlay, queue, partition, batch);
+    if overlay.catalogue(store) < 5 {
+        return legacy();
     }
-    let preceding = preceding?;
+    let Some(state) = overlay.producer(store, &(queue, partition, producer_id as u64)) else {
+        return legacy();
+    };
+    if epoch < state.epoch {
+        return Verdict::Fenced;
+    }
+    if epoch > state.epoch {
+        // A new epoch starts its sequences over.
+        return if first_seq == 0 { Verdict::New } else { Verdict::OutOfOrder };
+    }
+    if let Some(b) = state.batches.iter().find(|b| b.first_seq == first_seq && b.last_seq == last_seq) {
+        return Verdict::Duplicate(b.first_offset);
+    }
+    if state.last_seq().is_some_and(|last| first_seq == next_sequence(last)) {
+        return Verdict::New;
+    }
+    // A retry of a batch written before the upgrade, which its dedup rows
+    // still answer; anything else is out of sequence.
+    match legacy() {
+        Verdict::Duplicate(offset) => Verdict::Duplicate(offset),
+        _ => Verdict::OutOfOrder,
+    }
+}
+
+/// The rule before catalogue 5, on dedup rows: a duplicate when the
+/// batch's first record has its row; fenced once the first record of the
+/// producer's next epoch has one; out of order when the record just before
+/// it has none. Once retention dropped some of the partition's rows, or
+/// the producer's state was forgotten there, a missing row proves no loss
+/// and the batch is let through, as Kafka lets through the sequence of a
+/// producer whose state it no longer has.
+fn legacy_verdict(store: &Store, overlay: &Overlay, queue: u64, partition: u64, batch: &KafkaBatch) -> Verdict {
+    let row = |id: Option<String>| id.and_then(|id| overlay.dedup(store, queue, partition, &transaction_hash(&id)));
+    if let Some(offset) = row(batch.idempotent_transaction_id(0)) {
+        return Verdict::Duplicate(offset);
+    }
+    if row(batch.next_epoch_transaction_id()).is_some() {
+        return Verdict::Fenced;
+    }
+    let Some(preceding) = batch.preceding_transaction_id() else {
+        return Verdict::New;
+    };
     let rows_dropped = store.partition(queue, partition).is_some_and(|row| row.txns_start > 0);
-    (!rows_dropped && overlay.dedup(store, queue, partition, &preceding).is_none()).then_some(PushStatus::OutOfOrder)
+    let forgotten = overlay.producer(store, &(queue, partition, FORGOTTEN)).is_some();
+    match rows_dropped || forgotten || row(Some(preceding)).is_some() {
+        true => Verdict::New,
+        false => Verdict::OutOfOrder,
+    }
+}
+
+/// The `ProducerBatch` recording an idempotent producer's batch written at
+/// `offset`, with the producer's state updated in the overlay; none for a
+/// producer that is not idempotent.
+fn producer_batch(
+    overlay: &mut Overlay,
+    store: &Store,
+    queue: u64,
+    partition: u64,
+    batch: &KafkaBatch,
+    offset: u64,
+    at_us: i64,
+) -> Option<Effect> {
+    let (producer_id, epoch, first_seq) = batch.producer()?;
+    let key = (queue, partition, producer_id as u64);
+    let last_seq = last_sequence(first_seq, batch.count);
+    let mut state = overlay.producer(store, &key).unwrap_or_default();
+    state.record(epoch, ProducerBatch { first_seq, last_seq, first_offset: offset }, at_us);
+    overlay.put_producer(key, Some(state));
+    Some(Effect::ProducerBatch {
+        queue,
+        partition,
+        producer_id: producer_id as u64,
+        epoch,
+        first_seq,
+        last_seq,
+        first_offset: offset,
+    })
+}
+
+/// The sequence after `seq`: Kafka's wrap from `i32::MAX` to 0.
+fn next_sequence(seq: i32) -> i32 {
+    if seq == i32::MAX {
+        0
+    } else {
+        seq + 1
+    }
+}
+
+/// The last sequence of a batch of `count` records from `first`, wrapping
+/// as Kafka wraps.
+fn last_sequence(first: i32, count: u32) -> i32 {
+    ((i64::from(first) + i64::from(count) - 1) % (i64::from(i32::MAX) + 1)) as i32
 }
 
 #[cfg(test)]
 mod tests {
     use crate::planner::command::{Answer, Command, ConfigureQueue, PushItem, PushOutcome, PushStatus};
-    use crate::planner::testing::{fresh, kafka_batch, one_message_applied, plan, push, run_at};
+    use crate::planner::testing::{fresh, kafka_batch, one_message_applied, plan, push, run_at, store_at_catalogue};
     use crate::planner::Planner;
     use crate::store::Store;
 
@@ -236,6 +366,90 @@ mod tests {
         assert_eq!(stale.status, PushStatus::Fenced, "a batch of a bumped epoch was written");
         let other = pushed(&mut planner, &mut store, 4, kafka_batch(8, 0, 0, 1, false));
         assert_eq!(other.status, PushStatus::Queued, "another producer was refused");
+    }
+
+    #[test]
+    fn a_kafka_record_leaves_no_dedup_row_and_its_producers_last_five_batches_answer_retries() {
+        let (mut store, mut planner) = fresh();
+        for (i, seq) in (0..30).step_by(3).enumerate() {
+            let outcome = pushed(&mut planner, &mut store, 1 + i as i64, kafka_batch(7, 0, seq, 3, false));
+            assert_eq!((outcome.status, outcome.offset), (PushStatus::Queued, seq as u64));
+        }
+        pushed(&mut planner, &mut store, 20, kafka_batch(-1, -1, -1, 4, false));
+        assert_eq!(store.dedup.row_count(), 0, "a Kafka record made a dedup row");
+        assert_eq!(store.producers.len(), 1, "one row for the one idempotent producer");
+        let retry = pushed(&mut planner, &mut store, 21, kafka_batch(7, 0, 15, 3, false));
+        assert_eq!((retry.status, retry.offset), (PushStatus::Duplicate, 15), "a retry of one of the last five");
+        let older = pushed(&mut planner, &mut store, 22, kafka_batch(7, 0, 3, 3, false));
+        assert_eq!(older.status, PushStatus::OutOfOrder, "a batch older than the last five is out of sequence");
+        let next = pushed(&mut planner, &mut store, 23, kafka_batch(7, 0, 30, 3, false));
+        assert_eq!((next.status, next.offset), (PushStatus::Queued, 34));
+        let bumped = pushed(&mut planner, &mut store, 24, kafka_batch(7, 1, 5, 1, false));
+        assert_eq!(bumped.status, PushStatus::OutOfOrder, "a new epoch starts at sequence 0");
+        pushed(&mut planner, &mut store, 25, kafka_batch(7, 1, 0, 1, false));
+        let stale = pushed(&mut planner, &mut store, 26, kafka_batch(7, 0, 33, 1, false));
+        assert_eq!(stale.status, PushStatus::Fenced);
+    }
+
+    #[test]
+    fn producers_active_before_the_upgrade_to_catalogue_5_keep_their_retries_answered() {
+        let (mut planner, mut store) = (Planner::new(1, crate::log_id::LogId::default()), store_at_catalogue(4));
+        pushed(&mut planner, &mut store, 1, kafka_batch(7, 0, 0, 3, false));
+        pushed(&mut planner, &mut store, 2, kafka_batch(7, 0, 3, 3, false));
+        assert_eq!(store.dedup.row_count(), 6, "before catalogue 5 every Kafka record has its row");
+        let raise = crate::replicate::raft::version_gate::raise(5);
+        run_at(&mut planner, &mut store, 3, Command::Kv(vec![raise]));
+        assert_eq!(store.catalogue(), 5);
+        let retry = pushed(&mut planner, &mut store, 4, kafka_batch(7, 0, 3, 3, false));
+        assert_eq!((retry.status, retry.offset), (PushStatus::Duplicate, 3), "a retry of a batch before the upgrade");
+        let next = pushed(&mut planner, &mut store, 5, kafka_batch(7, 0, 6, 3, false));
+        assert_eq!((next.status, next.offset), (PushStatus::Queued, 6), "the batch after them, on their rows");
+        assert_eq!(store.dedup.row_count(), 6, "no row for the batch written after the upgrade");
+        let again = pushed(&mut planner, &mut store, 6, kafka_batch(7, 0, 0, 3, false));
+        assert_eq!((again.status, again.offset), (PushStatus::Duplicate, 0), "an older retry, still on its rows");
+        let skipped = pushed(&mut planner, &mut store, 7, kafka_batch(8, 0, 4, 1, false));
+        assert_eq!(skipped.status, PushStatus::OutOfOrder, "a new producer past a lost first batch");
+    }
+
+    #[test]
+    fn a_producer_silent_past_its_expiry_is_forgotten_and_taken_again_at_any_sequence() {
+        let (mut store, mut planner) = fresh();
+        const DAY_US: i64 = 86_400_000_000;
+        pushed(&mut planner, &mut store, 1, kafka_batch(7, 0, 0, 3, false));
+        pushed(&mut planner, &mut store, DAY_US / 2, kafka_batch(8, 0, 0, 3, false));
+        let expire = Command::ExpireProducers { expiry_us: DAY_US };
+        assert!(matches!(run_at(&mut planner, &mut store, DAY_US + 2, expire), Answer::Swept { rows: 1 }));
+        assert!(store.producers.get(&(1, 1, 7)).is_none(), "producer 7 was silent for a day");
+        assert!(store.producers.get(&(1, 1, 8)).is_some(), "producer 8 wrote half a day ago");
+        let resumed = pushed(&mut planner, &mut store, DAY_US + 1, kafka_batch(7, 0, 40, 2, false));
+        assert_eq!(resumed.status, PushStatus::Queued, "a forgotten producer is taken at its sequence");
+    }
+
+    #[test]
+    fn an_ack_names_a_kafka_record_by_its_place() {
+        let (mut store, mut planner) = fresh();
+        pushed(&mut planner, &mut store, 1, kafka_batch(7, 0, 0, 3, false));
+        let Command::Pop(mut request) = crate::planner::testing::pop("g") else { unreachable!() };
+        request.queue = Some("t".into());
+        let popped = run_at(&mut planner, &mut store, 2, Command::Pop(request));
+        let Answer::Popped(claims) = popped else { panic!("a pop answered {popped:?}") };
+        let lease = claims[0].lease_id.clone();
+        let ack = |id: String| {
+            Command::Ack(vec![crate::planner::command::AckItem {
+                queue_id: 1,
+                partition_id: 1,
+                transaction_id: id,
+                group: "g".into(),
+                lease_id: Some(lease.clone()),
+                status: crate::planner::command::AckStatus::Completed,
+                error: None,
+            }])
+        };
+        let Answer::Acked(by_id) = run_at(&mut planner, &mut store, 3, ack("kafka:7:0:0".into())) else { panic!() };
+        assert!(by_id[0].refused.is_some(), "a Kafka record has no dedup row to resolve its id by");
+        let placed = crate::qlog::kafka_batch::place_id(0);
+        let Answer::Acked(by_place) = run_at(&mut planner, &mut store, 4, ack(placed)) else { panic!() };
+        assert_eq!(by_place[0].refused, None, "{by_place:?}");
     }
 
     #[test]

@@ -39,7 +39,16 @@ pub fn settle(store: &mut Store, planned: &Planned) {
 
 /// An empty store, and a planner whose first entry is index 1.
 pub fn fresh() -> (Store, Planner) {
-    (Store::default(), Planner::new(1, LogId::default()))
+    (store_at_catalogue(crate::replicate::raft::version_gate::EFFECT_CATALOGUE), Planner::new(1, LogId::default()))
+}
+
+/// An empty store whose cluster writes effect catalogue `version`, as a
+/// raised one has it (a row of the cluster's own KV namespace).
+pub fn store_at_catalogue(version: u32) -> Store {
+    let mut store = Store::default();
+    let row = crate::store::rows::KvRow { value: version.to_string(), version: 0, expires_us: None, updated_us: 0 };
+    store.put_kv(crate::store::CATALOGUE_ROW.to_string(), row);
+    store
 }
 
 /// A store holding one applied message, "t1" in partition "p" of queue "q",

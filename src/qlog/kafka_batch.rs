@@ -50,6 +50,20 @@ pub fn idempotent_transaction_id(producer_id: i64, producer_epoch: i16, sequence
     format!("kafka:{producer_id}:{producer_epoch}:{sequence}")
 }
 
+/// A Kafka record named by its place in its partition, as an HTTP ack may
+/// name it once resolved (`http/ack_places.rs`): the offset, in text no
+/// pop shows.
+pub fn place_id(offset: u64) -> String {
+    format!("{PLACE_PREFIX}{offset}")
+}
+
+/// The offset a place id names (`place_id`); none for any other text.
+pub fn placed_offset(id: &str) -> Option<u64> {
+    id.strip_prefix(PLACE_PREFIX)?.parse().ok()
+}
+
+const PLACE_PREFIX: &str = "kafka-place:";
+
 impl KafkaBatch {
     /// A batch as it came, checked to be one: long enough, magic 2, at
     /// least one record. Its CRC and records were checked by the decode
@@ -99,7 +113,7 @@ impl KafkaBatch {
     }
 
     /// An idempotent producer's id, epoch and base sequence.
-    fn producer(&self) -> Option<(i64, i16, i32)> {
+    pub fn producer(&self) -> Option<(i64, i16, i32)> {
         let b = &self.bytes;
         let id = i64::from_be_bytes(b[PRODUCER_ID_AT..PRODUCER_ID_AT + 8].try_into().expect("eight bytes"));
         let epoch = i16::from_be_bytes(b[PRODUCER_EPOCH_AT..PRODUCER_EPOCH_AT + 2].try_into().expect("two bytes"));

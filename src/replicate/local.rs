@@ -18,6 +18,7 @@ use super::log_store::open_batch::OpenBatch;
 use super::log_store::syncer::Syncer;
 use super::proposer::sequencer::Sequencer;
 use super::proposer::Msg;
+use super::raft::version_gate::{self, EFFECT_CATALOGUE};
 use super::stage::spawn;
 use super::state_machine::after_apply::{AfterApply, CheckpointPace};
 use super::state_machine::applier::Applier;
@@ -66,6 +67,7 @@ pub struct LocalReplicator {
 
 impl LocalReplicator {
     pub fn start(p: Pipeline) -> Self {
+        let older = p.state.read().expect("store lock").catalogue() < EFFECT_CATALOGUE;
         let (tx, rx) = mpsc::channel();
         let (to_applier, applier_rx) = mpsc::channel();
         let open = Arc::new(OpenBatch::new(p.writer, p.checkpointed));
@@ -90,7 +92,15 @@ impl LocalReplicator {
             threads: vec![syncer, applier],
         };
         let thread = spawn("sequencer", move || sequencer.run(rx));
-        Self { tx: Mutex::new(Some(tx)), thread: Mutex::new(Some(thread)) }
+        let replicator = Self { tx: Mutex::new(Some(tx)), thread: Mutex::new(Some(thread)) };
+        if older {
+            // One node is every member: the first entry it plans raises
+            // the catalogue it writes, so every command after it is planned,
+            // and every replay applies it, by this build's rules; and an
+            // older build refuses the directory rather than misread it.
+            drop(replicator.send(Command::Kv(vec![version_gate::raise(EFFECT_CATALOGUE)])));
+        }
+        replicator
     }
 
     /// Hands the command to the sequencer now; the future waits for its answer.

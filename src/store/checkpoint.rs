@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use xxhash_rust::xxh3::Xxh3;
 
 /// Every keyspace, `meta` last so its counts see the other writes.
-pub const KEYSPACES: [&str; 15] = [
+pub const KEYSPACES: [&str; 16] = [
     "queues",
     "partitions",
     "dedup",
@@ -29,6 +29,7 @@ pub const KEYSPACES: [&str; 15] = [
     "aborted_txns",
     "kafka_hidden",
     "shares",
+    "producers",
     "meta",
 ];
 

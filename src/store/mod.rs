@@ -18,7 +18,7 @@ use keyspace::{EncodeChanges, Keyspace};
 use locator::Locator;
 use rows::{
     AbortedTxnRow, CursorRow, DlqRow, GroupRow, KafkaTxnRow, KafkaTxnState, KvRow, MembershipRow, PartitionRow,
-    QueueRow, ShareRow, TimerRow,
+    ProducerRow, QueueRow, ShareRow, TimerRow,
 };
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
@@ -28,8 +28,13 @@ pub type PartitionKey = (u64, u64);
 pub type CursorKey = (u64, u64, String);
 /// (queue id, partition id, consumer group, offset).
 pub type DlqKey = (u64, u64, String, u64);
+/// (queue id, partition id, Kafka producer id).
+pub type ProducerKey = (u64, u64, u64);
 /// The key of the one row of `membership`.
 pub const MEMBERSHIP_ROW: &str = "current";
+/// The KV row (namespace `queen-cluster`, key `effect-catalogue`) that holds
+/// the effect catalogue version the cluster writes (`version_gate.rs`).
+pub const CATALOGUE_ROW: &str = "queen-cluster\0effect-catalogue";
 
 pub struct Store {
     /// The last entry applied.
@@ -47,6 +52,8 @@ pub struct Store {
     pub queues: Keyspace<String, QueueRow>,
     pub partitions: Keyspace<PartitionKey, PartitionRow>,
     pub dedup: DedupIndex,
+    /// Idempotent Kafka producers' state per partition (`rows::ProducerRow`).
+    pub producers: Keyspace<ProducerKey, ProducerRow>,
     pub cursors: Keyspace<CursorKey, CursorRow>,
     /// The metadata string of a group's last Kafka offset commit on a
     /// partition, when it was not empty. A keyspace of its own, so that a
@@ -127,6 +134,7 @@ impl Default for Store {
             queues: Keyspace::new("queues"),
             partitions: Keyspace::new("partitions"),
             dedup: DedupIndex::default(),
+            producers: Keyspace::new("producers"),
             cursors: Keyspace::new("cursors"),
             commit_metadata: Keyspace::new("commit_metadata"),
             shares: Keyspace::new("shares"),
@@ -174,6 +182,7 @@ impl Store {
             (self.aborted_txns.name, self.aborted_txns.len()),
             (self.kafka_hidden.name, self.kafka_hidden.len()),
             (self.timers.name, self.timers.len()),
+            (self.producers.name, self.producers.len()),
             (dedup::KEYSPACE, self.dedup.row_count()),
             ("locator_spans", self.locator.span_count()),
         ]
@@ -188,6 +197,7 @@ impl Store {
                     "queues" => store.queues.load_row(&key, &value),
                     "partitions" => store.partitions.load_row(&key, &value),
                     "dedup" => store.dedup.load_row(&key, &value),
+                    "producers" => store.producers.load_row(&key, &value),
                     "cursors" => store.cursors.load_row(&key, &value),
                     "commit_metadata" => store.commit_metadata.load_row(&key, &value),
                     "shares" => store.shares.load_row(&key, &value),
@@ -252,6 +262,13 @@ impl Store {
 
     pub fn queue_name(&self, id: u64) -> Option<&str> {
         self.queue_names.get(&id).map(String::as_str)
+    }
+
+    /// The effect catalogue version the entries applied so far let a
+    /// leader write: 1 until one raised it (`version_gate.rs`). Apply reads
+    /// it too, so every node executes an entry as its planner meant.
+    pub fn catalogue(&self) -> u32 {
+        self.kv.get(&CATALOGUE_ROW.to_string()).and_then(|r| r.value.parse().ok()).unwrap_or(1)
     }
 
     pub fn partition_id(&self, queue: u64, name: &str) -> Option<u64> {
@@ -541,6 +558,11 @@ impl Store {
         }
         self.locator.remove(queue, partition);
         self.dedup.remove_partition(queue, partition);
+        let producers: Vec<ProducerKey> =
+            self.producers.range((queue, partition, 0)..=(queue, partition, u64::MAX)).map(|(k, _)| *k).collect();
+        for key in producers {
+            self.producers.remove(&key);
+        }
         self.remove_aborted_txns(queue, partition, |_| true);
         self.remove_hidden(queue, partition, u64::MAX);
         self.remove_cursors_and_dead_letters((queue, partition), (queue, partition + 1));
@@ -614,6 +636,7 @@ impl Store {
             Box::new(self.queues.take_changes()),
             Box::new(self.partitions.take_changes()),
             Box::new(self.dedup.take_changes()),
+            Box::new(self.producers.take_changes()),
             Box::new(self.cursors.take_changes()),
             Box::new(self.commit_metadata.take_changes()),
             Box::new(self.shares.take_changes()),

@@ -66,6 +66,59 @@ pub struct DedupRow {
     pub hash: [u8; 16],
 }
 
+/// `producers`: (queue id, partition id, producer id) → what an idempotent
+/// Kafka producer last wrote there, as Kafka's `ProducerStateManager` keeps
+/// it: its epoch and its last batches (at most `ProducerRow::KEPT`), so a
+/// retry of one of them answers its offset and a batch out of sequence or
+/// from an older epoch is refused. One row per producer and partition, not
+/// one per record: a Kafka record has no dedup row.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProducerRow {
+    pub epoch: i16,
+    /// The producer's last batches in this epoch, oldest first.
+    pub batches: Vec<ProducerBatch>,
+    /// When it last wrote here: a producer silent for
+    /// `QUEEN_KAFKA_PRODUCER_ID_EXPIRATION_MS` is forgotten.
+    pub last_write_us: i64,
+}
+
+/// The producer id of a partition's marker row in `producers`: present once
+/// the partition forgot a producer (`ForgetProducers`), so a batch of a
+/// producer it does not know may be one it forgot, let through at any
+/// sequence as Kafka lets it through.
+pub const FORGOTTEN: u64 = u64::MAX;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProducerBatch {
+    pub first_seq: i32,
+    pub last_seq: i32,
+    pub first_offset: u64,
+}
+
+impl ProducerRow {
+    /// The batches kept per producer and partition: Kafka's, matching the
+    /// five requests a producer may have in flight.
+    pub const KEPT: usize = 5;
+
+    /// Records a batch written at `at_us`: a newer epoch starts over.
+    pub fn record(&mut self, epoch: i16, batch: ProducerBatch, at_us: i64) {
+        if epoch != self.epoch {
+            self.epoch = epoch;
+            self.batches.clear();
+        }
+        if self.batches.len() == Self::KEPT {
+            self.batches.remove(0);
+        }
+        self.batches.push(batch);
+        self.last_write_us = at_us;
+    }
+
+    /// The last sequence written in the current epoch.
+    pub fn last_seq(&self) -> Option<i32> {
+        self.batches.last().map(|b| b.last_seq)
+    }
+}
+
 /// `cursors`: (queue id, partition id, consumer group) → where the group is
 /// in the partition.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

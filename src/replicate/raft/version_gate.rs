@@ -8,15 +8,17 @@
 //! store, naming both versions, instead of misreading entries.
 
 use crate::internal_kv::CLUSTER;
-use crate::planner::kv::{row_key, Expiry, KvKind, KvOp};
+use crate::planner::kv::{Expiry, KvKind, KvOp};
 use crate::store::Store;
 
 /// The effect catalogue this build reads and writes. Raise it when an
 /// effect is added or changes its encoding. 2: a Kafka produce's batch is
 /// stored as it came, one piece of its message record (flag 2). 3: Kafka
 /// transactions (`KafkaTxn`, `AbortedTxn`, `HideOffsets`). 4: share groups
-/// (`Acquire`, `Release`, `Renew`, and the `shares` keyspace).
-pub const EFFECT_CATALOGUE: u32 = 4;
+/// (`Acquire`, `Release`, `Renew`, and the `shares` keyspace). 5: Kafka
+/// idempotence by producer state (`ProducerBatch`, `ForgetProducers`, the
+/// `producers` keyspace), and no dedup row for a Kafka record.
+pub const EFFECT_CATALOGUE: u32 = 5;
 /// The cluster's row, in the `queen-cluster` namespace.
 const KEY: &str = "effect-catalogue";
 
@@ -40,8 +42,7 @@ pub struct TooOld {
 
 /// The catalogue version the cluster writes: 1 until a leader raised it.
 pub fn cluster_catalogue(store: &Store) -> u32 {
-    let row = store.kv.get(&row_key(CLUSTER, KEY));
-    row.and_then(|r| r.value.parse().ok()).unwrap_or(1)
+    store.catalogue()
 }
 
 /// Refuses a build older than the cluster its store belongs to.
@@ -72,6 +73,7 @@ pub fn agreed(members: &[Option<u32>]) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::planner::kv::row_key;
 
     #[test]
     fn the_cluster_moves_to_what_every_member_reads_and_an_older_build_is_refused() {
