@@ -1,10 +1,10 @@
 //! The cluster version gate (recovery.md, "A rolling restart goes wrong"),
 //! on three real nodes, with the test switch QUEEN_TEST_EFFECT_CATALOGUE
-//! standing in for a newer build: a new cluster of this build (catalogue 4)
-//! is raised from 1 to 4 once all three answer; rolled forward one node at
-//! a time, it keeps writing version 4 while any member reads only 4, so a
-//! node rolled back still boots; once all three read 5 the leader raises
-//! the cluster to 5, and from then on the older build refuses to boot,
+//! standing in for a newer build: a new cluster of this build (catalogue 5)
+//! is raised from 1 to 5 once all three answer; rolled forward one node at
+//! a time, it keeps writing version 5 while any member reads only 5, so a
+//! node rolled back still boots; once all three read 6 the leader raises
+//! the cluster to 6, and from then on the older build refuses to boot,
 //! naming both versions.
 
 mod common;
@@ -14,8 +14,8 @@ use common::expect_refusal;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
-const NEWER: (&str, &str) = ("QUEEN_TEST_EFFECT_CATALOGUE", "5");
-const THIS_BUILD: (&str, &str) = ("QUEEN_TEST_EFFECT_CATALOGUE", "4");
+const NEWER: (&str, &str) = ("QUEEN_TEST_EFFECT_CATALOGUE", "6");
+const THIS_BUILD: (&str, &str) = ("QUEEN_TEST_EFFECT_CATALOGUE", "5");
 
 async fn catalogue(cluster: &Cluster, i: usize) -> Value {
     let node = cluster.node(i);
@@ -60,21 +60,21 @@ async fn restart(cluster: &mut Cluster, i: usize, extra: &[(&str, &str)]) {
 async fn the_cluster_moves_to_a_newer_catalogue_only_once_every_member_reads_it_and_then_refuses_a_rollback() {
     let mut cluster = Cluster::start(3).await;
     probe(&cluster, 0).await;
-    cluster_at(&cluster, 4).await;
-    assert_eq!(catalogue(&cluster, 0).await, json!({"build": 4, "cluster": 4}));
+    cluster_at(&cluster, 5).await;
+    assert_eq!(catalogue(&cluster, 0).await, json!({"build": 5, "cluster": 5}));
 
-    // Two of three on the newer build: the cluster stays at 4, so the
+    // Two of three on the newer build: the cluster stays at 5, so the
     // first rolls back and boots.
     restart(&mut cluster, 0, &[NEWER]).await;
     restart(&mut cluster, 1, &[NEWER]).await;
     tokio::time::sleep(Duration::from_secs(5)).await;
-    assert_eq!(catalogue(&cluster, 0).await, json!({"build": 5, "cluster": 4}), "raised with a member on 4");
+    assert_eq!(catalogue(&cluster, 0).await, json!({"build": 6, "cluster": 5}), "raised with a member on 5");
     restart(&mut cluster, 0, &[THIS_BUILD]).await;
     restart(&mut cluster, 0, &[NEWER]).await;
 
-    // The third rolls forward: the leader raises the cluster to 5.
+    // The third rolls forward: the leader raises the cluster to 6.
     restart(&mut cluster, 2, &[NEWER]).await;
-    cluster_at(&cluster, 5).await;
+    cluster_at(&cluster, 6).await;
     let log: String = (0..3).map(|i| cluster.node(i).log_text()).collect();
     assert!(log.contains("raised the cluster's effect catalogue version"), "no node logged the raise");
 
@@ -83,7 +83,7 @@ async fn the_cluster_moves_to_a_newer_catalogue_only_once_every_member_reads_it_
     let env = with(&cluster.env[1], &[THIS_BUILD]);
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let refusal = expect_refusal(&cluster.dir(1), &env);
-    let line = "this build reads effect catalogue version 4, and the cluster this store belongs to writes version 5";
+    let line = "this build reads effect catalogue version 5, and the cluster this store belongs to writes version 6";
     assert!(refusal.contains(line), "{refusal}");
     // The newer build still boots on it, and the cluster commits.
     cluster.start_node_with(1, &[NEWER]).await;

@@ -21,6 +21,7 @@ pub fn digest(store: &Store) -> Vec<String> {
     out.extend(store.commit_metadata.iter().map(|(k, v)| format!("commit metadata {k:?} {v:?}")));
     out.extend(store.timers_from("", None).map(|(k, v)| format!("timer {k:?} {v:?}")));
     out.extend(store.dedup.rows().into_iter().map(|(p, offset, hash)| format!("dedup {p:?}@{offset} {hash:?}")));
+    out.extend(store.producers.iter().map(|(k, v)| format!("producer {k:?} {v:?}")));
     out.extend(store.kafka_txns().map(|(k, v)| format!("kafka txn {k:?} {v:?}")));
     out.extend(store.aborted_txns.iter().map(|(k, v)| format!("aborted txn {k:?} {v:?}")));
     for ((q, p), row) in store.partitions.iter() {
