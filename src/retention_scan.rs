@@ -2,7 +2,8 @@
 //! the partitions, at most `QUEEN_RAFT_RETENTION_SCAN_PER_S` a second, and
 //! proposes `Command::Retain` for those of queues with a retention whose
 //! watermarks would move, and `Command::CleanupPartitions` for those idle
-//! for `PARTITION_CLEANUP_DAYS` and empty; the planner decides them again
+//! for `PARTITION_CLEANUP_DAYS` and empty, and `Command::ExpireDedup` for
+//! those holding dedup rows past their window; the planner decides them again
 //! (`planner/retention.rs`, `planner/cleanup.rs`). Then one reclaim pass
 //! frees the qlog files, or the parts of them, nothing needs any more
 //! (`qlog/reclaim.rs`).
@@ -10,7 +11,7 @@
 use crate::node::{GroupCore, Node};
 use crate::planner::cleanup::{is_idle_and_empty, NumberedQueues};
 use crate::planner::command::{Answer, Command};
-use crate::planner::retention::{watermarks, ByQueue};
+use crate::planner::retention::{dedup_expired_below, watermarks, ByQueue, DedupWindows};
 use crate::reclaim::{Freed, Pass, Policy, Position};
 use crate::replicate::ProposeError;
 use crate::store::{PartitionKey, Store};
@@ -60,6 +61,10 @@ pub async fn run(node: Arc<Node>) {
             let retain = |partitions| Command::Retain { partitions, txn_window_min_s };
             let Some(retained) = propose_in_chunks(group, &found.due, retain).await else { return };
             node.metrics.partitions_retained.inc_by(retained);
+            let expire = |partitions| Command::ExpireDedup { partitions, txn_window_min_s };
+            if propose_in_chunks(group, &found.dedup, expire).await.is_none() {
+                return;
+            }
             if let Some(idle_us) = cleanup {
                 let clean = |partitions| Command::CleanupPartitions { partitions, idle_us };
                 let Some(cleaned) = propose_in_chunks(group, &found.idle, clean).await else { return };
@@ -141,6 +146,8 @@ struct Found {
     due: Vec<(u64, u64)>,
     /// Partitions idle and empty long enough to be deleted.
     idle: Vec<(u64, u64)>,
+    /// Partitions holding dedup rows past their window.
+    dedup: Vec<(u64, u64)>,
 }
 
 /// Judges up to `max` partitions from `from` on, at `now_us`, with the
@@ -154,6 +161,7 @@ fn scan(
     found: &mut Found,
 ) -> Option<PartitionKey> {
     let mut by_queue = ByQueue::default();
+    let mut windows = DedupWindows::default();
     let mut numbered = NumberedQueues::default();
     for (i, (&(queue, partition), _)) in store.partitions.range(from..).enumerate() {
         if i == max {
@@ -163,6 +171,9 @@ fn scan(
         if cleanup_us.is_some_and(|idle| is_idle_and_empty(store, key, (now_us, idle), &mut numbered)) {
             found.idle.push((queue, partition));
             continue;
+        }
+        if dedup_expired_below(store, &mut windows, key, now_us, txn_window_min_s).is_some() {
+            found.dedup.push(key);
         }
         let Some(retention) = by_queue.get(store, queue) else { continue };
         if watermarks(store, retention, partition, now_us, txn_window_min_s).is_some() {

@@ -370,3 +370,38 @@ async fn metrics_count_the_store_rows_of_each_keyspace() {
     assert_eq!(rows("dedup").await, 50, "a dedup row per message with a transactionId");
     assert_eq!(rows("locator_spans").await, 5, "a span per push");
 }
+
+/// The dedup window holds whether or not the payloads are kept: on a queue
+/// that keeps its messages, a retry within `QUEEN_RAFT_TXN_WINDOW_MIN_S`
+/// answers its original offset, the rows past it go (so RAM and the
+/// checkpoint hold the window's pushes, not every push stored), a retry
+/// after it is stored as new, and a message past the window is still
+/// popped and acknowledged by its transactionId.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dedup_rows_last_their_window_on_a_queue_that_keeps_its_messages() {
+    let tmp = tempfile::tempdir().unwrap();
+    let node = Node::start(tmp.path(), &[("QUEEN_RAFT_TXN_WINDOW_MIN_S", "2")]).await;
+    push(&node, "kept", 0, 10).await;
+    let retry = |id: &str| push_body(&[("kept".into(), "p".into(), id.into(), json!({"pad": "again"}))]);
+    let (_, body) = node.post("/api/v1/push", &retry("kept-3")).await;
+    assert_eq!((body[0]["status"].as_str(), body[0]["offset"].as_u64()), (Some("duplicate"), Some(3)), "{body}");
+
+    let dedup_rows = "queen_store_rows{group=\"0\",keyspace=\"dedup\"}";
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while node.counter(dedup_rows).await > 0 {
+        assert!(Instant::now() < deadline, "the dedup rows outlived their window");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let (_, body) = node.post("/api/v1/push", &retry("kept-3")).await;
+    assert_eq!((body[0]["status"].as_str(), body[0]["offset"].as_u64()), (Some("queued"), Some(10)), "{body}");
+    let kept = node.read_all("kept", "p").await;
+    assert_eq!(kept.records.len(), 11, "every message is kept: only the rows went");
+
+    let popped: Value = reqwest::get(node.url("/api/v1/pop/queue/kept?batch=2")).await.unwrap().json().await.unwrap();
+    let first = &popped["messages"][0];
+    assert_eq!(first["transactionId"], "kept-0", "{popped}");
+    let ack = json!({"transactionId": first["transactionId"], "partitionId": first["partitionId"], "leaseId": first["leaseId"], "status": "completed"});
+    let (status, body) = node.post("/api/v1/ack", &ack).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body[0]["success"], true, "a message past its window is acknowledged by its id: {body}");
+}

@@ -11,6 +11,7 @@ use crate::message::{transaction_hash, Message};
 use crate::node::{GroupCore, Node};
 use crate::planner::command::{Command, QUEUE_MODE};
 use crate::planner::cursor;
+use crate::qlog::kafka_batch::placed_offset;
 use crate::reader::{self, StoredMessage};
 use crate::replicate::typed::Typed;
 use crate::store::Store;
@@ -105,9 +106,11 @@ fn partition_of(partition_id: &str) -> Result<(u64, u64), ApiError> {
 fn locate(group: &GroupCore, partition_id: &str, transaction_id: &str) -> Result<(u64, u64, u64), ApiError> {
     let (q, p) = partition_of(partition_id)?;
     let store = group.view.local();
+    // By its dedup row, within its window; or by place (`kafka-place:N`).
     let offset = store
         .dedup
         .get(q, p, &transaction_hash(transaction_id))
+        .or_else(|| placed_offset(transaction_id))
         .ok_or_else(|| not_found(format!("no message {transaction_id:?} in partition {partition_id}")))?;
     Ok((q, p, offset))
 }

@@ -240,6 +240,14 @@ pub fn apply_effect(store: &mut Store, entry: &Entry, effect: &Effect, locations
             let forgotten = ProducerRow { last_write_us: ts, ..Default::default() };
             store.producers.insert((*queue, *partition, FORGOTTEN), forgotten);
         }
+        Effect::ForgetDedup { queue, partition, below } => {
+            store.dedup.remove_below(*queue, *partition, *below);
+            // Rows of idempotent producers' records written before catalogue
+            // 5 may be among them: a producer they alone knew is taken at
+            // any sequence from now on, as one forgotten.
+            let forgotten = ProducerRow { last_write_us: ts, ..Default::default() };
+            store.producers.insert((*queue, *partition, FORGOTTEN), forgotten);
+        }
     }
 }
 

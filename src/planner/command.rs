@@ -100,6 +100,13 @@ pub enum Command {
     ExpireProducers {
         expiry_us: i64,
     },
+    /// Drops the dedup rows past their window on the partitions (queue id,
+    /// partition id) the scanner found due (`planner/retention.rs`). After
+    /// `ExpireProducers`, for the same reason.
+    ExpireDedup {
+        partitions: Vec<(u64, u64)>,
+        txn_window_min_s: u64,
+    },
 }
 
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]

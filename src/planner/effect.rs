@@ -230,6 +230,16 @@ pub enum Effect {
         partition: u64,
         producer_ids: Vec<u64>,
     },
+    /// The partition's dedup rows below `below` are past their window
+    /// (effect catalogue 5): a retry of one of those messages is stored as
+    /// new. Unlike `Retain`'s `txns_start`, it does not need the payloads
+    /// gone: a queue that keeps its messages forever keeps only the
+    /// window's rows.
+    ForgetDedup {
+        queue: u64,
+        partition: u64,
+        below: u64,
+    },
 }
 
 impl Effect {
@@ -267,6 +277,7 @@ impl Effect {
             Effect::Renew { .. } => "renew",
             Effect::ProducerBatch { .. } => "producer_batch",
             Effect::ForgetProducers { .. } => "forget_producers",
+            Effect::ForgetDedup { .. } => "forget_dedup",
         }
     }
     /// The queue whose log holds the effect's entry record; 0, the system
@@ -285,6 +296,7 @@ impl Effect {
             | Effect::TimerDelete { .. }
             | Effect::Retain { .. }
             | Effect::ForgetProducers { .. }
+            | Effect::ForgetDedup { .. }
             | Effect::DeletePartition { .. }
             | Effect::DeleteQueue { .. }
             | Effect::Membership(_)

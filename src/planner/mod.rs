@@ -187,6 +187,15 @@ impl Planner {
                 let partitions = effects.len();
                 (effects, vec![], Answer::Retained { partitions })
             }
+            Command::ExpireDedup { partitions, txn_window_min_s } => {
+                // A member that reads catalogue 4 could not apply the effect.
+                let effects = match overlay.catalogue(store) >= 5 {
+                    true => retention::plan_expire_dedup(store, &partitions, timestamp_us, txn_window_min_s),
+                    false => vec![],
+                };
+                let partitions = effects.len();
+                (effects, vec![], Answer::Retained { partitions })
+            }
             Command::ExpireProducers { expiry_us } => {
                 let effects = producers::plan_expire(store, overlay, timestamp_us, expiry_us);
                 let rows = effects.len();

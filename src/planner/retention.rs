@@ -11,6 +11,10 @@
 //!   so a retry is still answered its original offset after the payload
 //!   went, and never above `log_start`.
 //!
+//! - the dedup rows themselves go once past the same window, whether or not
+//!   the payloads are kept (`ForgetDedup`), so a queue that keeps its
+//!   messages forever keeps only the window's rows.
+//!
 //! The scanner (`retention_scan.rs`) finds the partitions whose watermarks
 //! would move; the planner computes them again against the state it plans
 //! on and logs them as `Effect::Retain`, so every node applies the same.
@@ -147,6 +151,58 @@ pub fn plan_retain(
         }
     }
     effects
+}
+
+/// The offset below which a partition's dedup rows are past their window at
+/// `now_us`, when it has some: the first offset stored within the longer
+/// of its queue's completed retention and `txn_window_min_s`. The window
+/// holds whether or not the payloads are kept.
+pub fn dedup_expired_below(
+    store: &Store,
+    windows: &mut DedupWindows,
+    (queue, partition): (u64, u64),
+    now_us: i64,
+    txn_window_min_s: u64,
+) -> Option<u64> {
+    let oldest = store.dedup.oldest(queue, partition)?;
+    let window_s = windows.get(store, queue).max(txn_window_min_s as i64);
+    let row = store.partition(queue, partition)?;
+    let since = now_us.saturating_sub(window_s.saturating_mul(SECOND_US));
+    let below = store.locator.first_at_or_after(queue, partition, since).unwrap_or(row.next_offset);
+    (oldest < below).then_some(below)
+}
+
+/// Each queue's completed retention in seconds, read once while partitions
+/// are walked in key order.
+#[derive(Default)]
+pub struct DedupWindows(Option<(u64, i64)>);
+
+impl DedupWindows {
+    fn get(&mut self, store: &Store, queue: u64) -> i64 {
+        match self.0 {
+            Some((q, window)) if q == queue => window,
+            _ => {
+                let options = store.queue_name(queue).and_then(|name| store.queues.get(&name.to_string()));
+                let window = options.map_or(0, |row| QueueOptions::parse(&row.options).completed_retention_seconds());
+                self.0 = Some((queue, window));
+                window
+            }
+        }
+    }
+}
+
+/// The `ForgetDedup` effects for the partitions the scanner found due,
+/// each judged again against the store. Rows planned but not applied are
+/// newer than any it drops.
+pub fn plan_expire_dedup(store: &Store, partitions: &[(u64, u64)], now_us: i64, txn_window_min_s: u64) -> Vec<Effect> {
+    let mut windows = DedupWindows::default();
+    partitions
+        .iter()
+        .filter_map(|&(queue, partition)| {
+            let below = dedup_expired_below(store, &mut windows, (queue, partition), now_us, txn_window_min_s)?;
+            Some(Effect::ForgetDedup { queue, partition, below })
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -2,7 +2,8 @@
 //! it landed at, so a retry answers the original offset.
 //!
 //! Two shapes for two readers. In RAM a push asks by hash, so each partition
-//! has a hash map. In the checkpoint the rows are keyed (queue, partition,
+//! has a hash map, and the window's expiry drops the oldest rows, so each
+//! partition also lists its rows in offset order. In the checkpoint the rows are keyed (queue, partition,
 //! offset) → hash: a partition's new rows then land at the end of its key
 //! range, so a checkpoint rewrites a few B-tree pages per partition instead
 //! of touching a random page for every message, and retention can drop a
@@ -14,6 +15,7 @@ use super::PartitionKey;
 // Keyed by transactionId hashes on every push and apply: foldhash, seeded
 // per process, costs a fraction of SipHash and still resists crafted ids.
 use foldhash::HashMap;
+use std::collections::VecDeque;
 
 pub const KEYSPACE: &str = "dedup";
 
@@ -34,6 +36,8 @@ impl RowKey for (u64, u64, u64) {
 pub struct DedupIndex {
     /// Per partition: transactionId hash → offset.
     by_hash: HashMap<PartitionKey, HashMap<[u8; 16], u64>>,
+    /// Per partition: (offset, hash) of every row, by offset.
+    by_offset: HashMap<PartitionKey, VecDeque<(u64, [u8; 16])>>,
     /// Changes since the last checkpoint, in order.
     changes: Vec<(DedupKey, Option<DedupRow>)>,
 }
@@ -41,7 +45,7 @@ pub struct DedupIndex {
 impl DedupIndex {
     /// How many rows it holds: one per stored message with a transactionId.
     pub fn row_count(&self) -> usize {
-        self.by_hash.values().map(HashMap::len).sum()
+        self.by_offset.values().map(VecDeque::len).sum()
     }
 
     /// Loads a row read from the checkpoint.
@@ -49,7 +53,7 @@ impl DedupIndex {
         let (q, p, offset) =
             DedupKey::decode(key).ok_or_else(|| format!("key of {} bytes does not decode", key.len()))?;
         let row: DedupRow = crate::codec::from_bytes(value).map_err(|e| format!("value does not decode: {e}"))?;
-        self.by_hash.entry((q, p)).or_default().insert(row.hash, offset);
+        self.add(q, p, row.hash, offset);
         Ok(())
     }
 
@@ -62,33 +66,63 @@ impl DedupIndex {
     /// comparing two stores.
     pub fn rows(&self) -> Vec<(PartitionKey, u64, [u8; 16])> {
         let mut rows: Vec<_> =
-            self.by_hash.iter().flat_map(|(k, m)| m.iter().map(move |(h, o)| (*k, *o, *h))).collect();
+            self.by_offset.iter().flat_map(|(k, m)| m.iter().map(move |(o, h)| (*k, *o, *h))).collect();
         rows.sort_unstable();
         rows
     }
 
     pub fn insert(&mut self, queue: u64, partition: u64, hash: [u8; 16], offset: u64) {
-        self.by_hash.entry((queue, partition)).or_default().insert(hash, offset);
+        self.add(queue, partition, hash, offset);
         self.changes.push(((queue, partition, offset), Some(DedupRow { hash })));
     }
 
-    /// Forgets a partition's rows below offset `txns_start`.
-    pub fn remove_below(&mut self, queue: u64, partition: u64, txns_start: u64) {
-        let Some(rows) = self.by_hash.get_mut(&(queue, partition)) else { return };
-        let changes = &mut self.changes;
-        rows.retain(|_, offset| {
-            let keep = *offset >= txns_start;
-            if !keep {
-                changes.push(((queue, partition, *offset), None));
+    fn add(&mut self, queue: u64, partition: u64, hash: [u8; 16], offset: u64) {
+        self.by_hash.entry((queue, partition)).or_default().insert(hash, offset);
+        let order = self.by_offset.entry((queue, partition)).or_default();
+        // Appends come in offset order, and so do the checkpoint's keys.
+        match order.back() {
+            Some((last, _)) if *last >= offset => {
+                let at = order.partition_point(|(o, _)| *o < offset);
+                order.insert(at, (offset, hash));
             }
-            keep
-        });
+            _ => order.push_back((offset, hash)),
+        }
+    }
+
+    /// The offset of the partition's oldest row.
+    pub fn oldest(&self, queue: u64, partition: u64) -> Option<u64> {
+        self.by_offset.get(&(queue, partition))?.front().map(|(offset, _)| *offset)
+    }
+
+    /// Forgets a partition's rows below offset `below`; costs the rows it
+    /// drops, not the rows it keeps.
+    pub fn remove_below(&mut self, queue: u64, partition: u64, below: u64) {
+        let key = (queue, partition);
+        let Some(order) = self.by_offset.get_mut(&key) else { return };
+        let by_hash = self.by_hash.get_mut(&key);
+        let mut by_hash = by_hash;
+        while order.front().is_some_and(|(offset, _)| *offset < below) {
+            let (offset, hash) = order.pop_front().expect("looked at above");
+            if let Some(rows) = by_hash.as_mut() {
+                // A later message under the same id (stored again once its
+                // row had gone) keeps its own row.
+                if rows.get(&hash) == Some(&offset) {
+                    rows.remove(&hash);
+                }
+            }
+            self.changes.push(((queue, partition, offset), None));
+        }
+        if order.is_empty() {
+            self.by_offset.remove(&key);
+            self.by_hash.remove(&key);
+        }
     }
 
     /// Forgets every row of a deleted partition.
     pub fn remove_partition(&mut self, queue: u64, partition: u64) {
-        let Some(rows) = self.by_hash.remove(&(queue, partition)) else { return };
-        self.changes.extend(rows.into_values().map(|offset| ((queue, partition, offset), None)));
+        self.by_hash.remove(&(queue, partition));
+        let Some(rows) = self.by_offset.remove(&(queue, partition)) else { return };
+        self.changes.extend(rows.into_iter().map(|(offset, _)| ((queue, partition, offset), None)));
     }
 
     pub fn take_changes(&mut self) -> ChangedRows<DedupKey, DedupRow> {
