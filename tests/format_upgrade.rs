@@ -11,7 +11,7 @@
 mod common;
 
 use common::kafka::{batch, fetch, produce, produced, KafkaConn};
-use common::Node;
+use common::{expect_refusal, Node};
 use protocol::messages::{ApiKey, ResponseKind};
 use serde_json::{json, Value};
 use std::path::Path;
@@ -30,7 +30,9 @@ async fn a_format_3_directory_is_upgraded_at_boot_and_keeps_every_message_and_ro
     unpack_fixture(&dir, "format3.tar.gz");
     assert_eq!(std::fs::read_to_string(dir.join("qlog/FORMAT")).unwrap(), "3\n");
 
-    let node = Node::start(&dir, &[("QUEEN_RAFT_SEGMENT_BYTES", "4096")]).await;
+    // A dedup window longer than the fixture's age: its rows are in it.
+    let window = ("QUEEN_RAFT_TXN_WINDOW_MIN_S", "315360000");
+    let node = Node::start(&dir, &[("QUEEN_RAFT_SEGMENT_BYTES", "4096"), window]).await;
     assert_eq!(std::fs::read_to_string(dir.join("qlog/FORMAT")).unwrap(), "5\n", "FORMAT is rewritten");
     assert!(node.log_text().contains("upgraded the data directory's on-disk format"), "{}", node.log_text());
 
@@ -129,4 +131,45 @@ async fn a_format_4_directory_of_kafka_records_is_upgraded_at_boot_and_reads_bac
     assert_eq!(records.len(), 41);
     assert_eq!(records[40].1, b"after");
     assert_eq!(node.read_all("mixed", "0").await.records.len(), 41);
+}
+
+/// An idempotent producer that wrote before effect catalogue 5 keeps its
+/// retries answered after the upgrade. Before catalogue 5 every Kafka
+/// record had a dedup row; a build writing catalogue 4 is rehearsed with
+/// QUEEN_TEST_EFFECT_CATALOGUE=4 (a directory the previous release wrote
+/// reads the same: it has no catalogue row, which is catalogue 1). This
+/// build raises the directory to 5 at boot: a retry of a batch from before
+/// answers its offset by the old rows, the batch after it is written with
+/// no row, and from then on a build that reads only 4 refuses the directory.
+#[tokio::test]
+async fn an_idempotent_producer_active_before_catalogue_5_keeps_its_retries_answered_after_the_upgrade() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let values = |from: usize| (from..from + 3).map(|i| format!("r{i}")).collect::<Vec<_>>();
+    let dedup_rows = "queen_store_rows{group=\"0\",keyspace=\"dedup\"}";
+
+    let mut node = Node::start(&dir, &[("QUEEN_TEST_EFFECT_CATALOGUE", "4")]).await;
+    let mut conn = KafkaConn::connect(node.kafka_port).await;
+    for (seq, offset) in [(0, 0), (3, 3)] {
+        let answer = conn.call(ApiKey::Produce, 9, produce("idem", 0, batch(77, 0, seq, &values(seq as usize)))).await;
+        assert_eq!(produced(answer), (0, offset));
+    }
+    assert_eq!(node.counter(dedup_rows).await, 6, "catalogue 4 keeps a dedup row per Kafka record");
+    node.terminate();
+
+    let node = Node::start(&dir, &[]).await;
+    let mut conn = KafkaConn::connect(node.kafka_port).await;
+    let retry = conn.call(ApiKey::Produce, 9, produce("idem", 0, batch(77, 0, 3, &values(3)))).await;
+    assert_eq!(produced(retry), (0, 3), "a retry of a batch written before the upgrade answers its offset");
+    let next = conn.call(ApiKey::Produce, 9, produce("idem", 0, batch(77, 0, 6, &values(6)))).await;
+    assert_eq!(produced(next), (0, 6), "the batch after it follows the old rows");
+    let again = conn.call(ApiKey::Produce, 9, produce("idem", 0, batch(77, 0, 6, &values(6)))).await;
+    assert_eq!(produced(again), (0, 6), "and its own retry is answered by the producer's state");
+    assert_eq!(node.counter(dedup_rows).await, 6, "no dedup row for a record written at catalogue 5");
+    let mut node = node;
+    node.terminate();
+
+    let refusal = expect_refusal(&dir, &[("QUEEN_TEST_EFFECT_CATALOGUE", "4")]);
+    let line = "this build reads effect catalogue version 4, and the cluster this store belongs to writes version 5";
+    assert!(refusal.contains(line), "{refusal}");
 }

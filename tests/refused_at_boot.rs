@@ -94,7 +94,8 @@ async fn logs_that_end_before_the_durable_index_are_refused() {
     f.set_len(frames(&file)[3].0 as u64).unwrap();
     let log = expect_refusal(&dir, &[]);
     assert!(log.contains("FATAL the queue logs under"), "{log}");
-    assert!(log.contains("before entry 10 that the store recorded as durable"), "{log}");
+    // Entry 1 is the effect catalogue a node raises at its first boot; ten pushes follow.
+    assert!(log.contains("before entry 11 that the store recorded as durable"), "{log}");
 }
 
 #[tokio::test]
@@ -138,7 +139,8 @@ async fn copies_of_an_entry_that_disagree_are_refused() {
     bytes[pos + 12..pos + 12 + body.len()].copy_from_slice(&body);
     std::fs::write(&file, bytes).unwrap();
     let log = expect_refusal(&dir, &env);
-    assert!(log.contains("FATAL the copies of entry 1 disagree across logs"), "{log}");
+    // Entry 1 is the effect catalogue a node raises at its first boot.
+    assert!(log.contains("FATAL the copies of entry 2 disagree across logs"), "{log}");
     assert!(log.contains(dir.join("qlog/q2").to_str().unwrap()), "{log}");
 }
 

@@ -185,9 +185,10 @@ impl GroupCore {
             retired: retired.clone(),
         };
         let log = laid_out.recover(&mut store, open_files, (ledger.as_deref(), replay), writing)?;
-        if let Some(cluster) = &cluster {
-            version_gate::check(cluster.catalogue, &store)?;
-        }
+        // One node raises its own catalogue at boot (`LocalReplicator`), so
+        // an older build refuses its directory as a cluster member's.
+        let catalogue = hooks.effect_catalogue.unwrap_or(version_gate::EFFECT_CATALOGUE);
+        version_gate::check(cluster.as_ref().map_or(catalogue, |c| c.catalogue), &store)?;
         tracing::info!(last = %log.last, replayed = log.replayed, cut = log.cut, "qlog recovered");
         if log.found_format != target {
             Layout::upgrade_format(log.files.storage(), &qlog_root, target)?;
@@ -199,6 +200,7 @@ impl GroupCore {
         store.applied_us = store.applied_us.max(clock.wall_us());
         let state = Arc::new(RwLock::new(store));
         scrub::start(checkpoint.clone(), Duration::from_secs(settings.scrub_every_s), settings.scrub_rows_per_s);
+        crate::qlog::scrub::verify_after_boot(OsStorage::shared(), qlog_root.clone());
         let qlog_scrub_every = Duration::from_secs(settings.qlog_scrub_every_s);
         crate::qlog::scrub::start(
             OsStorage::shared(),
@@ -267,6 +269,7 @@ impl GroupCore {
                     metrics: metrics.clone(),
                     apply_watch: apply_watch.clone(),
                     clock: clock.clone(),
+                    catalogue,
                 });
                 (Arc::new(replicator), checkpointed)
             }

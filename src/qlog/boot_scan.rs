@@ -1,7 +1,12 @@
-//! What a boot reads of the qlog before recovery decides anything: every log,
-//! every file, every record's checksum. Sealed files are read through their
-//! `.qidx` when it matches (rebuilt by a scan when stale or missing); the
-//! active file is always scanned, and may end in a torn tail.
+//! What a boot reads of the qlog before recovery decides anything: every log
+//! and every file's records. A sealed file is known by its `.qidx` when the
+//! index matches the file's length and its rows tile the file: the file
+//! itself is not read, so a boot after a clean stop costs the files' indexes,
+//! not the messages stored, and every record of it is verified right after
+//! boot instead (`qlog::scrub::verify_after_boot`), which ends the process
+//! on damage as the boot did. A sealed file without a matching index is read
+//! whole, every checksum verified, and its index rebuilt. The active file is
+//! always scanned, and may end in a torn tail.
 
 use super::index_file;
 use super::record::{read_frame, Frame};
@@ -83,6 +88,8 @@ fn scan_log(storage: &dyn Storage, root: &Path, id: u64) -> Result<LogScan, Boot
             let s = s.map_err(|e| BootScanError::UnreadableBody { path: path.clone(), pos: e.pos })?;
             active_damage = s.damage;
             (buf.len() as u64, s.rows)
+        } else if let Some(indexed) = indexed_rows(storage, &dir, no, &path)? {
+            indexed
         } else {
             let check = |b: &[u8]| {
                 let rows = sealed_rows(storage, &dir, no, &path, b);
@@ -102,6 +109,26 @@ pub fn scan_intact(buf: &[u8]) -> (Result<Scan, UnreadableBody>, bool) {
     let s = scan(buf);
     let intact = s.as_ref().is_ok_and(|s| s.damage.is_none());
     (s, intact)
+}
+
+/// A sealed file's length and rows from its `.qidx`, without reading the
+/// file: `None` when the index is missing, stale or does not tile the file.
+fn indexed_rows(
+    storage: &dyn Storage,
+    dir: &Path,
+    no: u32,
+    path: &Path,
+) -> Result<Option<(u64, Vec<IndexRow>)>, BootScanError> {
+    let len = storage.len(path).map_err(io(path))?;
+    let Some(rows) = index_file::load(storage, &index_path(dir, no), len) else { return Ok(None) };
+    let mut expected = 0u64;
+    for r in &rows {
+        if r.pos != expected {
+            return Ok(None);
+        }
+        expected = r.pos + u64::from(r.frame_len);
+    }
+    Ok((expected == len).then_some((len, rows)))
 }
 
 /// The rows of a sealed file, every checksum verified.

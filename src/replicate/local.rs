@@ -18,7 +18,7 @@ use super::log_store::open_batch::OpenBatch;
 use super::log_store::syncer::Syncer;
 use super::proposer::sequencer::Sequencer;
 use super::proposer::Msg;
-use super::raft::version_gate::{self, EFFECT_CATALOGUE};
+use super::raft::version_gate;
 use super::stage::spawn;
 use super::state_machine::after_apply::{AfterApply, CheckpointPace};
 use super::state_machine::applier::Applier;
@@ -58,6 +58,9 @@ pub struct Pipeline {
     /// Wakes readers after every apply: any, or per queue appended to.
     pub apply_watch: Arc<ApplyWatch>,
     pub clock: Arc<dyn Clock>,
+    /// The effect catalogue version this build writes
+    /// (`version_gate::EFFECT_CATALOGUE`, or a rehearsed one).
+    pub catalogue: u32,
 }
 
 pub struct LocalReplicator {
@@ -67,7 +70,8 @@ pub struct LocalReplicator {
 
 impl LocalReplicator {
     pub fn start(p: Pipeline) -> Self {
-        let older = p.state.read().expect("store lock").catalogue() < EFFECT_CATALOGUE;
+        let catalogue = p.catalogue;
+        let older = p.state.read().expect("store lock").catalogue() < catalogue;
         let (tx, rx) = mpsc::channel();
         let (to_applier, applier_rx) = mpsc::channel();
         let open = Arc::new(OpenBatch::new(p.writer, p.checkpointed));
@@ -98,7 +102,7 @@ impl LocalReplicator {
             // the catalogue it writes, so every command after it is planned,
             // and every replay applies it, by this build's rules; and an
             // older build refuses the directory rather than misread it.
-            drop(replicator.send(Command::Kv(vec![version_gate::raise(EFFECT_CATALOGUE)])));
+            drop(replicator.send(Command::Kv(vec![version_gate::raise(catalogue)])));
         }
         replicator
     }

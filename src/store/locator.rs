@@ -36,6 +36,13 @@ impl Locator {
     pub fn insert(&mut self, queue: u64, partition: u64, span: Span) {
         let spans = self.spans.entry((queue, partition)).or_default();
         debug_assert!(spans.last().is_none_or(|s| s.end() <= span.first_offset));
+        if spans.len() == spans.capacity() {
+            // An eighth more, not twice as many: a partition's spans are
+            // the locator's bulk, and a doubled list would leave up to half
+            // of its memory unused. A large list grows in place (the
+            // allocator remaps it), so growing often costs no copy.
+            spans.reserve_exact(spans.len() / 8 + 16);
+        }
         spans.push(span);
     }
 
