@@ -38,3 +38,9 @@ pub const ALL: &[&str] = &[
     STREAMS_QUERIES,
     STREAMS_STATE,
 ];
+
+/// The KV rows of users' namespaces, leaving out the broker's own (`ALL`):
+/// what `kvKeys` counts.
+pub fn user_rows(store: &crate::store::Store) -> usize {
+    store.kv.iter().filter(|(key, _)| !ALL.iter().any(|ns| key.split('\0').next() == Some(ns))).count()
+}

@@ -93,7 +93,7 @@ pub async fn overview(State(node): State<Arc<Node>>) -> Json<Value> {
     let s = node.group0().view.local();
     Json(json!({
         "queues": t.queues, "partitions": t.partitions, "messages": t.messages,
-        "consumerGroups": t.consumer_groups, "deadLetters": t.dead_letters, "kvKeys": s.kv.len(),
+        "consumerGroups": t.consumer_groups, "deadLetters": t.dead_letters, "kvKeys": crate::internal_kv::user_rows(&s),
         "applied": s.applied.index, "time": iso_time(chrono::Utc::now().timestamp_micros()),
     }))
 }

@@ -76,7 +76,7 @@ pub async fn status(State(node): State<Arc<Node>>) -> Json<Value> {
         "pending": t.pending,
         "consumerGroups": t.consumer_groups,
         "deadLetters": t.dead_letters,
-        "kvKeys": s.kv.len(),
+        "kvKeys": crate::internal_kv::user_rows(&s),
         "storageFull": node.disk_gate.is_full(),
         "listeners": {"http": node.settings.http_addr.to_string(), "kafka": node.settings.kafka_addr.to_string()},
     }))
