@@ -190,20 +190,6 @@ impl PushItem {
         }
     }
 
-    /// For an idempotent producer's Kafka batch, the hashes that decide
-    /// whether it may be written: the record its producer sent just before
-    /// it (absent: a batch before it was lost), and the first record of the
-    /// producer's next epoch (present: this epoch is fenced).
-    pub fn producer_order_hashes(&self) -> (Option<[u8; 16]>, Option<[u8; 16]>) {
-        match &self.body {
-            PushBody::Message { .. } => (None, None),
-            PushBody::Kafka(batch) => (
-                batch.preceding_transaction_id().map(|id| transaction_hash(&id)),
-                batch.next_epoch_transaction_id().map(|id| transaction_hash(&id)),
-            ),
-        }
-    }
-
     /// The messages it brings.
     pub fn count(&self) -> u32 {
         match &self.body {

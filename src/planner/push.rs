@@ -115,20 +115,9 @@ pub fn plan_push(
         };
         let refused =
             |offset, status| PushOutcome { queue_id: queue, partition_id: partition, offset, status, timestamp_us };
-        match verdict(store, overlay, queue, partition, &item.body) {
-            Verdict::New => {}
-            Verdict::Duplicate(offset) => {
-                outcomes.push(refused(offset, PushStatus::Duplicate));
-                continue;
-            }
-            Verdict::OutOfOrder => {
-                outcomes.push(refused(0, PushStatus::OutOfOrder));
-                continue;
-            }
-            Verdict::Fenced => {
-                outcomes.push(refused(0, PushStatus::Fenced));
-                continue;
-            }
+        if let Some((status, offset)) = verdict(store, overlay, queue, partition, &item.body).refusal() {
+            outcomes.push(refused(offset, status));
+            continue;
         }
         let offset = overlay.take_offsets(store, queue, partition, item.count());
         let (hashes, piece) = match item.body {
@@ -194,6 +183,18 @@ enum Verdict {
     OutOfOrder,
     /// An idempotent producer's batch from an epoch it has moved past.
     Fenced,
+}
+
+impl Verdict {
+    /// The outcome of an item not written, and the offset it answers.
+    fn refusal(self) -> Option<(PushStatus, u64)> {
+        match self {
+            Verdict::New => None,
+            Verdict::Duplicate(offset) => Some((PushStatus::Duplicate, offset)),
+            Verdict::OutOfOrder => Some((PushStatus::OutOfOrder, 0)),
+            Verdict::Fenced => Some((PushStatus::Fenced, 0)),
+        }
+    }
 }
 
 /// Whether an item may be written to the partition. A message is a

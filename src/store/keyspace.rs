@@ -109,6 +109,15 @@ impl<K: RowKey, V: Serialize + DeserializeOwned + Clone> Keyspace<K, V> {
         self.map.get(key)
     }
 
+    /// A row by a borrowed form of its key (a `&str` for a `String` key),
+    /// with no key built for the lookup.
+    pub fn get_borrowed<Q: Ord + ?Sized>(&self, key: &Q) -> Option<&V>
+    where
+        K: std::borrow::Borrow<Q>,
+    {
+        self.map.get(key)
+    }
+
     pub fn remove(&mut self, key: &K) -> Option<V> {
         let old = self.map.remove(key);
         if old.is_some() {

@@ -268,7 +268,8 @@ impl Store {
     /// leader write: 1 until one raised it (`version_gate.rs`). Apply reads
     /// it too, so every node executes an entry as its planner meant.
     pub fn catalogue(&self) -> u32 {
-        self.kv.get(&CATALOGUE_ROW.to_string()).and_then(|r| r.value.parse().ok()).unwrap_or(1)
+        // Read for every Kafka batch planned and applied: no key is built.
+        self.kv.get_borrowed(CATALOGUE_ROW).and_then(|r| r.value.parse().ok()).unwrap_or(1)
     }
 
     pub fn partition_id(&self, queue: u64, name: &str) -> Option<u64> {
